@@ -1,0 +1,386 @@
+"""IMAP client at the network edge: config in, network I/O, values out.
+
+Knows nothing about Django or our models. The poller owns the cursor
+(UIDVALIDITY, last UID) and the transactions; this module only talks IMAP.
+
+Invariants this module keeps for the poller:
+- Folders are opened with EXAMINE (read-only) and bodies fetched with
+  BODY.PEEK[]: reading a mailbox never marks a human's mail as \\Seen.
+- UIDs handed out are strictly greater than the cursor: a "N:*" search
+  returns the highest message even when its UID is below N (RFC 3501 6.4.8),
+  so the result is filtered here, not trusted.
+- Every imapclient/socket failure surfaces as ImapError (or a subclass), so
+  callers can tell "wrong password" from "server gone" without knowing
+  imaplib's exception tree.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import ssl
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from imapclient import IMAPClient
+from imapclient import exceptions as imap_exc
+
+logger = logging.getLogger(__name__)
+
+SECURITY_CHOICES = ("none", "starttls", "tls")
+FETCH_ITEMS = [b"BODY.PEEK[]", b"INTERNALDATE", b"RFC822.SIZE", b"FLAGS"]
+_APPENDUID_RE = re.compile(rb"\[APPENDUID \d+ (\d+)\]", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ImapConfig:
+    host: str
+    port: int
+    username: str
+    password: str
+    security: str = "none"  # "none" | "starttls" | "tls"
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.security not in SECURITY_CHOICES:
+            raise ValueError(f"security must be one of {SECURITY_CHOICES}, not {self.security!r}")
+
+    def __repr__(self) -> str:  # never print the password in logs or tracebacks
+        return (
+            f"ImapConfig(host={self.host!r}, port={self.port!r}, username={self.username!r}, "
+            f"password='***', security={self.security!r}, timeout={self.timeout!r})"
+        )
+
+
+@dataclass(frozen=True)
+class FolderStatus:
+    uidvalidity: int
+    uidnext: int
+    highestmodseq: int | None
+    exists: int
+
+
+@dataclass(frozen=True)
+class FetchedMessage:
+    uid: int
+    internaldate: datetime  # timezone-aware, UTC
+    raw: bytes
+    size: int
+    flags: tuple  # of str, e.g. ("\\Seen",)
+
+
+class ImapError(Exception):
+    """Any IMAP failure: protocol error, command refused, missing capability."""
+
+
+class ImapAuthError(ImapError):
+    """The server refused the credentials (or could not check them)."""
+
+
+class ImapConnectionError(ImapError):
+    """Could not connect, or the connection broke or timed out mid-session."""
+
+
+class ImapUidValidityError(ImapError):
+    """The folder's UIDVALIDITY is not the one the caller's cursor belongs to."""
+
+    def __init__(self, folder: str, expected: int, actual: int):
+        super().__init__(
+            f"UIDVALIDITY of {folder!r} is {actual}, expected {expected}: "
+            "UIDs from the old cursor mean nothing now, rescan the folder"
+        )
+        self.folder = folder
+        self.expected = expected
+        self.actual = actual
+
+
+class ImapSession:
+    """One logged-in IMAP connection; use as a context manager.
+
+    ``with ImapSession(config) as s: status = s.select("INBOX"); ...``
+    """
+
+    def __init__(self, config: ImapConfig):
+        self.config = config
+        self._client: IMAPClient | None = None
+        self._broken = False  # set after a connection error: no polite logout then
+        self._folder: str | None = None
+        self.status: FolderStatus | None = None  # from the last select()
+
+    # -- connection --------------------------------------------------------
+
+    def __enter__(self) -> ImapSession:
+        self.open()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def open(self) -> None:
+        cfg = self.config
+        where = f"{cfg.host}:{cfg.port}"
+        try:
+            client = IMAPClient(
+                cfg.host,
+                port=cfg.port,
+                ssl=cfg.security == "tls",
+                ssl_context=ssl.create_default_context() if cfg.security == "tls" else None,
+                timeout=cfg.timeout,
+            )
+        except (OSError, imap_exc.IMAPClientError) as e:
+            raise ImapConnectionError(f"cannot connect to IMAP server {where}: {e}") from e
+        # Aware datetimes with the server's offset; we convert to UTC ourselves.
+        # (The default turns INTERNALDATE into naive *local* time.)
+        client.normalise_times = False
+        self._client = client
+        self._broken = False
+        try:
+            with self._errors(f"connect to {where}"):
+                if cfg.security == "starttls":
+                    client.starttls(ssl.create_default_context())
+                try:
+                    client.login(cfg.username, cfg.password)
+                except imap_exc.LoginError as e:
+                    raise ImapAuthError(
+                        f"IMAP login as {cfg.username!r} on {where} refused: {e}"
+                    ) from e
+                # HIGHESTMODSEQ only appears in SELECT once CONDSTORE is enabled,
+                # and ENABLE is only legal before a folder is selected.
+                if client.has_capability("CONDSTORE") and client.has_capability("ENABLE"):
+                    client.enable("CONDSTORE")
+        except BaseException:
+            self._drop()
+            raise
+
+    def close(self) -> None:
+        """LOGOUT, or just drop the socket if the connection is already broken. Never raises."""
+        client = self._client
+        if client is None:
+            return
+        if not self._broken:
+            try:
+                client.logout()
+                self._client = None
+                return
+            except Exception as e:  # the server may be gone; nothing to report to the caller
+                logger.debug("IMAP logout from %s failed: %s", self.config.host, e)
+        self._drop()
+
+    def _drop(self) -> None:
+        client, self._client = self._client, None
+        self._folder = None
+        if client is not None:
+            try:
+                client.shutdown()
+            except Exception:
+                pass
+
+    @property
+    def _c(self) -> IMAPClient:
+        if self._client is None:
+            raise ImapError("IMAP session is not open (use it as a context manager)")
+        if self._broken:
+            raise ImapConnectionError(
+                f"IMAP connection to {self.config.host}:{self.config.port} is broken; open a new session"
+            )
+        return self._client
+
+    @contextmanager
+    def _errors(self, action: str):
+        """Translate imapclient/imaplib/socket errors into our three kinds."""
+        where = f"{self.config.host}:{self.config.port}"
+        try:
+            yield
+        except ImapError:
+            raise
+        except imap_exc.LoginError as e:
+            raise ImapAuthError(f"IMAP {action} on {where}: authentication failed: {e}") from e
+        except imap_exc.IMAPClientAbortError as e:
+            # imaplib.abort: EOF, unterminated line, BYE -- the connection is unusable.
+            self._broken = True
+            raise ImapConnectionError(f"IMAP {action} on {where}: connection lost: {e}") from e
+        except (OSError, EOFError) as e:  # refused, reset, broken pipe, socket timeout, TLS
+            self._broken = True
+            raise ImapConnectionError(f"IMAP {action} on {where}: {type(e).__name__}: {e}") from e
+        except imap_exc.IMAPClientError as e:  # NO/BAD from the server, missing capability
+            raise ImapError(f"IMAP {action} on {where} failed: {e}") from e
+
+    # -- reading -----------------------------------------------------------
+
+    def select(self, folder: str) -> FolderStatus:
+        """EXAMINE *folder* (read-only: nothing we do can set \\Seen)."""
+        c = self._c
+        self._folder = None  # a failed SELECT leaves no folder selected (RFC 3501 6.3.1)
+        with self._errors(f"EXAMINE {folder!r}"):
+            resp = c.select_folder(folder, readonly=True)
+            uidnext = resp.get(b"UIDNEXT")
+            if uidnext is None:  # optional in some old servers' SELECT; STATUS always has it
+                uidnext = c.folder_status(folder, [b"UIDNEXT"])[b"UIDNEXT"]
+        # The EXISTS of the SELECT itself is not news; only later ones are
+        # (see idle_wait).
+        self._pending_untagged().pop("EXISTS", None)
+        self._folder = folder
+        self.status = FolderStatus(
+            uidvalidity=int(resp[b"UIDVALIDITY"]),
+            uidnext=int(uidnext),
+            highestmodseq=int(resp[b"HIGHESTMODSEQ"]) if b"HIGHESTMODSEQ" in resp else None,
+            exists=int(resp[b"EXISTS"]),
+        )
+        return self.status
+
+    def _require_folder(self) -> str:
+        if self._folder is None:
+            raise ImapError("no folder selected: call select(folder) first")
+        return self._folder
+
+    def uids_after(self, last_uid: int) -> list[int]:
+        """UIDs strictly greater than *last_uid* in the selected folder, ascending."""
+        self._require_folder()
+        c = self._c
+        with self._errors(f"UID SEARCH {last_uid + 1}:*"):
+            found = c.search(f"UID {last_uid + 1}:*")
+        # "N:*" always matches the highest UID, even if it is < N: filter.
+        return sorted(uid for uid in found if uid > last_uid)
+
+    def fetch(self, uids: list[int]) -> list[FetchedMessage]:
+        """BODY.PEEK[] + INTERNALDATE + RFC822.SIZE + FLAGS, in UID order.
+
+        A UID expunged since it was listed is simply absent from the result.
+        """
+        self._require_folder()
+        if not uids:
+            return []
+        c = self._c
+        wanted = sorted(set(int(u) for u in uids))
+        with self._errors(f"UID FETCH ({len(wanted)} messages)"):
+            data = c.fetch(wanted, FETCH_ITEMS)
+        out = []
+        for uid in wanted:
+            item = data.get(uid)
+            if item is None:
+                continue  # expunged and already announced: not in the answer
+            if b"BODY[]" in item and item[b"BODY[]"] is None:
+                # Expunged by another session but not yet announced to ours:
+                # Dovecot answers OK [EXPUNGEISSUED] with BODY[] NIL,
+                # RFC822.SIZE 0 and INTERNALDATE 1970 (RFC 2180 4.1.3).
+                continue
+            raw = item.get(b"BODY[]")
+            if raw is None:
+                # Never silently skip a message that exists: the caller would
+                # move its cursor past it and lose it for good.
+                raise ImapError(f"server returned no body for UID {uid} (items: {sorted(item)})")
+            out.append(
+                FetchedMessage(
+                    uid=uid,
+                    internaldate=_as_utc(item.get(b"INTERNALDATE")),
+                    raw=bytes(raw),
+                    size=int(item.get(b"RFC822.SIZE", len(raw))),
+                    flags=tuple(_text(f) for f in item.get(b"FLAGS", ())),
+                )
+            )
+        return out
+
+    def iter_new(
+        self,
+        folder: str,
+        last_uid: int,
+        batch_size: int = 200,
+        *,
+        uidvalidity: int | None = None,
+    ) -> Iterator[list[FetchedMessage]]:
+        """Select *folder* and yield messages with UID > *last_uid* in UID-ordered batches.
+
+        Pass the cursor's *uidvalidity* to have the check and the listing on
+        the same SELECT: a mismatch raises ImapUidValidityError before any
+        message is yielded. ``self.status`` holds the SELECT result.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        status = self.select(folder)
+        if uidvalidity is not None and status.uidvalidity != uidvalidity:
+            raise ImapUidValidityError(folder, uidvalidity, status.uidvalidity)
+        uids = self.uids_after(last_uid)
+        for i in range(0, len(uids), batch_size):
+            batch = self.fetch(uids[i : i + batch_size])
+            if batch:
+                yield batch
+
+    # -- waiting -----------------------------------------------------------
+
+    def _pending_untagged(self) -> dict:
+        # imaplib keeps untagged responses that arrived with other commands
+        # (e.g. "* 7 EXISTS" piggybacked on a FETCH) in this dict; imapclient
+        # reads it the same way. Stdlib, stable.
+        return self._c._imap.untagged_responses
+
+    def idle_wait(self, timeout: float) -> bool:
+        """IDLE on the selected folder until the server reports new mail or *timeout* passes.
+
+        True if new mail was signalled (an EXISTS since the last select() or
+        idle_wait()), False on timeout. A True is a hint to poll, not a count.
+        """
+        self._require_folder()
+        c = self._c
+        with self._errors("IDLE"):
+            if not c.has_capability("IDLE"):
+                raise ImapError(f"IMAP server {self.config.host} does not support IDLE")
+        # Mail that arrived while we were busy with other commands was already
+        # announced with their responses; IDLE would not announce it again.
+        if self._pending_untagged().pop("EXISTS", None):
+            return True
+        deadline = time.monotonic() + max(0.0, timeout)
+        signalled = False
+        with self._errors("IDLE"):
+            while not signalled and time.monotonic() < deadline:
+                c.idle()
+                try:
+                    while True:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            break
+                        resps = c.idle_check(timeout=remaining)
+                        if any(_is_exists(r) for r in resps):
+                            signalled = True
+                            break
+                        if not resps and deadline - time.monotonic() > 0.01:
+                            # Woken with nothing parsed: imapclient swallows EOF
+                            # here. Leave IDLE; DONE on a dead socket raises.
+                            break
+                except BaseException:
+                    # Still inside IDLE on the server: no other command can
+                    # follow on this connection.
+                    self._broken = True
+                    raise
+                _done_text, resps = c.idle_done()
+                signalled = signalled or any(_is_exists(r) for r in resps)
+            self._pending_untagged().pop("EXISTS", None)
+        return signalled
+
+    # -- writing (tests and drills) ------------------------------------------
+
+    def append(self, folder: str, raw: bytes, flags=(), when: datetime | None = None) -> int | None:
+        """APPEND a message; returns its UID when the server says (UIDPLUS), else None."""
+        c = self._c
+        with self._errors(f"APPEND to {folder!r}"):
+            resp = c.append(folder, raw, flags=tuple(flags), msg_time=when)
+        m = _APPENDUID_RE.search(resp if isinstance(resp, bytes) else str(resp).encode())
+        return int(m.group(1)) if m else None
+
+
+def _is_exists(resp) -> bool:
+    return isinstance(resp, tuple) and len(resp) >= 2 and resp[1] == b"EXISTS"
+
+
+def _text(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _as_utc(value) -> datetime:
+    if not isinstance(value, datetime):
+        raise ImapError(f"server returned no usable INTERNALDATE: {value!r}")
+    if value.tzinfo is None:  # no zone in the server's date: RFC 3501 requires one; assume UTC
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)

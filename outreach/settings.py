@@ -1,0 +1,148 @@
+"""Settings for outreach, read from the environment.
+
+DATABASE_URL  postgres://user:pass@host:port/name (production, tests) or
+              sqlite:///path (zero-config local run; default var/outreach.sqlite3)
+REDIS_URL     redis://host:port/db (default redis://127.0.0.1:6379/0)
+DJANGO_SECRET_KEY, DEBUG, ALLOWED_HOSTS, OUTREACH_PUBLIC_URL
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("OUTREACH_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def database_from_url(url: str) -> dict:
+    """Turn DATABASE_URL into a Django DATABASES entry (postgres or sqlite only)."""
+    parsed = urlparse(url)
+    if parsed.scheme in {"postgres", "postgresql"}:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")) or "outreach",
+            "USER": unquote(parsed.username or "postgres"),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": 0,
+            "TEST": {"NAME": os.environ.get("OUTREACH_TEST_DB", None)},
+        }
+    if parsed.scheme == "sqlite":
+        path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else parsed.path
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path,
+            # IMMEDIATE takes the write lock at BEGIN, so the authorize
+            # transaction and every stop path serialize on SQLite too
+            # (select_for_update() is a no-op there).
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+        }
+    raise ValueError(f"DATABASE_URL must be postgres://... or sqlite:///..., got {url!r}")
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
+DEBUG = env_bool("DEBUG", True)
+ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_rq",
+    "anymail",
+    "sequences",
+    "mailboxes",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "outreach.urls"
+WSGI_APPLICATION = "outreach.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'outreach.sqlite3'}")
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+RQ_QUEUES = {
+    name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}
+    for name in ("send", "ingest", "default")
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "outreach": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO")},
+    },
+}
+
+# --- outreach behaviour -------------------------------------------------
+OUTREACH_PUBLIC_URL = os.environ.get("OUTREACH_PUBLIC_URL", "http://127.0.0.1:8000")
+# How long a claim or an authorization is owned by a worker before the
+# sweeper considers that worker lost.
+OUTREACH_LEASE_SECONDS = int(os.environ.get("OUTREACH_LEASE_SECONDS", "300"))
+# Transient SMTP failures are retried this many times, with backoff.
+OUTREACH_MAX_ATTEMPTS = int(os.environ.get("OUTREACH_MAX_ATTEMPTS", "5"))
+OUTREACH_RETRY_BASE_SECONDS = int(os.environ.get("OUTREACH_RETRY_BASE_SECONDS", "60"))
+OUTREACH_SMTP_TIMEOUT = float(os.environ.get("OUTREACH_SMTP_TIMEOUT", "30"))
+OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
+# Soft bounces in a row that suppress an address.
+OUTREACH_SOFT_BOUNCE_LIMIT = int(os.environ.get("OUTREACH_SOFT_BOUNCE_LIMIT", "3"))
+# What an auto-reply does to its enrollment: "continue" or "pause".
+OUTREACH_AUTO_REPLY_ACTION = os.environ.get("OUTREACH_AUTO_REPLY_ACTION", "continue")
+OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))

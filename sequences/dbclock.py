@@ -1,0 +1,31 @@
+"""The database clock: one clock for every worker and host."""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import DateTimeField, Func
+
+
+class DbClock(Func):
+    """clock_timestamp(): wall time at the moment the statement runs, in µs.
+
+    Unlike now(), which is frozen at transaction start, it orders events
+    inside one transaction and across workers by when they really happened.
+    """
+
+    template = "clock_timestamp()"
+    output_field = DateTimeField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')", []
+
+
+def db_now():
+    """Read the database clock (a datetime, UTC)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT clock_timestamp()")
+            return cursor.fetchone()[0]
+        from django.utils import timezone
+
+        return timezone.now()

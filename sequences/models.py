@@ -1,0 +1,233 @@
+"""Sequences, enrollments, send jobs, the suppression ledger and the timeline.
+
+Models hold fields, states and constraints only. Every state change goes
+through `sequences.services` / `sequences.jobstates`.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from .dbclock import DbClock
+
+
+class Contact(models.Model):
+    email = models.EmailField(unique=True)  # normalized: stripped, lowercased
+    first_name = models.CharField(max_length=200, blank=True)
+    last_name = models.CharField(max_length=200, blank=True)
+    company = models.CharField(max_length=200, blank=True)
+    fields = models.JSONField(default=dict, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["email"]
+
+    def __str__(self) -> str:
+        return self.email
+
+    @property
+    def domain(self) -> str:
+        return self.email.rsplit("@", 1)[-1]
+
+
+class Sequence(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+
+    name = models.CharField(max_length=200, unique=True)
+    mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="sequences")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Step(models.Model):
+    sequence = models.ForeignKey(Sequence, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveIntegerField()  # 1-based
+    subject = models.TextField()  # Django template
+    body = models.TextField()  # Django template
+    wait_seconds = models.PositiveIntegerField(default=0)  # after the previous step was submitted
+    thread = models.BooleanField(default=True)  # send as a reply in the previous step's thread
+
+    class Meta:
+        ordering = ["sequence", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["sequence", "position"], name="step_unique_position"),
+            models.CheckConstraint(condition=Q(position__gte=1), name="step_position_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sequence.name} #{self.position}"
+
+
+class Enrollment(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+        STOPPED = "stopped", "Stopped"
+        COMPLETED = "completed", "Completed"
+
+    class StopReason(models.TextChoices):
+        REPLIED = "replied", "Replied"
+        UNSUBSCRIBED = "unsubscribed", "Unsubscribed"
+        COMPLAINED = "complained", "Complained"
+        HARD_BOUNCE = "hard_bounce", "Hard bounce"
+        SUPPRESSED = "suppressed", "Suppressed"
+        OPERATOR = "operator", "Stopped by operator"
+
+    sequence = models.ForeignKey(Sequence, on_delete=models.PROTECT, related_name="enrollments")
+    contact = models.ForeignKey(Contact, on_delete=models.PROTECT, related_name="enrollments")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    stop_reason = models.CharField(max_length=20, choices=StopReason.choices, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["sequence", "contact"], name="enrollment_once_per_sequence"),
+            models.CheckConstraint(
+                condition=Q(status="stopped", stop_reason__gt="") | ~Q(status="stopped"),
+                name="enrollment_stopped_has_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.contact.email} in {self.sequence.name}"
+
+
+class SendJob(models.Model):
+    class State(models.TextChoices):
+        SCHEDULED = "scheduled", "Scheduled"
+        QUEUED = "queued", "Queued"
+        CLAIMED = "claimed", "Claimed"
+        AUTHORIZED = "authorized", "Authorized"
+        SUBMITTED = "submitted", "Submitted"
+        ACCEPTED = "accepted", "Accepted"
+        CANCELED = "canceled", "Canceled"
+        FAILED = "failed", "Failed"
+        UNKNOWN = "unknown", "Outcome unknown"
+
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="jobs")
+    step = models.ForeignKey(Step, on_delete=models.PROTECT, related_name="jobs")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.SCHEDULED)
+    version = models.PositiveIntegerField(default=1)
+
+    scheduled_at = models.DateTimeField()  # when it may be sent (after backoff for retries)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    authorized_at = models.DateTimeField(null=True, blank=True)  # the final check's commit
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    canceled_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)  # failed / unknown
+
+    worker_id = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    message_id = models.CharField(max_length=255, unique=True)  # ours, generated before sending
+    smtp_reply = models.TextField(blank=True)
+    provider_message_id = models.CharField(max_length=255, blank=True, db_index=True)
+    provider_request_id = models.CharField(max_length=255, blank=True)
+    cancel_reason = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["scheduled_at", "id"]
+        constraints = [
+            # One live job per step; canceled jobs stay as history and a resume schedules a new one.
+            models.UniqueConstraint(
+                fields=["enrollment", "step"], condition=~Q(state="canceled"), name="sendjob_once_per_step"
+            ),
+            models.CheckConstraint(
+                condition=Q(state="canceled", cancel_reason__gt="") | ~Q(state="canceled"),
+                name="sendjob_canceled_has_reason",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["scheduled_at"], name="sendjob_due_idx", condition=Q(state="scheduled")
+            ),
+            models.Index(fields=["state", "lease_until"], name="sendjob_state_lease_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.state})"
+
+
+class Suppression(models.Model):
+    """Append-only ledger. The latest entry for a value decides; lifting is a new entry."""
+
+    class Action(models.TextChoices):
+        ADD = "add", "Suppressed"
+        LIFT = "lift", "Lifted"
+
+    class Reason(models.TextChoices):
+        UNSUBSCRIBE = "unsubscribe", "Unsubscribe"
+        COMPLAINT = "complaint", "Complaint"
+        HARD_BOUNCE = "hard_bounce", "Hard bounce"
+        SOFT_BOUNCES = "soft_bounces", "Repeated soft bounces"
+        MANUAL = "manual", "Manual"
+
+    value = models.CharField(max_length=320, db_index=True)  # "addr@example.com" or "@example.com"
+    is_domain = models.BooleanField(default=False)
+    action = models.CharField(max_length=4, choices=Action.choices)
+    reason = models.CharField(max_length=20, choices=Reason.choices, blank=True)
+    note = models.TextField(blank=True)
+    source = models.CharField(max_length=200, blank=True)  # "inbound:42", "operator", "command", "unsubscribe-link:job 7"
+    actor = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(action="lift") | Q(action="add", reason__gt=""), name="suppression_add_has_reason"
+            ),
+            models.CheckConstraint(condition=Q(action="add") | Q(note__gt=""), name="suppression_lift_has_note"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.value}"
+
+
+class TimelineEvent(models.Model):
+    """One row per transition, written in the transition's own transaction."""
+
+    at = models.DateTimeField(db_default=DbClock(), db_index=True)
+    kind = models.CharField(max_length=40, db_index=True)
+    email = models.CharField(max_length=320, blank=True, db_index=True)
+    enrollment = models.ForeignKey(Enrollment, null=True, blank=True, on_delete=models.PROTECT, related_name="events")
+    job = models.ForeignKey(SendJob, null=True, blank=True, on_delete=models.PROTECT, related_name="events")
+    version_seen = models.PositiveIntegerField(null=True, blank=True)
+    worker_id = models.CharField(max_length=200, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.at} {self.kind}"
+
+
+class OperatorAction(models.Model):
+    """The operator log: who did what, to what, and what came of it."""
+
+    at = models.DateTimeField(db_default=DbClock())
+    actor = models.CharField(max_length=200)
+    action = models.CharField(max_length=60)
+    target = models.CharField(max_length=400)
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]

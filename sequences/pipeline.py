@@ -1,0 +1,72 @@
+"""The guarded sender: claim -> prepare -> authorize -> hand off -> record.
+
+Each arrow is its own short transaction or none at all: no database
+transaction is open while the transport talks to the network, so a slow SMTP
+server never holds a lock that reply ingestion needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from django.db import connection
+
+from mailboxes.selectors import transport_for
+from mailboxes.transports import OutcomeUnknown, PermanentError, RecipientRefused, TransientError
+
+from . import checkpoints, services
+from .messages import message_prepare
+from .models import SendJob
+
+log = logging.getLogger("outreach.pipeline")
+
+Authorize = Callable[..., services.Authorization]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job_id: int
+    state: str  # the job's state when this run ended, or "noop"
+    detail: str = ""
+
+
+def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = services.send_job_authorize) -> Outcome:
+    """Run one send job through the pipeline. `authorize` is replaceable only for tests and benchmarks."""
+    job = services.send_job_claim(job_id=job_id, worker_id=worker_id)
+    if job is None:
+        return Outcome(job_id, "noop", "not queued (duplicate or stale delivery)")
+    checkpoints.reach("claimed", job_id)
+
+    prepared = message_prepare(job_id=job_id)
+    checkpoints.reach("prepared", job_id)
+
+    decision = authorize(job_id=job_id, worker_id=worker_id, version=job.version)
+    if decision.outcome != "authorized":
+        return Outcome(job_id, decision.outcome, decision.reason)
+    checkpoints.reach("authorized", job_id)
+
+    mailbox = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment.sequence.mailbox
+    transport = transport_for(mailbox)
+    assert not connection.in_atomic_block, "never hold a transaction across the transport"
+    try:
+        submission = transport.send(sender=prepared.sender, recipient=prepared.recipient, message=prepared.data)
+    except TransientError as exc:
+        state = services.send_job_record_retry(job_id=job_id, worker_id=worker_id, error=str(exc))
+        return Outcome(job_id, state, str(exc))
+    except RecipientRefused as exc:
+        services.send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=exc.hard)
+        return Outcome(job_id, SendJob.State.FAILED, str(exc))
+    except PermanentError as exc:
+        services.send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=False)
+        return Outcome(job_id, SendJob.State.FAILED, str(exc))
+    except OutcomeUnknown as exc:
+        services.send_job_record_unknown(job_id=job_id, worker_id=worker_id, error=str(exc))
+        return Outcome(job_id, SendJob.State.UNKNOWN, str(exc))
+    checkpoints.reach("submitted", job_id)
+    services.send_job_record_submitted(
+        job_id=job_id, worker_id=worker_id, smtp_reply=submission.reply,
+        provider_message_id=submission.provider_message_id, provider_request_id=submission.provider_request_id,
+    )
+    return Outcome(job_id, SendJob.State.SUBMITTED, submission.reply)

@@ -1,0 +1,55 @@
+"""RQ task functions: take ids, call a service. Redis is transport, never the record."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import django_rq
+from django.db import transaction
+
+from . import services
+from .pipeline import send_job_process
+
+log = logging.getLogger("outreach.tasks")
+
+
+def worker_identity() -> str:
+    try:
+        from rq import get_current_job
+
+        current = get_current_job()
+    except Exception:  # noqa: BLE001 - outside a worker
+        current = None
+    rq_id = current.id if current else "inline"
+    return f"{socket.gethostname()}:{os.getpid()}:{rq_id}"
+
+
+def send_job(job_id: int) -> str:
+    outcome = send_job_process(job_id=job_id, worker_id=worker_identity())
+    log.info("job %s -> %s %s", job_id, outcome.state, outcome.detail)
+    return outcome.state
+
+
+def enqueue_sends(job_ids: list[int]) -> None:
+    """Enqueue after commit, with ids only."""
+    if not job_ids:
+        return
+    queue = django_rq.get_queue("send")
+
+    def push() -> None:
+        for job_id in job_ids:
+            queue.enqueue(send_job, job_id, result_ttl=3600, failure_ttl=86400)
+
+    transaction.on_commit(push)
+
+
+def dispatch(stale_after_seconds: int = 600) -> dict[str, int]:
+    """One dispatcher pass: queue due jobs, re-enqueue queued jobs Redis may have lost, sweep leases."""
+    sweep = services.leases_sweep()
+    due = services.dispatch_due()
+    stale = services.queued_stale(older_than_seconds=stale_after_seconds)
+    requeue = sweep["requeued_ids"] + due + [j for j in stale if j not in due]
+    enqueue_sends(requeue)
+    return {"queued": len(due), "re_enqueued": len(stale) + sweep["requeued"], "marked_unknown": sweep["unknown"]}
