@@ -33,6 +33,16 @@ class Mailbox(models.Model):
     window_end = models.TimeField(null=True, blank=True)
     window_timezone = models.CharField(max_length=64, default="UTC")
 
+    # Transport: "smtp" (above) or "anymail" (an ESP through django-anymail).
+    transport_kind = models.CharField(max_length=10, choices=[("smtp", "SMTP"), ("anymail", "ESP (anymail)")],
+                                      default="smtp")
+    esp_name = models.CharField(max_length=40, blank=True)  # e.g. "sendgrid", "brevo"
+    esp_api_key_env = models.CharField(max_length=100, blank=True)
+    esp_api_url = models.CharField(max_length=255, blank=True)  # override of the ESP's API base URL
+    # Hand messages to the ESP at most this many minutes before their send time
+    # (0: keep scheduling in our own queue and hand off at send time).
+    esp_schedule_ahead_minutes = models.PositiveIntegerField(default=0)
+
     paused = models.BooleanField(default=False)
     # Only a mailbox marked as a drill target may be used by `manage.py drill`.
     is_drill_target = models.BooleanField(default=False)
@@ -69,3 +79,110 @@ class Mailbox(models.Model):
     @property
     def has_imap(self) -> bool:
         return bool(self.imap_host)
+
+
+class ImapCursor(models.Model):
+    """Where the poller is in one folder: advanced in the same transaction that records a message."""
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="cursors")
+    folder = models.CharField(max_length=255)
+    uidvalidity = models.BigIntegerField(null=True, blank=True)
+    last_uid = models.BigIntegerField(default=0)
+    highestmodseq = models.BigIntegerField(null=True, blank=True)
+    rescans = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["mailbox", "folder"], name="imapcursor_unique_folder")]
+
+    def __str__(self) -> str:
+        return f"{self.mailbox.name}/{self.folder} uidvalidity={self.uidvalidity} last_uid={self.last_uid}"
+
+
+class InboundMessage(models.Model):
+    """The inbound ledger: every fetched message, recorded once, with what it was and what it did."""
+
+    class Kind(models.TextChoices):
+        HUMAN_REPLY = "human_reply", "Human reply"
+        AUTO_REPLY = "auto_reply", "Auto-reply"
+        BOUNCE = "bounce", "Bounce"
+        COMPLAINT = "complaint", "Complaint"
+        UNSUBSCRIBE_REQUEST = "unsubscribe_request", "Unsubscribe request"
+        UNRELATED = "unrelated", "Unrelated"
+        QUARANTINED = "quarantined", "Quarantined (could not be parsed)"
+
+    class Rule(models.TextChoices):
+        IN_REPLY_TO = "in_reply_to", "In-Reply-To names our Message-ID"
+        REFERENCES = "references", "References names our Message-ID"
+        TOKEN = "token", "Per-message token"
+        EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
+        SENDER = "sender_address", "Sender is an enrolled address (weaker)"
+        NONE = "none", "Not correlated"
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound")
+    folder = models.CharField(max_length=255)
+    uidvalidity = models.BigIntegerField()
+    uid = models.BigIntegerField()
+    message_id = models.CharField(max_length=998, blank=True, db_index=True)
+    internaldate = models.DateTimeField(null=True, blank=True)  # reply received (IMAP INTERNALDATE)
+    committed_at = models.DateTimeField(db_default=DbClock())  # reply committed (database clock)
+    from_address = models.CharField(max_length=320, blank=True, db_index=True)
+    from_name = models.CharField(max_length=400, blank=True)
+    subject = models.TextField(blank=True)
+    headers = models.JSONField(default=dict, blank=True)  # key headers, decoded
+    size = models.PositiveIntegerField(default=0)
+
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    bounce_type = models.CharField(max_length=4, blank=True)
+    recipients = models.JSONField(default=list, blank=True)
+    status_codes = models.JSONField(default=list, blank=True)
+    classification_reason = models.TextField(blank=True)
+    reply_text = models.TextField(blank=True)
+
+    correlation_rule = models.CharField(max_length=20, choices=Rule.choices, default=Rule.NONE)
+    job = models.ForeignKey("sequences.SendJob", null=True, blank=True, on_delete=models.PROTECT,
+                            related_name="inbound")
+    enrollment = models.ForeignKey("sequences.Enrollment", null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="inbound")
+    effect = models.TextField(blank=True)  # what ingestion did, in words
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="copies")
+
+    raw = models.BinaryField(blank=True)  # kept up to OUTREACH_INBOUND_RAW_LIMIT bytes
+    raw_truncated = models.BooleanField(default=False)
+    parse_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["mailbox", "folder", "uidvalidity", "uid"], name="inbound_once_per_uid"),
+            # The same mail in two folders, or seen again after a rescan, acts once.
+            models.UniqueConstraint(
+                fields=["mailbox", "message_id"],
+                condition=models.Q(duplicate_of__isnull=True) & ~models.Q(message_id=""),
+                name="inbound_acts_once_per_message_id",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} from {self.from_address or '?'}"
+
+
+class ProviderEvent(models.Model):
+    """A tracking webhook event from an ESP, deduplicated by the provider's event id."""
+
+    provider = models.CharField(max_length=40)
+    event_id = models.CharField(max_length=255)
+    event_type = models.CharField(max_length=40)
+    recipient = models.CharField(max_length=320, blank=True)
+    provider_message_id = models.CharField(max_length=255, blank=True)
+    job = models.ForeignKey("sequences.SendJob", null=True, blank=True, on_delete=models.PROTECT,
+                            related_name="provider_events")
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(db_default=DbClock())
+    effect = models.TextField(blank=True)
+    raw = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["provider", "event_id"], name="providerevent_once")]

@@ -142,6 +142,18 @@ class SendJob(models.Model):
     cancel_reason = models.CharField(max_length=40, blank=True)
     error = models.TextField(blank=True)
 
+    # Scheduled send at a provider: the boundary moves to the provider, which
+    # may still cancel until `cancelable_until`.
+    provider_send_at = models.DateTimeField(null=True, blank=True)
+    provider_schedule_id = models.CharField(max_length=255, blank=True)
+    cancelable_until = models.DateTimeField(null=True, blank=True)
+    provider_cancel_status = models.CharField(
+        max_length=10, blank=True,
+        choices=[("requested", "requested"), ("confirmed", "confirmed"), ("refused", "refused"), ("failed", "failed")],
+    )
+    provider_cancel_detail = models.TextField(blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         ordering = ["scheduled_at", "id"]
         constraints = [
