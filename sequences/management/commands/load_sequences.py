@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences.config import ConfigError, config_apply, parse
+
+
+class Command(BaseCommand):
+    help = "Create or update mailboxes and sequences (by name) from a TOML file. A bad file changes nothing."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="TOML file with [[mailbox]] and [[sequence]] tables")
+
+    def handle(self, *args, file, **options):
+        path = Path(file)
+        if not path.is_file():
+            raise CommandError(f"{file}: no such file")
+        try:
+            result = config_apply(parse(path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{file}: not UTF-8 text ({exc})") from None
+        except ConfigError as exc:
+            raise CommandError(f"{file}: nothing was changed:\n  " + "\n  ".join(exc.errors)) from None
+        for line in result.created:
+            self.stdout.write(f"created {line}")
+        for line in result.updated:
+            self.stdout.write(f"updated {line}")
+        self.stdout.write(self.style.SUCCESS(f"{len(result.created)} created, {len(result.updated)} updated"))

@@ -1,0 +1,26 @@
+from django.core.management.base import BaseCommand
+
+from sequences import services
+
+from ._target import add_target_arguments, resolve
+
+
+class Command(BaseCommand):
+    help = "Pause a sequence, an enrollment (EMAIL --sequence NAME) or a mailbox. Jobs not yet authorized are canceled."
+
+    def add_arguments(self, parser):
+        add_target_arguments(parser)
+
+    def handle(self, *args, kind, name, sequence, **options):
+        target = resolve(kind, name, sequence)
+        action = {"sequence": lambda: services.sequence_pause(sequence_id=target.pk, actor="command"),
+                  "enrollment": lambda: services.enrollment_pause(enrollment_id=target.pk, actor="command"),
+                  "mailbox": lambda: services.mailbox_pause(mailbox_id=target.pk, actor="command")}[kind]
+        summary = action()
+        if not summary.changed:
+            self.stdout.write(f"{kind} {name} was already paused (or stopped); nothing changed")
+            return
+        self.stdout.write(
+            f"paused {kind} {name}: {summary.canceled} jobs canceled (never sent), "
+            f"{summary.in_flight} in flight and {summary.submitted} already submitted (cannot recall)"
+        )

@@ -1,0 +1,27 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences import services
+
+from ._target import add_target_arguments, resolve
+
+
+class Command(BaseCommand):
+    help = "Resume a sequence, an enrollment (EMAIL --sequence NAME) or a mailbox, scheduling next steps."
+
+    def add_arguments(self, parser):
+        add_target_arguments(parser)
+
+    def handle(self, *args, kind, name, sequence, **options):
+        target = resolve(kind, name, sequence)
+        try:
+            if kind == "enrollment":
+                enrollment = services.enrollment_resume(enrollment_id=target.pk, actor="command")
+                self.stdout.write(f"enrollment {name} is {enrollment.status}")
+                return
+            if kind == "sequence":
+                scheduled = services.sequence_resume(sequence_id=target.pk, actor="command")
+            else:
+                scheduled = services.mailbox_resume(mailbox_id=target.pk, actor="command")
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"resumed {kind} {name}: {scheduled} jobs scheduled")

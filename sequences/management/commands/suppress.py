@@ -1,0 +1,24 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences import services
+from sequences.models import Suppression
+
+
+class Command(BaseCommand):
+    help = "Suppress an address or a whole @domain and stop its enrollments."
+
+    def add_arguments(self, parser):
+        parser.add_argument("value", help="address@example.com or @example.com")
+        parser.add_argument("--reason", required=True, choices=Suppression.Reason.values)
+        parser.add_argument("--note", default="")
+
+    def handle(self, *args, value, reason, note, **options):
+        try:
+            entry, summary = services.suppression_add(value=value, reason=reason, note=note, source="command",
+                                                      actor="command")
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"{entry.value} suppressed ({entry.reason}, entry {entry.pk}); enrollments stopped: {summary.enrollments}, "
+            f"jobs canceled (never sent): {summary.canceled}, in flight (cannot recall): {summary.in_flight}"
+        )

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences.models import TimelineEvent
+from sequences.selectors import normalize_email
+
+
+class Command(BaseCommand):
+    help = "Every timeline event for an address across enrollments, in commit order, database-clock timestamps."
+
+    def add_arguments(self, parser):
+        parser.add_argument("email")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object per line")
+
+    def handle(self, *args, email, as_json: bool, **options):
+        email = normalize_email(email)
+        events = TimelineEvent.objects.filter(email__in=[email, "@" + email.rsplit("@", 1)[-1]]).order_by("at", "id")
+        if not events.exists():
+            raise CommandError(f"no events for {email}")
+        for event in events:
+            if as_json:
+                self.stdout.write(json.dumps({
+                    "at": event.at.isoformat(), "kind": event.kind, "enrollment": event.enrollment_id,
+                    "job": event.job_id, "version_seen": event.version_seen, "worker": event.worker_id,
+                    "data": event.data,
+                }, sort_keys=True))
+            else:
+                detail = " ".join(f"{k}={v}" for k, v in event.data.items() if v not in ("", None))
+                self.stdout.write(
+                    f"{event.at:%Y-%m-%d %H:%M:%S.%f}  {event.kind:<22} "
+                    f"enr={event.enrollment_id or '-'} job={event.job_id or '-'} v={event.version_seen or '-'} "
+                    f"{('worker=' + event.worker_id + ' ') if event.worker_id else ''}{detail}"
+                )
+

@@ -1,0 +1,18 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences import services
+
+
+class Command(BaseCommand):
+    help = "Lift a suppression (a new ledger entry; history stays). Enrollments are not resumed."
+
+    def add_arguments(self, parser):
+        parser.add_argument("value", help="address@example.com or @example.com")
+        parser.add_argument("--note", required=True, help="why it is lifted")
+
+    def handle(self, *args, value, note, **options):
+        try:
+            entry = services.suppression_lift(value=value, note=note, actor="command", source="command")
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"{entry.value} lifted (entry {entry.pk})")
