@@ -116,6 +116,7 @@ class InboundMessage(models.Model):
         REFERENCES = "references", "References names our Message-ID"
         TOKEN = "token", "Per-message token"
         EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
+        RECIPIENT = "report_recipient", "Failed or complained-about recipient named in the report"
         SENDER = "sender_address", "Sender is an enrolled address (weaker)"
         NONE = "none", "Not correlated"
 

@@ -3,8 +3,11 @@
 RQ's cron scheduler has no lock between two scheduler processes: run one.
 """
 
+from django.conf import settings
 from rq import cron
 
+from mailboxes.tasks import poll_all
 from sequences.tasks import dispatch
 
 cron.register(dispatch, queue_name="default", interval=10)
+cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)

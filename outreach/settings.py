@@ -145,4 +145,6 @@ OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
 OUTREACH_SOFT_BOUNCE_LIMIT = int(os.environ.get("OUTREACH_SOFT_BOUNCE_LIMIT", "3"))
 # What an auto-reply does to its enrollment: "continue" or "pause".
 OUTREACH_AUTO_REPLY_ACTION = os.environ.get("OUTREACH_AUTO_REPLY_ACTION", "continue")
+OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
+OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))

@@ -9,3 +9,8 @@ os.environ.setdefault("OUTREACH_PUBLIC_URL", "http://testserver")
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+# One test database per pytest process, so that concurrent runs on one machine
+# (a developer's and a drill's, say) never flush each other's tables.
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": f"test_outreach_{os.getpid()}"}  # noqa: F405

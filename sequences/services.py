@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from mailboxes.models import Mailbox
 
@@ -77,7 +77,11 @@ class StopSummary:
 
 
 def _lock_enrollments(qs) -> list[Enrollment]:
-    return list(qs.select_for_update(of=("self",)).select_related("contact", "sequence").order_by("id"))
+    # FOR NO KEY UPDATE: conflicts with itself (stop vs authorize) but not with
+    # the FOR KEY SHARE that inserting a timeline row referencing the
+    # enrollment takes; a plain FOR UPDATE would deadlock against the
+    # dispatcher, which holds job rows while it writes their events.
+    return list(qs.select_for_update(of=("self",), no_key=True).select_related("contact", "sequence").order_by("id"))
 
 
 def _operator_log(actor: str, action: str, target: str, result: dict[str, Any]) -> None:
@@ -100,6 +104,12 @@ def _cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> 
                 summary.job_ids_canceled.append(job.pk)
                 break
             job.refresh_from_db(fields=["state", "version"])
+    # Scheduled send at a provider (issue 6): a job already handed to an ESP for later delivery
+    # cannot be canceled here; mark "cancel requested" in this transaction, and an RQ task asks the
+    # provider after commit (never inside a transaction). It still counts as submitted below.
+    from .provider_services import provider_cancel_request
+
+    provider_cancel_request(enrollment=enrollment, reason=reason, actor=actor)
     summary.in_flight = SendJob.objects.filter(enrollment=enrollment, state=S.AUTHORIZED).count()
     summary.submitted = SendJob.objects.filter(
         enrollment=enrollment, state__in=(S.SUBMITTED, S.ACCEPTED, S.UNKNOWN)
@@ -137,7 +147,8 @@ def _schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
             )
             enrollment.status, enrollment.version = E.COMPLETED, enrollment.version + 1
         return None
-    base = max((j.submitted_at for j in sent if j.submitted_at), default=None)
+    # A step scheduled at a provider leaves at provider_send_at, not when it was handed off (issue 6).
+    base = max((j.provider_send_at or j.submitted_at for j in sent if j.submitted_at), default=None)
     due = (base or now) + timedelta(seconds=step.wait_seconds)
     job = SendJob.objects.create(
         enrollment=enrollment,
@@ -200,9 +211,15 @@ def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "") -> 
 def enrollment_stop(*, enrollment_id: int, reason: str, actor: str = "", source: str = "") -> StopSummary:
     """Stop an enrollment for good and cancel its pending jobs; owns one durable transaction."""
     with transaction.atomic(durable=True):
-        return _enrollment_stop_locked(
-            _lock_enrollments(Enrollment.objects.filter(pk=enrollment_id))[0], reason=reason, actor=actor, source=source
-        )
+        summary = enrollment_stop_in_transaction(enrollment_id=enrollment_id, reason=reason, actor=actor, source=source)
+        _operator_log(actor, "enrollment_stop", f"enrollment {enrollment_id}", summary.as_dict() | {"reason": reason})
+        return summary
+
+
+def enrollment_stop_in_transaction(*, enrollment_id: int, reason: str, actor: str = "", source: str = "") -> StopSummary:
+    """As enrollment_stop, inside the caller's transaction (e.g. with an inbound ledger row)."""
+    (enrollment,) = _lock_enrollments(Enrollment.objects.filter(pk=enrollment_id))
+    return _enrollment_stop_locked(enrollment, reason=reason, actor=actor, source=source)
 
 
 def _enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = "", source: str = "") -> StopSummary:
@@ -233,16 +250,22 @@ def _enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str =
 def enrollment_pause(*, enrollment_id: int, actor: str = "") -> StopSummary:
     """Pause one enrollment: cancel what has not passed authorization; durable transaction."""
     with transaction.atomic(durable=True):
-        (enrollment,) = _lock_enrollments(Enrollment.objects.filter(pk=enrollment_id))
-        summary = StopSummary()
-        if enrollment.status == E.ACTIVE:
-            Enrollment.objects.filter(pk=enrollment.pk).update(status=E.PAUSED, version=F("version") + 1)
-            summary = _cancel_pending(enrollment, reason="enrollment_paused", actor=actor)
-            summary.enrollments, summary.changed = 1, True
-            event_record(kind="enrollment_paused", email=enrollment.contact.email, enrollment=enrollment,
-                         version_seen=enrollment.version, actor=actor, **summary.as_dict())
-        _operator_log(actor, "enrollment_pause", str(enrollment), summary.as_dict() | {"status": _status(enrollment)})
+        summary = enrollment_pause_in_transaction(enrollment_id=enrollment_id, actor=actor)
+        _operator_log(actor, "enrollment_pause", f"enrollment {enrollment_id}", summary.as_dict())
         return summary
+
+
+def enrollment_pause_in_transaction(*, enrollment_id: int, actor: str = "", source: str = "") -> StopSummary:
+    """As enrollment_pause, inside the caller's transaction."""
+    (enrollment,) = _lock_enrollments(Enrollment.objects.filter(pk=enrollment_id))
+    summary = StopSummary()
+    if enrollment.status == E.ACTIVE:
+        Enrollment.objects.filter(pk=enrollment.pk).update(status=E.PAUSED, version=F("version") + 1)
+        summary = _cancel_pending(enrollment, reason="enrollment_paused", actor=actor)
+        summary.enrollments, summary.changed = 1, True
+        event_record(kind="enrollment_paused", email=enrollment.contact.email, enrollment=enrollment,
+                     version_seen=enrollment.version, actor=actor, source=source, **summary.as_dict())
+    return summary
 
 
 def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
@@ -279,7 +302,7 @@ def sequence_pause(*, sequence_id: int, actor: str = "") -> StopSummary:
     """Pause a sequence: cancel every job of it not yet authorized; durable transaction."""
     with transaction.atomic(durable=True):
         enrollments = _lock_enrollments(Enrollment.objects.filter(sequence_id=sequence_id))
-        sequence = Sequence.objects.select_for_update().get(pk=sequence_id)
+        sequence = Sequence.objects.select_for_update(no_key=True).get(pk=sequence_id)
         summary = StopSummary()
         if sequence.status == Sequence.Status.ACTIVE:
             Sequence.objects.filter(pk=sequence.pk).update(status=Sequence.Status.PAUSED, version=F("version") + 1)
@@ -296,7 +319,7 @@ def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
     """Resume a sequence; schedules the next step of each active enrollment. Returns jobs scheduled."""
     with transaction.atomic(durable=True):
         enrollments = _lock_enrollments(Enrollment.objects.filter(sequence_id=sequence_id, status=E.ACTIVE))
-        sequence = Sequence.objects.select_for_update().get(pk=sequence_id)
+        sequence = Sequence.objects.select_for_update(no_key=True).get(pk=sequence_id)
         scheduled = 0
         if sequence.status == Sequence.Status.PAUSED:
             Sequence.objects.filter(pk=sequence.pk).update(status=Sequence.Status.ACTIVE, version=F("version") + 1)
@@ -312,7 +335,7 @@ def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
     """Pause a mailbox: nothing leaves it; jobs not yet authorized are canceled."""
     with transaction.atomic(durable=True):
         enrollments = _lock_enrollments(Enrollment.objects.filter(sequence__mailbox_id=mailbox_id))
-        mailbox = Mailbox.objects.select_for_update().get(pk=mailbox_id)
+        mailbox = Mailbox.objects.select_for_update(no_key=True).get(pk=mailbox_id)
         summary = StopSummary()
         if not mailbox.paused:
             Mailbox.objects.filter(pk=mailbox.pk).update(paused=True, version=F("version") + 1)
@@ -333,7 +356,7 @@ def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
                 sequence__mailbox_id=mailbox_id, status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
             )
         )
-        mailbox = Mailbox.objects.select_for_update().get(pk=mailbox_id)
+        mailbox = Mailbox.objects.select_for_update(no_key=True).get(pk=mailbox_id)
         scheduled = 0
         if mailbox.paused:
             Mailbox.objects.filter(pk=mailbox.pk).update(paused=False, version=F("version") + 1)
@@ -424,9 +447,12 @@ def dispatch_due(*, limit: int | None = None) -> list[int]:
     limit = limit or settings.OUTREACH_DISPATCH_BATCH
     with transaction.atomic(durable=True):
         now = db_now()
+        # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes; issue 6).
+        from .provider_services import early_handoff_due
+
         jobs = list(
-            SendJob.objects.filter(state=S.SCHEDULED, scheduled_at__lte=now)
-            .select_for_update(skip_locked=True, of=("self",))
+            SendJob.objects.filter(Q(scheduled_at__lte=now) | early_handoff_due(now=now), state=S.SCHEDULED)
+            .select_for_update(skip_locked=True, of=("self",), no_key=True)
             .select_related("enrollment__contact", "step")
             .order_by("scheduled_at", "id")[:limit]
         )
@@ -477,7 +503,7 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
     with transaction.atomic(durable=True):
         enrollment_id = SendJob.objects.values_list("enrollment_id", flat=True).get(pk=job_id)
         (enrollment,) = _lock_enrollments(Enrollment.objects.filter(pk=enrollment_id))
-        mailbox = Mailbox.objects.select_for_update().get(pk=enrollment.sequence.mailbox_id)
+        mailbox = Mailbox.objects.select_for_update(no_key=True).get(pk=enrollment.sequence.mailbox_id)
         job = SendJob.objects.select_related("step").get(pk=job_id)
         job._email = enrollment.contact.email  # type: ignore[attr-defined]
         if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
@@ -492,7 +518,8 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
             return Authorization("canceled", reason, job.version)
 
         now = db_now()
-        defer_until, why = _defer_until(job=job, mailbox=mailbox, now=now)
+        # A job handed to an ESP early is checked against the window at its send time (issue 6).
+        defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at))
         if defer_until is not None:
             job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event="job_deferred",
                      fields={"scheduled_at": defer_until, "worker_id": "", "lease_until": None},
@@ -562,7 +589,7 @@ def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -
 
 
 def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, provider_message_id: str = "",
-                              provider_request_id: str = "") -> bool:
+                              provider_request_id: str = "", provider_schedule: dict[str, Any] | None = None) -> bool:
     """authorized -> submitted with the transport's answer, then schedule the next step; durable transaction."""
     with transaction.atomic(durable=True):
         enrollment_id = SendJob.objects.values_list("enrollment_id", flat=True).get(pk=job_id)
@@ -574,13 +601,21 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
             event_record(kind="submit_after_state_change", email=job._email, enrollment=enrollment, job=job,
                          version_seen=job.version, worker_id=worker_id, state=job.state, smtp_reply=smtp_reply)
             return False
+        # Scheduled at a provider (issue 6): provider_schedule_id, provider_send_at, cancelable_until.
+        schedule = provider_schedule or {}
         job_move(job=job, to=S.SUBMITTED, worker_id=worker_id,
                  fields={"smtp_reply": smtp_reply, "provider_message_id": provider_message_id,
-                         "provider_request_id": provider_request_id, "lease_until": None},
-                 smtp_reply=smtp_reply, provider_message_id=provider_message_id)
+                         "provider_request_id": provider_request_id, "lease_until": None, **schedule},
+                 smtp_reply=smtp_reply, provider_message_id=provider_message_id,
+                 **{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in schedule.items()})
         sequence = enrollment.sequence
         if enrollment.status == E.ACTIVE and sequence.status == Sequence.Status.ACTIVE and not sequence.mailbox.paused:
             _schedule_next(enrollment, reason="previous_step_submitted")
+        elif schedule:
+            # A stop committed while this job was being handed off for later delivery: ask the provider.
+            from .provider_services import provider_cancel_request
+
+            provider_cancel_request(enrollment=enrollment, reason="stopped_during_hand_off")
         return True
 
 
@@ -636,7 +671,7 @@ def leases_sweep() -> dict[str, int]:
         now = db_now()
         expired = (
             SendJob.objects.filter(state__in=(S.CLAIMED, S.AUTHORIZED), lease_until__lt=now)
-            .select_for_update(skip_locked=True, of=("self",))
+            .select_for_update(skip_locked=True, of=("self",), no_key=True)
             .select_related("enrollment__contact", "step")
         )
         for job in expired:

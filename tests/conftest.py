@@ -33,3 +33,17 @@ def redis_conn(settings):
     conn.flushdb()
     yield conn
     conn.flushdb()
+
+
+from tests.servers.dovecot import dovecot  # noqa: E402,F401  (fixture: a real Dovecot per test)
+
+
+@pytest.fixture
+def imap_mailbox(mailbox, dovecot, monkeypatch):
+    """The SMTP test mailbox, reading replies from alice's IMAP account on the test Dovecot."""
+    monkeypatch.setenv("TEST_IMAP_PASSWORD", "alicepw")
+    mailbox.imap_host, mailbox.imap_port = dovecot.host, dovecot.port
+    mailbox.imap_username, mailbox.imap_password_env = "alice", "TEST_IMAP_PASSWORD"
+    mailbox.imap_folders = ["INBOX"]
+    mailbox.save()
+    return mailbox

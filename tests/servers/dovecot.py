@@ -18,11 +18,16 @@ Pitfalls found while building this (keep them next to the code they explain):
   master that exits can linger as a zombie and "still be running" by
   ``kill(pid, 0)``. We run the master in the foreground (``-F``) as our own
   child and ``wait()`` for it, instead of ``dovecot -c CONF`` daemonizing.
-- ``auth_failure_delay`` defaults to 2 s: a wrong-password test would sleep
-  2 s. Set to 0 here.
-- IDLE pushes come from inotify; if inotify is unavailable Dovecot falls back
-  to polling every ``mailbox_idle_check_interval`` (30 s by default). We set
-  1 s so IDLE tests never depend on inotify being present.
+- Failed logins are slow: ``auth_failure_delay`` (default 2 s) and, worse,
+  the anvil per-IP auth penalty, which 2.3.19 applies even with
+  ``auth_failure_delay = 0``: after 2 failures from 127.0.0.1 a *correct*
+  login waits 8-15 s and imapclient's timeout fires. The config sets the
+  delay to 0 and disables the ``anvil-auth-penalty`` listener (``mode = 0``),
+  which turns the penalty off. A failed login still costs ~0.5 s (2.3.19
+  flushes delayed failures on a 500 ms timer).
+- IDLE pushes come from inotify; without it Dovecot falls back to checking
+  every ``mailbox_idle_check_interval`` (30 s by default). We set 1 s so IDLE
+  tests never depend on inotify limits of the machine.
 - Dovecot re-reads the passwd-file when its mtime changes, so users can be
   added to a running server (``add_user``).
 - A graceful stop (SIGTERM to the master) always takes ~1 s: the master
@@ -35,20 +40,29 @@ Pitfalls found while building this (keep them next to the code they explain):
   ``INTERNALDATE 01-Jan-1970`` -- not a NO, and not missing from the answer.
 - SELECT reports HIGHESTMODSEQ only after ``ENABLE CONDSTORE`` (which must be
   sent before the first SELECT).
-- The lost-wakeup window: mail that arrives while the client runs another
-  command (SEARCH/FETCH) is announced with *that* command's response
-  (``* N EXISTS``) and not again by a later IDLE; imaplib keeps it in
-  ``untagged_responses``. mailboxes.imap.idle_wait checks there first.
-- A new UIDVALIDITY: deleting dovecot-uidlist and the indexes is not enough,
-  Dovecot generates the new value from the clock (same second -> same value)
-  and may recover the old one from the mailbox list index. We rewrite the
-  ``V<uidvalidity>`` field of dovecot-uidlist explicitly (old + 1) and drop
-  the indexes so Dovecot rebuilds them from the uidlist.
+- IDLE does not announce mail that arrived before IDLE started: Dovecot
+  2.3.19 reports it only when the client sends DONE (measured: select,
+  another session appends, IDLE -> nothing for 6 s, then EXISTS with the DONE
+  reply). Mail that arrives while the client runs another command is
+  announced with *that* command's response (``* N EXISTS``, kept by imaplib in
+  ``untagged_responses``) and never again. mailboxes.imap.idle_wait checks
+  the pending responses and sends a NOOP before IDLE for both reasons.
+- A new UIDVALIDITY on disk: replace ``dovecot-uidlist`` (rename, new inode,
+  owned by nobody) with its ``V<uidvalidity>`` field changed; Dovecot logs
+  "UIDVALIDITY changed" and resets its index itself, also under a session
+  that has the folder selected. Do NOT delete ``dovecot.index*`` while a
+  session is open: its imap process keeps writing the old transaction log
+  and the next SELECT fails with ``[SERVERBUG]`` ("duplicate transaction log
+  sequence"). After the change, a re-SELECT in the already-open session
+  omitted HIGHESTMODSEQ once (so FolderStatus.highestmodseq may be None).
 """
 
 from __future__ import annotations
 
+import atexit
+import grp
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -64,6 +78,17 @@ from imapclient import IMAPClient
 DOVECOT_BIN = "dovecot"
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
+
+
+_LIVE: set[Dovecot] = set()  # not yet cleaned up
+
+
+@atexit.register
+def _cleanup_leftovers() -> None:
+    # An interrupted test run must not leave masters behind (they hold ports
+    # and, orphaned, may never be reaped) nor temp dirs.
+    for server in list(_LIVE):
+        server.cleanup()
 
 
 def dovecot_available() -> bool:
@@ -94,6 +119,14 @@ disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
 auth_verbose = yes
+# Dovecot 2.3.19 ignores auth_failure_delay = 0 for the per-IP penalty: after
+# one failed login every login from 127.0.0.1 (good ones too) waits 4, 8,
+# 15 s. Without this socket the auth process runs with the penalty disabled.
+service anvil {{
+  unix_listener anvil-auth-penalty {{
+    mode = 0
+  }}
+}}
 
 mail_location = maildir:{root}/mail/%u/Maildir
 mail_uid = nobody
@@ -135,8 +168,7 @@ class Dovecot:
     def __init__(self, users: dict[str, str], extra_config: str = ""):
         if not dovecot_available():
             raise RuntimeError(
-                "dovecot is not installed (apt-get install -y dovecot-imapd); "
-                "the IMAP tests need a real server"
+                "dovecot is not installed (apt-get install -y dovecot-imapd); the IMAP tests need a real server"
             )
         self.users = dict(users)
         # Appended to the generated config, e.g. "imap_capability = IMAP4rev1"
@@ -146,6 +178,7 @@ class Dovecot:
         self.root = Path(tempfile.mkdtemp(prefix="dovecot-"))
         self.root.chmod(0o755)  # auth runs as `dovecot`, imap as `nobody`
         self._proc: subprocess.Popen | None = None
+        _LIVE.add(self)
         self._write_files()
 
     # -- files -------------------------------------------------------------
@@ -166,9 +199,7 @@ class Dovecot:
         return base / ("." + folder.replace("/", "."))
 
     def _write_files(self) -> None:
-        self.config_path.write_text(
-            _CONFIG.format(root=self.root, port=self.port) + self.extra_config + "\n"
-        )
+        self.config_path.write_text(_CONFIG.format(root=self.root, port=self.port) + self.extra_config + "\n")
         mail = self.root / "mail"
         mail.mkdir(exist_ok=True)
         _chown_nobody(mail)
@@ -221,7 +252,7 @@ class Dovecot:
         while True:
             if self._proc.poll() is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
-                self._proc = None
+                self._close_proc()
                 raise RuntimeError(f"dovecot exited during start:\n{err}\n{self.log()}")
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.5) as s:
@@ -291,6 +322,7 @@ class Dovecot:
         """
         self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+        _LIVE.discard(self)
 
     def __enter__(self) -> Dovecot:
         self.start()
@@ -307,9 +339,7 @@ class Dovecot:
         c.login(user, self.users[user])
         return c
 
-    def append(
-        self, user: str, folder: str, raw: bytes, flags=(), when=None
-    ) -> int:
+    def append(self, user: str, folder: str, raw: bytes, flags=(), when=None) -> int:
         """APPEND as *user*; returns the UID from the APPENDUID response."""
         with self.client(user) as c:
             resp = c.append(folder, raw, flags=flags, msg_time=when)
@@ -334,41 +364,33 @@ class Dovecot:
 
         Same messages, new UIDVALIDITY: what a server does after its index is
         rebuilt or a mailbox is restored. Done on disk (dovecot-uidlist), so
-        it works for INBOX too, which cannot be deleted and recreated.
+        it works for INBOX too, which cannot be deleted and recreated, and
+        while a session has the folder selected (its next SELECT sees it).
         """
         with self.client(user) as c:
             old = c.select_folder(folder, readonly=True)[b"UIDVALIDITY"]
-            c.close_folder()
-        path = self.maildir(user, folder)
-        uidlist = path / "dovecot-uidlist"
-        text = uidlist.read_text()
-        header, _, rest = text.partition("\n")
+        uidlist = self.maildir(user, folder) / "dovecot-uidlist"
+        header, _, rest = uidlist.read_text().partition("\n")
         new = max(old + 1, int(time.time()))
         header, n = re.subn(r"\bV\d+\b", f"V{new}", header)
         if n != 1:
             raise RuntimeError(f"unexpected dovecot-uidlist header: {header!r}")
-        # Write in place: the file must stay owned by nobody.
-        with open(uidlist, "r+") as f:
-            f.seek(0)
-            f.write(header + "\n" + rest)
-            f.truncate()
-        # The mailbox and list indexes cache the old UIDVALIDITY; without them
-        # Dovecot rebuilds from the uidlist we just wrote.
-        for p in list(path.glob("dovecot.index*")) + list(
-            (self.root / "mail" / user / "Maildir").glob("dovecot.list.index*")
-        ):
-            p.unlink(missing_ok=True)
+        # Replace, as Dovecot itself does (new inode, so every imap process
+        # notices), owned by nobody like the original.
+        tmp = uidlist.with_name("dovecot-uidlist.harness-tmp")
+        tmp.write_text(header + "\n" + rest)
+        st = uidlist.stat()
+        os.chown(tmp, st.st_uid, st.st_gid)
+        tmp.chmod(st.st_mode & 0o777)
+        os.replace(tmp, uidlist)
         with self.client(user) as c:
             got = c.select_folder(folder, readonly=True)[b"UIDVALIDITY"]
-        if got == old:
-            raise RuntimeError(f"UIDVALIDITY of {user}/{folder} did not change ({old})")
+        if got != new:
+            raise RuntimeError(f"UIDVALIDITY of {user}/{folder} is {got}, wanted {new} (was {old})")
         return got
 
 
 def _chown_nobody(path: Path) -> None:
-    import pwd
-    import grp
-
     os.chown(path, pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid)
 
 
@@ -379,12 +401,9 @@ DEFAULT_USERS = {"alice": "alicepw", "bob": "bobpw"}
 def dovecot():
     """A started Dovecot with users alice/alicepw and bob/bobpw, fresh per test.
 
-    Fails (does not skip) when dovecot is missing: CI installs it.
-    Not based on tmp_path_factory on purpose: see the module docstring.
+    Function scope: start ~50 ms, teardown (kill + rmtree) ~10 ms. Fails (does
+    not skip) when dovecot is missing: CI installs it. Deliberately not built
+    on tmp_path_factory (0700 parents, long socket paths: see module docstring).
     """
-    server = Dovecot(DEFAULT_USERS)
-    try:
-        server.start()
+    with Dovecot(DEFAULT_USERS) as server:
         yield server
-    finally:
-        server.cleanup()

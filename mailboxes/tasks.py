@@ -1,0 +1,54 @@
+"""RQ tasks for reply ingestion: a periodic fan-out, and one poll per mailbox under a lock."""
+
+from __future__ import annotations
+
+import logging
+
+import django_rq
+from rq import Retry
+
+from .ingest import mailbox_poll
+from .models import Mailbox
+
+log = logging.getLogger("outreach.ingest")
+LOCK_TIMEOUT = 600  # seconds; a crashed poller's lock expires on its own
+
+
+def poll_lock(mailbox_id: int):
+    """Two polls of one mailbox never run at once (Redis lock with a timeout).
+
+    The lock saves work; correctness does not depend on it: the inbound
+    ledger's unique keys make a doubled poll a no-op.
+    """
+    conn = django_rq.get_connection("ingest")
+    return conn.lock(f"outreach:poll:{mailbox_id}", timeout=LOCK_TIMEOUT, blocking=False)
+
+
+def poll_mailbox(mailbox_id: int) -> dict:
+    lock = poll_lock(mailbox_id)
+    if not lock.acquire():
+        return {"skipped": "another poll of this mailbox is running"}
+    try:
+        result = mailbox_poll(mailbox_id=mailbox_id)
+        return {"mailbox": result.mailbox, "fetched": result.fetched, "folders": result.folders}
+    finally:
+        try:
+            lock.release()
+        except Exception:  # noqa: BLE001 - expired lock; nothing to release
+            pass
+
+
+def enqueue_poll(mailbox_id: int) -> None:
+    django_rq.get_queue("ingest").enqueue(
+        poll_mailbox, mailbox_id, retry=Retry(max=3, interval=[10, 30, 90]), result_ttl=600, failure_ttl=86400
+    )
+
+
+def poll_all() -> int:
+    """Periodic fan-out: one poll job per mailbox that has IMAP settings."""
+    ids = list(Mailbox.objects.exclude(imap_host="").values_list("pk", flat=True))
+    if not ids:
+        log.info("no IMAP mailbox configured: nothing to poll")
+    for mailbox_id in ids:
+        enqueue_poll(mailbox_id)
+    return len(ids)
