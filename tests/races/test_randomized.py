@@ -37,7 +37,7 @@ def run_interleaving(mailbox, smtp_server, *, guarded: bool, seed: int) -> dict:
     enrollment_ids = [enroll(sequence, f"p{i}@example.com").pk for i in range(ENROLLMENTS)]
     authorize = services.send_job_authorize if guarded else services.send_job_authorize_unchecked
     # Preparation takes time in real life (templates, MIME): widen the window a stop can land in.
-    checkpoints.install("prepared", lambda job_id: time.sleep(rng.uniform(0, 0.004)))
+    checkpoints.install("prepared", lambda job_id: time.sleep(rng.uniform(0.005, 0.03)))
     done = threading.Event()
     processed = []
 
@@ -57,12 +57,22 @@ def run_interleaving(mailbox, smtp_server, *, guarded: bool, seed: int) -> dict:
 
     def stop_randomly():
         local = random.Random(f"{seed}-stopper")
-        targets = list(enrollment_ids)
-        local.shuffle(targets)
-        for enrollment_id in targets[: ENROLLMENTS * 2 // 3]:
-            if done.is_set():
-                return
-            time.sleep(local.uniform(0, 0.01))
+        remaining = set(enrollment_ids)
+        budget = ENROLLMENTS * 2 // 3
+        while budget and not done.is_set() and SendJob.objects.filter(state__in=LIVE).exists():
+            time.sleep(local.uniform(0.002, 0.03))
+            # Most stops aim at an enrollment whose job a worker holds right
+            # now (as a reply racing a send would); some land anywhere.
+            busy = sorted(set(SendJob.objects.filter(state=S.CLAIMED).values_list(
+                "enrollment_id", flat=True)) & remaining)
+            if busy and local.random() < 0.7:
+                enrollment_id = local.choice(busy)
+            elif local.random() < 0.2:
+                enrollment_id = local.choice(sorted(remaining))
+            else:
+                continue
+            remaining.discard(enrollment_id)
+            budget -= 1
             if local.random() < 0.5:
                 services.enrollment_stop(enrollment_id=enrollment_id, reason="replied")
             else:
@@ -113,7 +123,7 @@ def test_guarded_pipeline_never_sends_after_a_stop(mailbox, smtp_server):
     assert result["violations"] == []
     assert result["duplicates"] == 0
     assert result["submitted_equals_received"]
-    assert result["stopped"] >= ENROLLMENTS // 2 and result["canceled"] > 0
+    assert result["stopped"] >= ENROLLMENTS // 4 and result["canceled"] > 0
     assert result["received"] > 0  # the run really sent mail while stops landed
 
 
