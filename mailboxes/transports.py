@@ -64,7 +64,7 @@ class Submission:
 ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
 # RFC 3463 codes that mean the address itself is bad (suppress it). Others,
 # like 5.7.1 policy or relay refusals, say nothing certain about the address.
-HARD_BOUNCE_CODES = {"5.1.0", "5.1.1", "5.1.2", "5.1.3", "5.1.6", "5.1.10", "5.4.4", "5.2.1"}
+HARD_BOUNCE_CODES = {"5.1.0", "5.1.1", "5.1.2", "5.1.3", "5.1.6", "5.1.10", "5.4.4"}
 
 
 def is_hard_bounce(code: int, text: str) -> bool:
