@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from email.utils import getaddresses, parseaddr
+from email.utils import parseaddr
 from typing import Callable
 
 from django.conf import settings

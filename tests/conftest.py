@@ -4,6 +4,7 @@ import pytest
 
 from sequences import checkpoints
 from tests.factories import MailboxFactory
+from tests.servers.dovecot import dovecot  # noqa: F401  (fixture: a real Dovecot per test)
 from tests.servers.smtp import SmtpServer
 
 
@@ -35,11 +36,8 @@ def redis_conn(settings):
     conn.flushdb()
 
 
-from tests.servers.dovecot import dovecot  # noqa: E402,F401  (fixture: a real Dovecot per test)
-
-
 @pytest.fixture
-def imap_mailbox(mailbox, dovecot, monkeypatch):
+def imap_mailbox(mailbox, dovecot, monkeypatch):  # noqa: F811
     """The SMTP test mailbox, reading replies from alice's IMAP account on the test Dovecot."""
     monkeypatch.setenv("TEST_IMAP_PASSWORD", "alicepw")
     mailbox.imap_host, mailbox.imap_port = dovecot.host, dovecot.port

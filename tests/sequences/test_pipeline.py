@@ -147,7 +147,7 @@ def test_a_dropped_connection_during_data_is_unknown(mailbox, smtp_server):
 
 
 def test_a_worker_lost_after_authorization_becomes_unknown_and_is_not_resent(mailbox, smtp_server, settings):
-    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "lost@example.com")
+    enroll(make_sequence(mailbox=mailbox, steps=1), "lost@example.com")
     (job_id,) = services.dispatch_due()
     job = services.send_job_claim(job_id=job_id, worker_id="dead-worker")
     assert services.send_job_authorize(job_id=job_id, worker_id="dead-worker", version=job.version).outcome == "authorized"
