@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 
+from anymail.utils import get_anymail_setting
 from django.conf import settings
 
 from .models import Mailbox
+from .providers import EspConfig, EspTransport
 from .transports import SmtpConfig, SmtpTransport
 
 
@@ -15,7 +17,17 @@ def secret_from_env(var_name: str) -> str:
     return os.environ.get(var_name, "") if var_name else ""
 
 
-def transport_for(mailbox: Mailbox) -> SmtpTransport:
+def transport_for(mailbox: Mailbox) -> SmtpTransport | EspTransport:
+    if mailbox.transport_kind == "anymail":
+        # An ESP through django-anymail; the request timeout is anymail's REQUESTS_TIMEOUT setting.
+        return EspTransport(
+            EspConfig(
+                esp=mailbox.esp_name,
+                api_key=secret_from_env(mailbox.esp_api_key_env),
+                api_url=mailbox.esp_api_url,
+                timeout=float(get_anymail_setting("requests_timeout", default=30)),
+            )
+        )
     return SmtpTransport(
         SmtpConfig(
             host=mailbox.smtp_host,

@@ -148,3 +148,17 @@ OUTREACH_AUTO_REPLY_ACTION = os.environ.get("OUTREACH_AUTO_REPLY_ACTION", "conti
 OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))
+
+# --- providers and public endpoints (issue 6) ---------------------------
+# ESP tracking webhooks require HTTP basic auth: OUTREACH_WEBHOOK_SECRET is
+# "user:password", the same string configured in the ESP's webhook URL
+# (https://user:password@host/webhooks/anymail/<esp>/tracking/). Unset, a
+# random secret nobody knows is used, so the webhooks refuse every request
+# instead of accepting anyone's.
+import secrets as _secrets  # noqa: E402
+
+ANYMAIL = {
+    "WEBHOOK_SECRET": os.environ.get("OUTREACH_WEBHOOK_SECRET") or f"unset:{_secrets.token_urlsafe(32)}",
+    # Seconds to wait for an ESP's answer to a hand-off or a cancel; past it the outcome is unknown.
+    "REQUESTS_TIMEOUT": float(os.environ.get("OUTREACH_ESP_TIMEOUT", "30")),
+}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.utils import timezone
+
 from .models import Enrollment, SendJob
 
 S = SendJob.State
@@ -26,6 +28,9 @@ def job_label(job: SendJob) -> str:
     )
     if job.state == S.CANCELED:
         return f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})"
+    provider = _provider_label(job)
+    if provider:
+        return provider
     if job.state in (S.SUBMITTED, S.ACCEPTED):
         if stopped:
             return f"Already submitted at {stamp(job.submitted_at)} — cannot recall"
@@ -42,3 +47,24 @@ def job_label(job: SendJob) -> str:
     if job.state == S.QUEUED:
         return f"Queued at {stamp(job.queued_at)} — not sent yet"
     return f"Scheduled for {stamp(job.scheduled_at)} — not sent yet"
+
+
+# Scheduled send at a provider (issue 6): what the provider was asked, and what it answered.
+PROVIDER_CANCEL_TEXT = {
+    "requested": "cancellation requested",
+    "confirmed": "cancellation confirmed",
+    "refused": "cancellation refused: past cancelable_until",
+    "failed": "cancellation failed: provider error",
+}
+
+
+def _provider_label(job: SendJob) -> str | None:
+    """The label of a job handed to a provider for later delivery, or None for any other job."""
+    if job.state != S.SUBMITTED or not job.provider_schedule_id or job.provider_send_at is None:
+        return None
+    scheduled = f"Scheduled at provider for {stamp(job.provider_send_at)}"
+    if job.provider_cancel_status:
+        return f"{scheduled}; {PROVIDER_CANCEL_TEXT[job.provider_cancel_status]}"
+    if job.provider_send_at > timezone.now():  # display only: nothing decides on this clock
+        return f"{scheduled}; cancelable until {stamp(job.cancelable_until)}"
+    return None  # its time has passed: an ordinary submitted message

@@ -16,7 +16,7 @@ from django.db import connection
 from mailboxes.selectors import transport_for
 from mailboxes.transports import OutcomeUnknown, PermanentError, RecipientRefused, TransientError
 
-from . import checkpoints, services
+from . import checkpoints, provider_services, services
 from .messages import message_prepare
 from .models import SendJob
 
@@ -49,9 +49,13 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
 
     mailbox = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment.sequence.mailbox
     transport = transport_for(mailbox)
+    # Handed to an ESP before its time (mailbox policy; issue 6): the provider holds it until send_at.
+    send_at = provider_services.provider_send_at_for(job_id=job_id, mailbox=mailbox)
+    schedule_kw = {"send_at": send_at} if send_at else {}
     assert not connection.in_atomic_block, "never hold a transaction across the transport"
     try:
-        submission = transport.send(sender=prepared.sender, recipient=prepared.recipient, message=prepared.data)
+        submission = transport.send(sender=prepared.sender, recipient=prepared.recipient, message=prepared.data,
+                                    **schedule_kw)
     except TransientError as exc:
         state = services.send_job_record_retry(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, state, str(exc))
@@ -65,8 +69,10 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         services.send_job_record_unknown(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, SendJob.State.UNKNOWN, str(exc))
     checkpoints.reach("submitted", job_id)
+    schedule = getattr(submission, "schedule", None)  # an ESP's ProviderSchedule for a scheduled send
     services.send_job_record_submitted(
         job_id=job_id, worker_id=worker_id, smtp_reply=submission.reply,
         provider_message_id=submission.provider_message_id, provider_request_id=submission.provider_request_id,
+        provider_schedule=schedule.as_fields() if schedule else None,
     )
     return Outcome(job_id, SendJob.State.SUBMITTED, submission.reply)

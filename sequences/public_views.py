@@ -1,0 +1,42 @@
+"""Public endpoints (no login): the one-click unsubscribe of RFC 2369 / RFC 8058.
+
+GET never acts (link scanners and previewers prefetch URLs): it shows a page
+with a button. POST acts: mail clients send "List-Unsubscribe=One-Click" to
+the URL from the List-Unsubscribe header with no cookies and no CSRF token.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.core import signing
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from . import services
+from .models import Suppression
+from .tokens import unsubscribe_token_read
+
+
+@csrf_exempt
+@login_not_required
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        claim = unsubscribe_token_read(token)
+        email, job_id = str(claim["e"]), int(claim["j"])
+    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        return render(request, "public/unsubscribe_invalid.html", status=400)
+    if request.method == "GET":
+        return render(request, "public/unsubscribe_confirm.html", {"email": email})
+    one_click = request.POST.get("List-Unsubscribe") == "One-Click"
+    try:
+        services.suppression_add(
+            value=email, reason=Suppression.Reason.UNSUBSCRIBE, source=f"unsubscribe-link:job {job_id}",
+            note="one-click unsubscribe from the mail client (RFC 8058)" if one_click
+            else "unsubscribe confirmed on the unsubscribe page",
+        )
+    except services.ServiceError:
+        return render(request, "public/unsubscribe_invalid.html", status=400)
+    return render(request, "public/unsubscribe_done.html", {"email": email})

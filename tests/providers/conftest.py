@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import pytest
+import redis
+
+from tests.providers.helpers import KEY_ENV, WEBHOOK_SECRET
+from tests.servers.provider_api import API_KEY, ProviderApi
+
+
+@pytest.fixture
+def provider_api():
+    api = ProviderApi().start()
+    yield api
+    api.stop()
+
+
+@pytest.fixture(autouse=True)
+def _provider_settings(settings, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, API_KEY)
+    settings.ANYMAIL = {"WEBHOOK_SECRET": WEBHOOK_SECRET, "REQUESTS_TIMEOUT": 2.0}
+
+
+@pytest.fixture(autouse=True)
+def rq_default(settings):
+    """RQ on a Redis database of this suite's own, emptied around each test."""
+    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/14"
+    settings.RQ_QUEUES = {name: {"URL": url, "DEFAULT_TIMEOUT": 600} for name in ("send", "ingest", "default")}
+    conn = redis.Redis.from_url(url)
+    conn.flushdb()
+    yield conn
+    conn.flushdb()

@@ -1,0 +1,208 @@
+"""Scheduled send at the provider, then a stop: the provider is asked to cancel, and the label says what it answered."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import django_rq
+import pytest
+
+from sequences import services
+from sequences.labels import job_label, stamp
+from sequences.models import SendJob, TimelineEvent
+from sequences.pipeline import send_job_process
+from sequences.provider_tasks import provider_cancel
+from tests.factories import enroll, make_sequence
+from tests.providers.helpers import esp_mailbox, run_default_queue, send_next
+from tests.races.helpers import Gate, Worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = SendJob.State
+
+
+def label(job: SendJob) -> str:
+    return job_label(SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job.pk))
+
+
+def scheduled_at_provider(provider_api, *, esp="sendgrid", wait_minutes=30, email="ada@example.com"):
+    """Step 1 sent now; step 2 (due in `wait_minutes`) handed to the provider early, for later delivery."""
+    mailbox = esp_mailbox(provider_api, esp, ahead_minutes=60)
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, wait_minutes * 60)), email)
+    first, outcome = send_next(enrollment)
+    assert outcome.state == S.SUBMITTED and first.provider_send_at is None  # due now: sent now
+    second, outcome = send_next(enrollment)  # queued an hour ahead of its time by the dispatcher
+    assert outcome.state == S.SUBMITTED
+    return enrollment, second
+
+
+def kinds(job: SendJob) -> list[str]:
+    return list(TimelineEvent.objects.filter(job=job).values_list("kind", flat=True))
+
+
+def test_a_sendgrid_scheduled_send_records_batch_send_at_and_cancelable_until(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api)
+
+    (batch,) = provider_api.received("sendgrid.batch")  # one batch, for the scheduled message only
+    assert batch.status == 201
+    scheduled = provider_api.received("sendgrid.send")[1].body
+    assert scheduled["batch_id"] == job.provider_schedule_id != ""
+    assert scheduled["send_at"] == int(job.provider_send_at.timestamp())
+    assert job.provider_send_at == job.scheduled_at.replace(microsecond=0)
+    assert job.cancelable_until == job.provider_send_at - timedelta(minutes=10)
+    assert job.submitted_at < job.provider_send_at
+    assert label(job) == (f"Scheduled at provider for {stamp(job.provider_send_at)}; "
+                          f"cancelable until {stamp(job.cancelable_until)}")
+    event = TimelineEvent.objects.get(job=job, kind="job_submitted")
+    assert event.data["provider_schedule_id"] == job.provider_schedule_id
+    assert event.data["cancelable_until"] == job.cancelable_until.isoformat()
+    assert services.dispatch_due() == []  # the step after it waits for its own time
+
+
+def test_stop_then_sendgrid_confirms_the_cancel(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api)
+
+    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+
+    assert summary.submitted == 2  # counted as submitted until the provider confirms
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "requested"
+    assert label(job).endswith("; cancellation requested")
+    assert django_rq.get_queue("default").count == 1  # enqueued after commit, on "default"
+    assert provider_api.received("sendgrid.cancel") == []  # nothing called inside the stop
+
+    run_default_queue()
+
+    (cancel,) = provider_api.received("sendgrid.cancel")
+    assert cancel.body == {"batch_id": job.provider_schedule_id, "status": "cancel"}
+    job.refresh_from_db()
+    assert (job.state, job.provider_cancel_status) == (S.SUBMITTED, "confirmed")
+    assert label(job) == f"Scheduled at provider for {stamp(job.provider_send_at)}; cancellation confirmed"
+    assert kinds(job)[-2:] == ["provider_cancel_requested", "provider_cancel_confirmed"]
+    requested = TimelineEvent.objects.get(job=job, kind="provider_cancel_requested")
+    assert requested.data["reason"] == "replied"
+
+
+def test_stop_past_cancelable_until_is_refused_without_claiming_a_cancel(provider_api):
+    # Due in 5 minutes: SendGrid's 10-minute window closed before the stop.
+    enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5)
+    assert job.cancelable_until < job.submitted_at
+
+    services.enrollment_stop(enrollment_id=enrollment.pk, reason="unsubscribed")
+    run_default_queue()
+
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "refused"
+    assert "past cancelable_until" in job.provider_cancel_detail
+    assert label(job).endswith("; cancellation refused: past cancelable_until")
+    # SendGrid may answer 201 this late without honouring it, so it is not even asked.
+    assert provider_api.received("sendgrid.cancel") == []
+    assert kinds(job)[-1] == "provider_cancel_refused"
+
+
+def test_a_provider_500_is_a_failed_cancel(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api)
+    provider_api.behave("sendgrid.cancel", status=500)
+
+    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    run_default_queue()
+
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "failed" and "500" in job.provider_cancel_detail
+    assert label(job).endswith("; cancellation failed: provider error")
+    assert len(provider_api.received("sendgrid.cancel")) == 1
+
+
+def test_a_cancel_that_times_out_is_failed_never_confirmed(provider_api, settings):
+    enrollment, job = scheduled_at_provider(provider_api)
+    settings.ANYMAIL = settings.ANYMAIL | {"REQUESTS_TIMEOUT": 0.3}
+    provider_api.behave("sendgrid.cancel", delay=2)
+
+    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    run_default_queue()
+
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "failed"
+    assert "may or may not have canceled" in job.provider_cancel_detail
+
+
+def test_brevo_scheduled_send_is_deleted_by_message_id(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api, esp="brevo")
+    scheduled = provider_api.received("brevo.send")[1].body
+    assert scheduled["scheduledAt"].startswith(job.provider_send_at.strftime("%Y-%m-%dT%H:%M:%S"))
+    assert job.provider_schedule_id == job.provider_message_id
+    assert job.cancelable_until == job.provider_send_at  # no lead time documented
+
+    services.suppression_add(value="ada@example.com", reason="complaint", source="test")
+    run_default_queue()
+
+    (delete,) = provider_api.received("brevo.cancel")
+    assert delete.method == "DELETE" and delete.status == 204
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "confirmed"
+    assert label(job).endswith("; cancellation confirmed")
+
+
+def test_brevo_not_finding_the_scheduled_message_is_a_failed_cancel(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api, esp="brevo")
+    provider_api.scheduled.clear()  # as if Brevo had already sent it
+
+    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    run_default_queue()
+
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "failed" and "404" in job.provider_cancel_detail
+
+
+def test_a_second_stop_and_a_duplicate_rq_job_ask_the_provider_once(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api)
+    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    services.suppression_add(value="ada@example.com", reason="unsubscribe", source="test")
+    services.mailbox_pause(mailbox_id=enrollment.sequence.mailbox_id)
+
+    run_default_queue()
+    assert provider_cancel(job.pk) == "confirmed"  # Redis delivered it twice: the database decides
+
+    assert len(provider_api.received("sendgrid.cancel")) == 1
+    assert kinds(job).count("provider_cancel_requested") == 1
+
+
+def test_a_stop_during_the_scheduled_hand_off_still_asks_the_provider(provider_api):
+    """The stop commits while the job is authorized (in flight); the hand-off then lands as scheduled."""
+    mailbox = esp_mailbox(provider_api, "sendgrid", ahead_minutes=60)
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 1800)), "race@example.com")
+    send_next(enrollment)
+    gate = Gate("authorized")
+    (job_id,) = services.dispatch_due()
+    sender = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1"))
+    sender.start()
+    gate.wait()
+
+    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    gate.release()
+
+    assert summary.in_flight == 1
+    assert sender.outcome().state == S.SUBMITTED
+    job = SendJob.objects.get(pk=job_id)
+    assert job.provider_cancel_status == "requested"
+    assert TimelineEvent.objects.get(job=job, kind="provider_cancel_requested").data["reason"] == \
+        "stopped_during_hand_off"
+    run_default_queue()
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "confirmed"
+
+
+def test_no_early_hand_off_to_a_provider_without_a_cancel_api(provider_api):
+    mailbox = esp_mailbox(provider_api, "postmark", ahead_minutes=60)
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1, waits=(1800,)), "later@example.com")
+
+    assert services.dispatch_due() == []
+    assert enrollment.jobs.get().state == S.SCHEDULED
+
+
+def test_by_default_an_esp_mailbox_hands_off_at_send_time(provider_api):
+    mailbox = esp_mailbox(provider_api, "sendgrid")  # esp_schedule_ahead_minutes = 0
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 1800)), "default@example.com")
+    send_next(enrollment)
+
+    assert services.dispatch_due() == []
+    assert enrollment.jobs.get(step__position=2).state == S.SCHEDULED
