@@ -11,6 +11,8 @@ from django.db import transaction
 
 from . import services
 from .pipeline import send_job_process
+from .provider_services import provider_cancels_stale
+from .provider_tasks import enqueue_provider_cancel
 
 log = logging.getLogger("outreach.tasks")
 
@@ -52,4 +54,7 @@ def dispatch(stale_after_seconds: int = 600) -> dict[str, int]:
     stale = services.queued_stale(older_than_seconds=stale_after_seconds)
     requeue = sweep["requeued_ids"] + due + [j for j in stale if j not in due]
     enqueue_sends(requeue)
+    # Provider cancel requests whose RQ job was lost: ask again while the send time is ahead.
+    for job_id in provider_cancels_stale():
+        enqueue_provider_cancel(job_id)
     return {"queued": len(due), "re_enqueued": len(stale) + sweep["requeued"], "marked_unknown": sweep["unknown"]}
