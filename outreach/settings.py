@@ -115,7 +115,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = VAR_DIR / "staticfiles"  # `manage.py collectstatic` fills it for production
+# Serve straight from static/ when collectstatic has not run (local run, tests).
+WHITENOISE_USE_FINDERS = True
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
