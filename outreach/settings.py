@@ -152,7 +152,7 @@ OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))
 
-# --- providers and public endpoints (issue 6) ---------------------------
+# --- providers and public endpoints ---------------------------
 # ESP tracking webhooks require HTTP basic auth: OUTREACH_WEBHOOK_SECRET is
 # "user:password", the same string configured in the ESP's webhook URL
 # (https://user:password@host/webhooks/anymail/<esp>/tracking/). Unset, a

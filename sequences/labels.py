@@ -49,7 +49,7 @@ def job_label(job: SendJob) -> str:
     return f"Scheduled for {stamp(job.scheduled_at)} — not sent yet"
 
 
-# Scheduled send at a provider (issue 6): what the provider was asked, and what it answered.
+# Scheduled send at a provider: what the provider was asked, and what it answered.
 PROVIDER_CANCEL_TEXT = {
     "requested": "cancellation requested",
     "confirmed": "cancellation confirmed",

@@ -49,7 +49,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
 
     mailbox = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment.sequence.mailbox
     transport = transport_for(mailbox)
-    # Handed to an ESP before its time (mailbox policy; issue 6): the provider holds it until send_at.
+    # Handed to an ESP before its time (mailbox policy): the provider holds it until send_at.
     send_at = provider_services.provider_send_at_for(job_id=job_id, mailbox=mailbox)
     schedule_kw = {"send_at": send_at} if send_at else {}
     assert not connection.in_atomic_block, "never hold a transaction across the transport"

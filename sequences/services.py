@@ -104,7 +104,7 @@ def _cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> 
                 summary.job_ids_canceled.append(job.pk)
                 break
             job.refresh_from_db(fields=["state", "version"])
-    # Scheduled send at a provider (issue 6): a job already handed to an ESP for later delivery
+    # Scheduled send at a provider: a job already handed to an ESP for later delivery
     # cannot be canceled here; mark "cancel requested" in this transaction, and an RQ task asks the
     # provider after commit (never inside a transaction). It still counts as submitted below.
     from .provider_services import provider_cancel_request
@@ -147,7 +147,7 @@ def _schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
             )
             enrollment.status, enrollment.version = E.COMPLETED, enrollment.version + 1
         return None
-    # A step scheduled at a provider leaves at provider_send_at, not when it was handed off (issue 6).
+    # A step scheduled at a provider leaves at provider_send_at, not when it was handed off.
     base = max((j.provider_send_at or j.submitted_at for j in sent if j.submitted_at), default=None)
     due = (base or now) + timedelta(seconds=step.wait_seconds)
     job = SendJob.objects.create(
@@ -447,7 +447,7 @@ def dispatch_due(*, limit: int | None = None) -> list[int]:
     limit = limit or settings.OUTREACH_DISPATCH_BATCH
     with transaction.atomic(durable=True):
         now = db_now()
-        # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes; issue 6).
+        # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes).
         from .provider_services import early_handoff_due
 
         jobs = list(
@@ -518,7 +518,7 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
             return Authorization("canceled", reason, job.version)
 
         now = db_now()
-        # A job handed to an ESP early is checked against the window at its send time (issue 6).
+        # A job handed to an ESP early is checked against the window at its send time.
         defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at))
         if defer_until is not None:
             job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event="job_deferred",
@@ -601,7 +601,7 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
             event_record(kind="submit_after_state_change", email=job._email, enrollment=enrollment, job=job,
                          version_seen=job.version, worker_id=worker_id, state=job.state, smtp_reply=smtp_reply)
             return False
-        # Scheduled at a provider (issue 6): provider_schedule_id, provider_send_at, cancelable_until.
+        # Scheduled at a provider: provider_schedule_id, provider_send_at, cancelable_until.
         schedule = provider_schedule or {}
         job_move(job=job, to=S.SUBMITTED, worker_id=worker_id,
                  fields={"smtp_reply": smtp_reply, "provider_message_id": provider_message_id,
