@@ -1,3 +1,37 @@
-from django.urls import path  # noqa: F401
+"""The operator UI (login required; every view checks its permission). Included at "" by outreach/urls.py."""
 
-urlpatterns: list = []
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from mailboxes import views as mailbox_views
+
+from . import views
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", views.dashboard, name="dashboard"),
+    path("sequences/", views.sequence_list, name="sequence_list"),
+    path("sequences/<int:pk>/", views.sequence_detail, name="sequence_detail"),
+    path("sequences/<int:pk>/pause/", views.sequence_pause, name="sequence_pause"),
+    path("sequences/<int:pk>/resume/", views.sequence_resume, name="sequence_resume"),
+    path("enrollments/<int:pk>/", views.enrollment_detail, name="enrollment_detail"),
+    path("enrollments/<int:pk>/pause/", views.enrollment_pause, name="enrollment_pause"),
+    path("enrollments/<int:pk>/resume/", views.enrollment_resume, name="enrollment_resume"),
+    path("enrollments/<int:pk>/stop/", views.enrollment_stop, name="enrollment_stop"),
+    path("mailboxes/", mailbox_views.mailbox_list, name="mailbox_list"),
+    path("mailboxes/<int:pk>/pause/", mailbox_views.mailbox_pause, name="mailbox_pause"),
+    path("mailboxes/<int:pk>/resume/", mailbox_views.mailbox_resume, name="mailbox_resume"),
+    path("incidents/", views.incident_search, name="incident_search"),
+    path("incidents/jobs/<int:pk>/", views.incident_job, name="incident_job"),
+    path("inbound/", mailbox_views.inbound_list, name="inbound_list"),
+    path("inbound/<int:pk>/", mailbox_views.inbound_detail, name="inbound_detail"),
+    path("suppressions/", views.suppression_list, name="suppression_list"),
+    path("suppressions/history/", views.suppression_history, name="suppression_history"),
+    path("suppressions/add/", views.suppression_add, name="suppression_add"),
+    path("suppressions/lift/", views.suppression_lift, name="suppression_lift"),
+    path("suppressions/import/", views.suppression_import, name="suppression_import"),
+    path("suppressions/import/<slug:job_id>/", views.suppression_import_status, name="suppression_import_status"),
+    path("suppressions/export.csv", views.suppression_export, name="suppression_export"),
+    path("log/", views.operator_log, name="operator_log"),
+]

@@ -1,0 +1,79 @@
+"""Django admin for mailboxes (editable config, never secrets) and the read-only inbound side."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from sequences import services
+from sequences.admin import ReadOnlyAdmin
+from sequences.labels import stamp
+
+from .models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
+
+
+@admin.register(Mailbox)
+class MailboxAdmin(admin.ModelAdmin):
+    list_display = ("name", "address", "transport_kind", "paused", "last_poll_at", "poll_failures")
+    list_filter = ("paused", "transport_kind")
+    search_fields = ("name", "address")
+    # Passwords are never stored: the *_env fields name an environment variable.
+    readonly_fields = ("paused", "version", "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
+                       "created_at")
+    fieldsets = (
+        (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
+        ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
+                             "smtp_security")}),
+        ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_api_url", "esp_schedule_ahead_minutes")}),
+        ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+                               "is_drill_target")}),
+        ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
+                             "imap_folders")}),
+        ("Poll health", {"fields": ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
+                                    "created_at")}),
+    )
+    actions = ["pause_mailboxes", "resume_mailboxes"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_operate_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.operate")
+
+    @admin.action(description="Pause selected mailboxes (cancels jobs not yet authorized)", permissions=["operate"])
+    def pause_mailboxes(self, request, queryset) -> None:
+        for mailbox in queryset:
+            s = services.mailbox_pause(mailbox_id=mailbox.pk, actor=request.user.get_username())
+            messages.info(request, f"Paused {mailbox.name}: {s.canceled} canceled — never sent; "
+                                   f"{s.in_flight + s.submitted} already handed off — cannot recall.")
+
+    @admin.action(description="Resume selected mailboxes", permissions=["operate"])
+    def resume_mailboxes(self, request, queryset) -> None:
+        for mailbox in queryset:
+            n = services.mailbox_resume(mailbox_id=mailbox.pk, actor=request.user.get_username())
+            messages.info(request, f"Resumed {mailbox.name}: {n} next step(s) scheduled.")
+
+
+@admin.register(ImapCursor)
+class ImapCursorAdmin(ReadOnlyAdmin):
+    list_display = ("mailbox", "folder", "uidvalidity", "last_uid", "highestmodseq", "rescans", "updated_at")
+
+
+@admin.register(InboundMessage)
+class InboundMessageAdmin(ReadOnlyAdmin):
+    list_display = ("id", "committed_ms", "kind", "from_address", "subject", "correlation_rule", "enrollment")
+    list_filter = ("kind", "correlation_rule", "mailbox")
+    search_fields = ("from_address", "message_id", "subject")
+    list_select_related = ("enrollment__contact", "enrollment__sequence")
+    # The raw bytes stay out of the admin; the operator UI shows them as escaped text.
+    exclude = ("raw",)
+
+    @admin.display(description="Committed (database clock)", ordering="committed_at")
+    def committed_ms(self, message: InboundMessage) -> str:
+        return stamp(message.committed_at)
+
+
+@admin.register(ProviderEvent)
+class ProviderEventAdmin(ReadOnlyAdmin):
+    list_display = ("provider", "event_type", "recipient", "provider_message_id", "job", "received_at", "effect")
+    list_filter = ("provider", "event_type")
+    search_fields = ("recipient", "provider_message_id", "event_id")

@@ -1,0 +1,100 @@
+"""Operator UI for mailboxes and the inbound ledger (routes in sequences/urls.py).
+
+Inbound mail is hostile input: subject, From name, headers and body are shown
+as escaped text only; no HTML part is ever rendered and nothing remote loads
+(see ui.CSP). Mailbox secrets never appear: only the names of their env vars.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from sequences import services, ui
+from sequences.models import SendJob
+from sequences.ui import OPERATE, VIEW_INBOUND, VIEW_MAILBOX, ui_view
+
+from .models import InboundMessage, Mailbox
+
+RAW_SHOWN_BYTES = 256 * 1024
+
+
+@ui_view(VIEW_MAILBOX)
+def mailbox_list(request):
+    result = request.session.pop("ui-result:mailbox", None)
+    if result and "job_ids_canceled" in result:
+        result = ui.stop_result_rows(
+            result, ui.jobs_with_labels_qs().filter(enrollment__sequence__mailbox__name=result.get("name", ""))
+        )
+    return render(request, "ui/mailbox_list.html", {
+        "mailboxes": Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"),
+        "can_operate": request.user.has_perm(OPERATE), "result": result,
+    })
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def mailbox_pause(request, pk: int):
+    mailbox = get_object_or_404(Mailbox, pk=pk)
+    if request.method == "POST":
+        summary = services.mailbox_pause(mailbox_id=pk, actor=request.user.get_username())
+        request.session["ui-result:mailbox"] = {
+            **ui.stop_result(summary, action="pause" if summary.changed else "pause-noop", target=mailbox.name),
+            "name": mailbox.name,
+        }
+        return redirect("mailbox_list")
+    return render(request, "ui/confirm.html", {
+        "kind": "mailbox_pause", "object": mailbox, "title": f"Pause mailbox “{mailbox.name}”?",
+        "forecast": ui.jobs_forecast(SendJob.objects.filter(enrollment__sequence__mailbox=mailbox)),
+        "already": mailbox.paused, "back": reverse("mailbox_list"), "button": "Pause mailbox",
+    })
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def mailbox_resume(request, pk: int):
+    mailbox = get_object_or_404(Mailbox, pk=pk)
+    if request.method == "POST":
+        scheduled = services.mailbox_resume(mailbox_id=pk, actor=request.user.get_username())
+        request.session["ui-result:mailbox"] = {"action": "resume", "target": mailbox.name, "scheduled": scheduled}
+        return redirect("mailbox_list")
+    return render(request, "ui/confirm.html", {
+        "kind": "mailbox_resume", "object": mailbox, "title": f"Resume mailbox “{mailbox.name}”?",
+        "already": not mailbox.paused, "back": reverse("mailbox_list"), "button": "Resume mailbox",
+    })
+
+
+@ui_view(VIEW_INBOUND)
+def inbound_list(request):
+    q = request.GET.get("q", "").strip()[:400]
+    kind = request.GET.get("kind", "")
+    qs = InboundMessage.objects.select_related("mailbox", "enrollment__contact").defer("raw").order_by("-id")
+    if q:
+        bare = q.strip("<>")
+        qs = qs.filter(
+            Q(from_address__icontains=q) | Q(from_name__icontains=q) | Q(subject__icontains=q)
+            | Q(message_id__in=[bare, f"<{bare}>"])
+        )
+    if kind in InboundMessage.Kind.values:
+        qs = qs.filter(kind=kind)
+    return render(request, "ui/inbound_list.html", {
+        "page": ui.page_of(request, qs), "q": q, "kind": kind, "kinds": InboundMessage.Kind.choices,
+        "query": ui.query_without_page(request),
+    })
+
+
+@ui_view(VIEW_INBOUND)
+def inbound_detail(request, pk: int):
+    message = get_object_or_404(
+        InboundMessage.objects.select_related("mailbox", "job", "enrollment__contact", "enrollment__sequence",
+                                              "duplicate_of"),
+        pk=pk,
+    )
+    raw = bytes(message.raw or b"")
+    return render(request, "ui/inbound_detail.html", {
+        "message": message,
+        "headers": sorted((message.headers or {}).items()),
+        "raw_text": raw[:RAW_SHOWN_BYTES].decode("utf-8", "replace"),
+        "raw_cut": len(raw) > RAW_SHOWN_BYTES,
+        "raw_size": len(raw),
+        "copies": message.copies.order_by("id"),
+    })

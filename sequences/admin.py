@@ -1,0 +1,220 @@
+"""Django admin for admins: the same honest labels as the operator UI; append-only data is read-only.
+
+No admin form edits a state field: status, version and every send-job field
+are read-only, and state changes go through admin actions that call the same
+services as the UI (so the operator log and the timeline record them).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+
+from . import services
+from .labels import job_label, stamp
+from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
+from .ui import latest_job_rows
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewable by whoever has the view permission; nobody (not even a superuser) adds, edits or deletes."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+def _report(request, what: str, summary: services.StopSummary) -> None:
+    messages.info(
+        request,
+        f"{what}: {summary.canceled} job(s) canceled — never sent; {summary.in_flight} in flight and "
+        f"{summary.submitted} already submitted — cannot recall.",
+    )
+
+
+@admin.register(Contact)
+class ContactAdmin(admin.ModelAdmin):
+    list_display = ("email", "first_name", "last_name", "company", "timezone")
+    search_fields = ("email", "first_name", "last_name", "company")
+
+    def get_readonly_fields(self, request, obj=None):
+        # The address is the identity the ledger and the correlation use.
+        return ("email", "created_at") if obj else ("created_at",)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class StepInline(admin.TabularInline):
+    model = Step
+    extra = 0
+    can_delete = False
+    fields = ("position", "subject", "body", "wait_seconds", "thread")
+
+
+@admin.register(Sequence)
+class SequenceAdmin(admin.ModelAdmin):
+    list_display = ("name", "mailbox", "status", "version", "created_at")
+    list_filter = ("status", "mailbox")
+    search_fields = ("name",)
+    readonly_fields = ("status", "version", "created_at")
+    inlines = [StepInline]
+    actions = ["pause_sequences", "resume_sequences"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Pause selected sequences (cancels jobs not yet authorized)", permissions=["operate"])
+    def pause_sequences(self, request, queryset: QuerySet[Sequence]) -> None:
+        for sequence in queryset:
+            _report(request, f"Paused {sequence.name}",
+                    services.sequence_pause(sequence_id=sequence.pk, actor=request.user.get_username()))
+
+    @admin.action(description="Resume selected sequences", permissions=["operate"])
+    def resume_sequences(self, request, queryset: QuerySet[Sequence]) -> None:
+        for sequence in queryset:
+            n = services.sequence_resume(sequence_id=sequence.pk, actor=request.user.get_username())
+            messages.info(request, f"Resumed {sequence.name}: {n} next step(s) scheduled.")
+
+    def has_operate_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.operate")
+
+
+class SendJobInline(ReadOnlyInline):
+    model = SendJob
+    fields = ("step", "honest_label", "state", "version", "message_id")
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("enrollment__sequence__mailbox", "step")
+
+    @admin.display(description="What happened")
+    def honest_label(self, job: SendJob) -> str:
+        return job_label(job)
+
+
+class TimelineInline(ReadOnlyInline):
+    model = TimelineEvent
+    fields = ("at_ms", "kind", "job", "version_seen", "worker_id", "data")
+    readonly_fields = fields
+    ordering = ("at", "id")
+    show_change_link = False
+
+    @admin.display(description="At (database clock)")
+    def at_ms(self, event: TimelineEvent) -> str:
+        return stamp(event.at)
+
+
+@admin.register(Enrollment)
+class EnrollmentAdmin(ReadOnlyAdmin):
+    list_display = ("contact", "sequence", "status", "stop_reason", "latest_job")
+    list_filter = ("status", "stop_reason", "sequence")
+    search_fields = ("contact__email",)
+    list_select_related = ("contact", "sequence")
+    inlines = [SendJobInline, TimelineInline]
+    actions = ["pause_enrollments", "stop_enrollments", "resume_enrollments"]
+
+    @admin.display(description="Latest job")
+    def latest_job(self, enrollment: Enrollment) -> str:
+        row = latest_job_rows([enrollment.pk]).get(enrollment.pk)
+        return f"step {row.position}: {row.label}" if row else "—"
+
+    def has_operate_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.operate")
+
+    @admin.action(description="Pause selected enrollments", permissions=["operate"])
+    def pause_enrollments(self, request, queryset) -> None:
+        for e in queryset:
+            _report(request, f"Paused {e}", services.enrollment_pause(enrollment_id=e.pk,
+                                                                     actor=request.user.get_username()))
+
+    @admin.action(description="Stop selected enrollments for good (reason: operator)", permissions=["operate"])
+    def stop_enrollments(self, request, queryset) -> None:
+        for e in queryset:
+            _report(request, f"Stopped {e}", services.enrollment_stop(
+                enrollment_id=e.pk, reason=Enrollment.StopReason.OPERATOR, actor=request.user.get_username(),
+                source="admin"))
+
+    @admin.action(description="Resume selected enrollments", permissions=["operate"])
+    def resume_enrollments(self, request, queryset) -> None:
+        for e in queryset:
+            try:
+                services.enrollment_resume(enrollment_id=e.pk, actor=request.user.get_username())
+            except services.ServiceError as exc:
+                messages.error(request, f"{e}: {exc}")
+            else:
+                messages.info(request, f"Resumed {e}.")
+
+
+@admin.register(SendJob)
+class SendJobAdmin(ReadOnlyAdmin):
+    list_display = ("id", "recipient", "step", "honest_label", "state", "version")
+    list_filter = ("state", "cancel_reason")
+    search_fields = ("message_id", "provider_message_id", "provider_request_id", "enrollment__contact__email")
+    list_select_related = ("enrollment__sequence__mailbox", "enrollment__contact", "step__sequence")
+    readonly_fields = ("honest_label",)
+    inlines = [TimelineInline]
+
+    @admin.display(description="Recipient", ordering="enrollment__contact__email")
+    def recipient(self, job: SendJob) -> str:
+        return job.enrollment.contact.email
+
+    @admin.display(description="What happened")
+    def honest_label(self, job: SendJob) -> str:
+        return job_label(job)
+
+
+@admin.register(Suppression)
+class SuppressionAdmin(ReadOnlyAdmin):
+    """The ledger: add, lift (with a justification), import and export live in the operator UI."""
+
+    list_display = ("value", "action", "reason", "note", "source", "actor", "at_ms")
+    list_filter = ("action", "reason", "is_domain")
+    search_fields = ("value", "note", "source", "actor")
+
+    @admin.display(description="At (database clock)", ordering="created_at")
+    def at_ms(self, entry: Suppression) -> str:
+        return stamp(entry.created_at)
+
+
+@admin.register(TimelineEvent)
+class TimelineEventAdmin(ReadOnlyAdmin):
+    list_display = ("at_ms", "kind", "email", "enrollment", "job", "version_seen", "worker_id")
+    list_filter = ("kind",)
+    search_fields = ("email", "kind", "worker_id")
+    ordering = ("-at", "-id")
+
+    @admin.display(description="At (database clock)", ordering="at")
+    def at_ms(self, event: TimelineEvent) -> str:
+        return stamp(event.at)
+
+
+@admin.register(OperatorAction)
+class OperatorActionAdmin(ReadOnlyAdmin):
+    list_display = ("at_ms", "actor", "action", "target", "result")
+    list_filter = ("action",)
+    search_fields = ("actor", "target")
+
+    @admin.display(description="At (database clock)", ordering="at")
+    def at_ms(self, action: OperatorAction) -> str:
+        return stamp(action.at)

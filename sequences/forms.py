@@ -1,0 +1,144 @@
+"""Operator UI forms: parse and validate input; the services decide."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+from .models import Suppression
+from .selectors import suppression_key
+from .ui import ImportRow
+
+MAX_IMPORT_BYTES = 10 * 1024 * 1024
+MAX_IMPORT_ROWS = 100_000
+VALUE_COLUMNS = ("value", "email", "address", "domain")
+# A spreadsheet runs a cell that starts with one of these as a formula; the
+# export prefixes such cells with an apostrophe and the import removes it.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=400, label="Search")
+
+
+def validate_suppression_value(raw: str) -> str:
+    value, is_domain = suppression_key(raw)
+    try:
+        validate_email(("x" + value) if is_domain else value)
+    except ValidationError:
+        raise ValidationError(f"{raw.strip()!r} is neither an email address nor an @domain.") from None
+    return value
+
+
+class SuppressionAddForm(forms.Form):
+    value = forms.CharField(max_length=320, label="Address or @domain",
+                            help_text="e.g. jane@example.com, or @example.com for a whole domain")
+    reason = forms.ChoiceField(choices=Suppression.Reason.choices, initial=Suppression.Reason.MANUAL)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+
+    def clean_value(self) -> str:
+        return validate_suppression_value(self.cleaned_data["value"])
+
+
+class SuppressionLiftForm(forms.Form):
+    value = forms.CharField(max_length=320, label="Address or @domain")
+    note = forms.CharField(
+        label="Justification", widget=forms.Textarea(attrs={"rows": 3}), max_length=2000,
+        help_text="Required. Why may this address be contacted again? It stays in the ledger's history.",
+        error_messages={"required": "A justification is required to lift a suppression."},
+    )
+
+    def clean_value(self) -> str:
+        return validate_suppression_value(self.cleaned_data["value"])
+
+    def clean_note(self) -> str:
+        note = self.cleaned_data["note"].strip()
+        if not note:
+            raise ValidationError("A justification is required to lift a suppression.")
+        return note
+
+
+def unformula(cell: str) -> str:
+    """Undo the export's spreadsheet-formula guard ("'=..." -> "=...")."""
+    if cell.startswith("'") and cell[1:2] and cell[1] in FORMULA_START:
+        return cell[1:]
+    return cell
+
+
+def guard_formula(cell: str) -> str:
+    return "'" + cell if cell.startswith(FORMULA_START) else cell
+
+
+class SuppressionImportForm(forms.Form):
+    file = forms.FileField(
+        label="CSV file",
+        help_text="UTF-8 CSV with a header row: value (or email/address/domain), and optional reason and note "
+                  f"columns. Reasons: {', '.join(Suppression.Reason.values)}; empty means manual.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_IMPORT_BYTES:
+            raise ValidationError(f"The file is {upload.size:,} bytes; the limit is {MAX_IMPORT_BYTES:,}.")
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"The file is not UTF-8 (byte {exc.start}). Save it as CSV UTF-8.") from None
+        self.rows, self.invalid = parse_suppression_csv(text)
+        return upload
+
+
+def parse_suppression_csv(text: str) -> tuple[list[ImportRow], list[dict]]:
+    """Rows to import and per-row errors (line numbers as a spreadsheet shows them).
+
+    A file whose header has no address column is refused as a whole.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if not header:
+        raise ValidationError("The file is empty.")
+    columns = [h.strip().lower() for h in header]
+    value_col = next((columns.index(c) for c in VALUE_COLUMNS if c in columns), None)
+    if value_col is None:
+        raise ValidationError(
+            f"The header row needs a column named one of: {', '.join(VALUE_COLUMNS)}. Found: {', '.join(header)}."
+        )
+    reason_col = columns.index("reason") if "reason" in columns else None
+    note_col = columns.index("note") if "note" in columns else None
+    rows: list[ImportRow] = []
+    invalid: list[dict] = []
+    seen: dict[str, int] = {}
+    for cells in reader:
+        line = reader.line_num
+        if not any(c.strip() for c in cells):
+            continue
+        if len(rows) + len(invalid) >= MAX_IMPORT_ROWS:
+            raise ValidationError(f"More than {MAX_IMPORT_ROWS:,} rows; split the file.")
+        raw = unformula(cells[value_col].strip()) if value_col < len(cells) else ""
+        reason = cells[reason_col].strip().lower() if reason_col is not None and reason_col < len(cells) else ""
+        note = unformula(cells[note_col].strip()) if note_col is not None and note_col < len(cells) else ""
+        reason = reason or Suppression.Reason.MANUAL
+        error = ""
+        if not raw:
+            error = "empty address"
+        else:
+            try:
+                value = validate_suppression_value(raw)
+            except ValidationError as exc:
+                error = exc.messages[0]
+            else:
+                if reason not in Suppression.Reason.values:
+                    error = f"unknown reason {reason!r} (use {', '.join(Suppression.Reason.values)})"
+                elif value in seen:
+                    error = f"duplicate of line {seen[value]}"
+                else:
+                    seen[value] = line
+        if error:
+            invalid.append({"line": line, "value": raw[:320], "error": error})
+        else:
+            rows.append(ImportRow(line=line, value=raw, reason=reason, note=note))
+    return rows, invalid

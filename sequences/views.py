@@ -1,0 +1,407 @@
+"""Operator UI views: parse input, call one service, render. None of them writes a state field.
+
+Every view is wrapped by `ui.ui_view`: anonymous -> login, missing permission
+-> the 403 page. Pause/stop/resume are two steps: a GET confirmation that says
+what will happen, then a POST that calls the service and redirects to a page
+showing what did happen (kept once in the session).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.db.models import Count, Q
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+
+from . import services, ui
+from .forms import (
+    SearchForm,
+    SuppressionAddForm,
+    SuppressionImportForm,
+    SuppressionLiftForm,
+    guard_formula,
+)
+from .models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
+from .selectors import suppression_active_for, suppressions_current
+from .ui import MANAGE_SUPPRESSIONS, OPERATE, VIEW, VIEW_ENROLLMENT, VIEW_INCIDENT, VIEW_LEDGER, VIEW_LOG, ui_view
+
+E = Enrollment.Status
+# Imports up to this many rows run inside the request; larger ones in an RQ job with a progress page.
+INLINE_IMPORT_ROWS = 200
+
+
+def _actor(request) -> str:
+    return request.user.get_username()
+
+
+def _search(request) -> str:
+    form = SearchForm(request.GET)
+    return form.cleaned_data["q"].strip() if form.is_valid() else ""
+
+
+def _result_key(kind: str, pk: int) -> str:
+    return f"ui-result:{kind}:{pk}"
+
+
+# --- dashboard -----------------------------------------------------------------------------------
+
+
+@ui_view(VIEW)
+def dashboard(request):
+    return render(request, "ui/dashboard.html", ui.dashboard())
+
+
+# --- sequences ------------------------------------------------------------------------------------
+
+
+@ui_view(VIEW)
+def sequence_list(request):
+    q = _search(request)
+    status = request.GET.get("status", "")
+    qs = Sequence.objects.select_related("mailbox").annotate(
+        n_total=Count("enrollments"),
+        n_active=Count("enrollments", filter=Q(enrollments__status=E.ACTIVE)),
+        n_paused=Count("enrollments", filter=Q(enrollments__status=E.PAUSED)),
+        n_stopped=Count("enrollments", filter=Q(enrollments__status=E.STOPPED)),
+        n_completed=Count("enrollments", filter=Q(enrollments__status=E.COMPLETED)),
+    )
+    if q:
+        qs = qs.filter(Q(name__icontains=q) | Q(mailbox__name__icontains=q) | Q(mailbox__address__icontains=q))
+    if status in Sequence.Status.values:
+        qs = qs.filter(status=status)
+    return render(request, "ui/sequence_list.html", {
+        "page": ui.page_of(request, qs.order_by("name")), "q": q, "status": status,
+        "statuses": Sequence.Status.choices, "query": ui.query_without_page(request),
+    })
+
+
+@ui_view(VIEW)
+def sequence_detail(request, pk: int):
+    sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
+    q = _search(request)
+    status = request.GET.get("status", "")
+    enrollments = sequence.enrollments.select_related("contact").order_by("-id")
+    if q:
+        enrollments = enrollments.filter(
+            Q(contact__email__icontains=q) | Q(contact__first_name__icontains=q)
+            | Q(contact__last_name__icontains=q) | Q(contact__company__icontains=q)
+        )
+    if status in E.values:
+        enrollments = enrollments.filter(status=status)
+    page = ui.page_of(request, enrollments)
+    latest = ui.latest_job_rows([e.pk for e in page])
+    result = request.session.pop(_result_key("sequence", pk), None)
+    if result:
+        result = ui.stop_result_rows(result, ui.jobs_with_labels_qs().filter(enrollment__sequence=sequence))
+    return render(request, "ui/sequence_detail.html", {
+        "sequence": sequence, "steps": sequence.steps.order_by("position"),
+        "page": page, "rows": [(e, latest.get(e.pk)) for e in page], "q": q, "status": status,
+        "statuses": E.choices, "query": ui.query_without_page(request), "result": result,
+        "can_operate": request.user.has_perm(OPERATE),
+        "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
+    })
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def sequence_pause(request, pk: int):
+    sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
+    if request.method == "POST":
+        summary = services.sequence_pause(sequence_id=sequence.pk, actor=_actor(request))
+        request.session[_result_key("sequence", pk)] = ui.stop_result(
+            summary, action="pause" if summary.changed else "pause-noop", target=sequence.name
+        )
+        return redirect("sequence_detail", pk=pk)
+    return render(request, "ui/confirm.html", {
+        "kind": "sequence_pause", "object": sequence, "title": f"Pause sequence “{sequence.name}”?",
+        "forecast": ui.jobs_forecast(SendJob.objects.filter(enrollment__sequence=sequence)),
+        "already": sequence.status == Sequence.Status.PAUSED,
+        "back": reverse("sequence_detail", args=[pk]), "button": "Pause sequence",
+    })
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def sequence_resume(request, pk: int):
+    sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
+    if request.method == "POST":
+        scheduled = services.sequence_resume(sequence_id=sequence.pk, actor=_actor(request))
+        request.session[_result_key("sequence", pk)] = {"action": "resume", "target": sequence.name,
+                                                       "scheduled": scheduled}
+        return redirect("sequence_detail", pk=pk)
+    return render(request, "ui/confirm.html", {
+        "kind": "sequence_resume", "object": sequence, "title": f"Resume sequence “{sequence.name}”?",
+        "active_enrollments": sequence.enrollments.filter(status=E.ACTIVE).count(),
+        "mailbox_paused": sequence.mailbox.paused, "already": sequence.status == Sequence.Status.ACTIVE,
+        "back": reverse("sequence_detail", args=[pk]), "button": "Resume sequence",
+    })
+
+
+# --- enrollments -------------------------------------------------------------------------------
+
+
+def _enrollment(pk: int) -> Enrollment:
+    return get_object_or_404(Enrollment.objects.select_related("contact", "sequence__mailbox"), pk=pk)
+
+
+@ui_view(VIEW_ENROLLMENT)
+def enrollment_detail(request, pk: int):
+    enrollment = _enrollment(pk)
+    jobs = ui.jobs_with_labels_qs().filter(enrollment=enrollment).order_by("step__position", "id")
+    result = request.session.pop(_result_key("enrollment", pk), None)
+    if result and "job_ids_canceled" in result:
+        result = ui.stop_result_rows(result, ui.jobs_with_labels_qs().filter(enrollment=enrollment))
+    return render(request, "ui/enrollment_detail.html", {
+        "enrollment": enrollment, "contact": enrollment.contact, "job_rows": ui.job_rows(jobs),
+        "events": ui.event_rows(ui.enrollment_events(enrollment)),
+        "inbound": enrollment.inbound.select_related("mailbox").order_by("committed_at", "id"),
+        "stop": ui.stop_summary_of(enrollment), "result": result,
+        "can_operate": request.user.has_perm(OPERATE),
+        "blocked": suppression_active_for(enrollment.contact.email),
+    })
+
+
+def _enrollment_confirm(request, enrollment: Enrollment, kind: str, *, error: str = "", status: int = 200):
+    titles = {
+        "enrollment_pause": ("Pause", "Pause enrollment"),
+        "enrollment_stop": ("Stop", "Stop enrollment for good"),
+        "enrollment_resume": ("Resume", "Resume enrollment"),
+    }
+    verb, button = titles[kind]
+    return render(request, "ui/confirm.html", {
+        "kind": kind, "object": enrollment,
+        "title": f"{verb} {enrollment.contact.email} in “{enrollment.sequence.name}”?",
+        "forecast": ui.jobs_forecast(SendJob.objects.filter(enrollment=enrollment)),
+        "already": (kind == "enrollment_pause" and enrollment.status != E.ACTIVE)
+        or (kind == "enrollment_stop" and enrollment.status == E.STOPPED)
+        or (kind == "enrollment_resume" and enrollment.status == E.ACTIVE),
+        "blocked": suppression_active_for(enrollment.contact.email),
+        "back": reverse("enrollment_detail", args=[enrollment.pk]), "button": button, "error": error,
+    }, status=status)
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def enrollment_pause(request, pk: int):
+    enrollment = _enrollment(pk)
+    if request.method == "POST":
+        summary = services.enrollment_pause(enrollment_id=pk, actor=_actor(request))
+        request.session[_result_key("enrollment", pk)] = ui.stop_result(
+            summary, action="pause" if summary.changed else "pause-noop", target=str(enrollment))
+        return redirect("enrollment_detail", pk=pk)
+    return _enrollment_confirm(request, enrollment, "enrollment_pause")
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def enrollment_stop(request, pk: int):
+    enrollment = _enrollment(pk)
+    if request.method == "POST":
+        summary = services.enrollment_stop(enrollment_id=pk, reason=Enrollment.StopReason.OPERATOR,
+                                           actor=_actor(request), source="operator UI")
+        request.session[_result_key("enrollment", pk)] = ui.stop_result(
+            summary, action="stop" if summary.changed else "stop-noop", target=str(enrollment))
+        return redirect("enrollment_detail", pk=pk)
+    return _enrollment_confirm(request, enrollment, "enrollment_stop")
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def enrollment_resume(request, pk: int):
+    enrollment = _enrollment(pk)
+    if request.method == "POST":
+        try:
+            services.enrollment_resume(enrollment_id=pk, actor=_actor(request))
+        except services.ServiceError as exc:
+            # Refused by the domain (suppressed, completed): say why, never a silent no-op.
+            return _enrollment_confirm(request, enrollment, "enrollment_resume", error=str(exc), status=409)
+        request.session[_result_key("enrollment", pk)] = {"action": "resume", "target": str(enrollment)}
+        return redirect("enrollment_detail", pk=pk)
+    return _enrollment_confirm(request, enrollment, "enrollment_resume")
+
+
+# --- incidents ------------------------------------------------------------------------------------
+
+
+@ui_view(VIEW_INCIDENT)
+def incident_search(request):
+    q = _search(request)
+    return render(request, "ui/incident_search.html", {"q": q, **ui.incident_search(q)})
+
+
+@ui_view(VIEW_INCIDENT)
+def incident_job(request, pk: int):
+    job = get_object_or_404(ui.jobs_with_labels_qs(), pk=pk)
+    row = ui.job_rows([job])[0]
+    return render(request, "ui/incident_job.html", {"job": job, "row": row, **ui.incident_evidence(job)})
+
+
+# --- suppression ledger --------------------------------------------------------------------------
+
+
+@ui_view(VIEW_LEDGER)
+def suppression_list(request):
+    q = _search(request)
+    history = request.GET.get("view") == "history"
+    page = ui.page_of(request, ui.ledger_search(q, history=history))
+    can_manage = request.user.has_perm(MANAGE_SUPPRESSIONS)
+    return render(request, "ui/suppression_list.html", {
+        "page": page, "q": q, "history": history, "query": ui.query_without_page(request),
+        "can_manage": can_manage, "form": SuppressionAddForm() if can_manage else None,
+    })
+
+
+@ui_view(VIEW_LEDGER)
+def suppression_history(request):
+    value = request.GET.get("value", "").strip()
+    if not value:
+        raise Http404("no value")
+    status = ui.value_status(value)
+    entries = Suppression.objects.filter(value=status["value"]).order_by("-id")
+    return render(request, "ui/suppression_history.html", {
+        **status, "entries": entries, "can_manage": request.user.has_perm(MANAGE_SUPPRESSIONS),
+    })
+
+
+def _history_url(value: str) -> str:
+    return f"{reverse('suppression_history')}?{urlencode({'value': value})}"
+
+
+@ui_view(MANAGE_SUPPRESSIONS, methods=("GET", "POST"))
+def suppression_add(request):
+    form = SuppressionAddForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            entry, summary = services.suppression_add(
+                value=form.cleaned_data["value"], reason=form.cleaned_data["reason"], note=form.cleaned_data["note"],
+                source="operator", actor=_actor(request),
+            )
+        except services.ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request,
+                f"{entry.value} is suppressed ({entry.get_reason_display()}). Enrollments stopped: "
+                f"{summary.enrollments}; jobs canceled — never sent: {summary.canceled}; already submitted or in "
+                f"flight — cannot recall: {summary.submitted + summary.in_flight}.",
+            )
+            return redirect(_history_url(entry.value))
+    status = 200 if request.method == "GET" else 400
+    return render(request, "ui/suppression_add.html", {"form": form}, status=status)
+
+
+@ui_view(MANAGE_SUPPRESSIONS, methods=("GET", "POST"))
+def suppression_lift(request):
+    initial = {"value": request.GET.get("value", "")}
+    form = SuppressionLiftForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            entry = services.suppression_lift(value=form.cleaned_data["value"], note=form.cleaned_data["note"],
+                                              actor=_actor(request), source="operator")
+        except services.ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Lifted {entry.value}. The earlier entry stays in the history.")
+            return redirect(_history_url(entry.value))
+    value = (form.data.get("value") if form.is_bound else initial["value"]) or ""
+    status = 200 if request.method == "GET" else 400
+    return render(request, "ui/suppression_lift.html", {
+        "form": form, "current": ui.value_status(value) if value.strip() else None,
+    }, status=status)
+
+
+@ui_view(MANAGE_SUPPRESSIONS, methods=("GET", "POST"))
+def suppression_import(request):
+    bound = request.method == "POST"
+    form = SuppressionImportForm(request.POST if bound else None, request.FILES if bound else None)
+    if request.method == "POST" and form.is_valid():
+        rows, invalid = form.rows, form.invalid
+        source = f"csv:{form.cleaned_data['file'].name[:100]}"
+        if len(rows) <= INLINE_IMPORT_ROWS:
+            result = ui.suppression_import_apply(rows, actor=_actor(request), source=source)
+            result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
+            return render(request, "ui/suppression_import_status.html", {"result": result, "done": True,
+                                                                          "file": source})
+        try:
+            job = _import_queue().enqueue(
+                ui.suppression_import_task, [asdict(r) for r in rows], _actor(request), source, invalid,
+                job_timeout=3600, result_ttl=7 * 86400, failure_ttl=7 * 86400,
+                meta={"kind": "suppression_import", "done": 0, "total": len(rows), "file": source,
+                      "actor": _actor(request), "invalid": len(invalid)},
+            )
+        except Exception as exc:  # noqa: BLE001 - Redis down: say so instead of a 500
+            form.add_error(None, f"The background queue is unavailable ({exc.__class__.__name__}); files of up "
+                                 f"to {INLINE_IMPORT_ROWS} rows import without it.")
+        else:
+            return redirect("suppression_import_status", job_id=job.id)
+    status = 200 if request.method == "GET" else 400
+    return render(request, "ui/suppression_import.html", {"form": form, "inline_rows": INLINE_IMPORT_ROWS},
+                  status=status)
+
+
+def _import_queue():
+    import django_rq
+
+    # The job carries its rows: nothing waits for a database commit.
+    return django_rq.get_queue("default", commit_mode="auto")
+
+
+@ui_view(MANAGE_SUPPRESSIONS)
+def suppression_import_status(request, job_id: str):
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job, JobStatus
+
+    try:
+        job = Job.fetch(job_id, connection=_import_queue().connection)
+    except NoSuchJobError:
+        raise Http404("no such import") from None
+    if job.meta.get("kind") != "suppression_import":
+        raise Http404("no such import")
+    status = job.get_status()
+    done = status == JobStatus.FINISHED
+    return render(request, "ui/suppression_import_status.html", {
+        "job": job, "status": status, "meta": job.meta, "done": done, "file": job.meta.get("file", ""),
+        "failed": status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED),
+        "result": job.return_value() if done else None,
+    })
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+EXPORT_COLUMNS = ["value", "reason", "note", "source", "actor", "created_at"]
+
+
+@ui_view(MANAGE_SUPPRESSIONS)
+def suppression_export(request):
+    """Current suppressions as CSV, in the columns the import reads (value, reason, note)."""
+    entries = suppressions_current().filter(action=Suppression.Action.ADD).order_by("value")
+    writer = csv.writer(_Echo())
+
+    def rows():
+        yield "\ufeff"  # spreadsheets read the file as UTF-8
+        yield writer.writerow(EXPORT_COLUMNS)
+        for e in entries.iterator(chunk_size=2000):
+            yield writer.writerow([guard_formula(e.value), e.reason, guard_formula(e.note), guard_formula(e.source),
+                                   guard_formula(e.actor), e.created_at.isoformat()])
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="suppressions-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    return response
+
+
+# --- operator log ----------------------------------------------------------------------------------
+
+
+@ui_view(VIEW_LOG)
+def operator_log(request):
+    q = _search(request)
+    action = request.GET.get("action", "")
+    page = ui.page_of(request, ui.operator_log(q, action))
+    return render(request, "ui/operator_log.html", {
+        "page": page, "rows": ui.log_rows(page), "q": q, "action": action, "query": ui.query_without_page(request),
+        "actions": OperatorAction.objects.order_by("action").values_list("action", flat=True).distinct(),
+    })

@@ -1,0 +1,221 @@
+"""Operator pages beyond the matrix: what actions did, the operator log, timelines, incidents, admin, commands."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from sequences import services
+from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
+from tests.factories import MailboxFactory, enroll, make_sequence
+
+pytestmark = pytest.mark.django_db
+S = SendJob.State
+MS = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC")
+
+
+def submit(job_id: int, worker_id: str = "w1") -> None:
+    """The pipeline's transitions without the network (the browser test sends for real)."""
+    job = services.send_job_claim(job_id=job_id, worker_id=worker_id)
+    assert services.send_job_authorize(job_id=job_id, worker_id=worker_id, version=job.version).outcome == "authorized"
+    assert services.send_job_record_submitted(job_id=job_id, worker_id=worker_id, smtp_reply="250 2.0.0 Ok: queued")
+
+
+def reply_to(job: SendJob, *, internaldate=None):
+    """A human reply to `job`, through the real ingestion."""
+    from mailboxes.imap import FetchedMessage
+    from mailboxes.ingest import inbound_record
+    from sequences.dbclock import db_now
+
+    email = job.enrollment.contact.email
+    raw = (f"From: Prospect <{email}>\r\nSubject: Re: hello\r\nMessage-ID: <reply-{job.pk}@example.com>\r\n"
+           f"In-Reply-To: {job.message_id}\r\n\r\nNo thanks.\r\n").encode()
+    fetched = FetchedMessage(uid=job.pk, internaldate=internaldate or db_now(), raw=raw, size=len(raw), flags=())
+    return inbound_record(mailbox_id=job.enrollment.sequence.mailbox_id, folder="INBOX", uidvalidity=1,
+                          fetched=fetched)
+
+
+def test_the_roles_migration_created_the_three_groups():
+    """No fixture here: the groups come from sequences/migrations/0002_roles.py."""
+    perms = {g.name: set(g.permissions.values_list("codename", flat=True)) for g in Group.objects.all()}
+    assert {"staff", "operators", "admins"} <= set(perms)
+    assert "view_sequence" in perms["staff"] and "operate" not in perms["staff"]
+    assert "operate" in perms["operators"] and "manage_suppressions" not in perms["operators"]
+    assert {"operate", "manage_suppressions", "change_mailbox", "add_user", "admin"} <= perms["admins"]
+    assert not any(code.startswith("delete_") for codes in perms.values() for code in codes)
+
+
+def test_sequence_pause_then_resume_reports_and_logs(client, users, world):
+    client.force_login(users["operator"])
+    sequence = world["sequence"]
+    page = client.post(reverse("sequence_pause", args=[sequence.pk]), follow=True).content.decode()
+    assert "Paused UI sequence." in page and "1 job canceled — never sent." in page
+    again = client.post(reverse("sequence_pause", args=[sequence.pk]), follow=True).content.decode()
+    assert "Nothing changed:" in again
+    page = client.post(reverse("sequence_resume", args=[sequence.pk]), follow=True).content.decode()
+    assert "Resumed UI sequence." in page and "1 next step scheduled" in page
+    log = client.get(reverse("operator_log")).content.decode()
+    assert log.count("sequence_pause") >= 2 and "sequence_resume" in log
+    assert users["operator"].username in log
+    assert OperatorAction.objects.filter(action="sequence_resume", actor=users["operator"].username).exists()
+
+
+def test_enrollment_page_shows_labels_stop_counts_and_a_millisecond_timeline(client, users):
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
+    enrollment = enroll(sequence, "replier@example.com")
+    (job_id,) = services.dispatch_due()
+    submit(job_id)
+    client.force_login(users["operator"])
+    client.post(reverse("enrollment_stop", args=[enrollment.pk]))
+    html = client.get(reverse("enrollment_detail", args=[enrollment.pk])).content.decode()
+    assert re.search(r"Already submitted at " + MS.pattern + " — cannot recall", html)
+    assert re.search(r"Canceled — never sent \(operator, " + MS.pattern + r"\)", html)
+    assert "1 job canceled — never sent; 1 already submitted and 0 in flight at that moment — cannot recall." in html
+    assert len(MS.findall(html)) >= 6
+    assert "w1" in html and "250 2.0.0 Ok: queued" in html
+
+
+def test_enrollment_actions_are_in_the_operator_log(client, users, world):
+    client.force_login(users["operator"])
+    client.post(reverse("enrollment_stop", args=[world["active"].pk]))
+    page = client.post(reverse("enrollment_resume", args=[world["paused"].pk]), follow=True).content.decode()
+    assert "<strong>Resumed paused@example.com in UI sequence.</strong>\n" in page and "scheduled" not in page.split(
+        'id="result"')[1].split("</div>")[0]
+    log = client.get(reverse("operator_log")).content.decode()
+    actor = users["operator"].username
+    assert OperatorAction.objects.filter(action="enrollment_stop", actor=actor).exists()
+    assert OperatorAction.objects.filter(action="enrollment_resume", actor=actor).exists()
+    assert "enrollment_stop" in log and "enrollment_resume" in log
+
+
+def test_mailbox_page_shows_env_var_names_never_values(client, users, world, monkeypatch):
+    monkeypatch.setenv("UI_BOX_SMTP_PASSWORD", "s3cret-value-never-shown")
+    client.force_login(users["admin"])
+    for url in (reverse("mailbox_list"), f"/admin/mailboxes/mailbox/{world['mailbox'].pk}/change/"):
+        html = client.get(url).content.decode()
+        assert "UI_BOX_SMTP_PASSWORD" in html
+        assert "s3cret-value-never-shown" not in html
+    page = client.post(reverse("mailbox_pause", args=[world["mailbox"].pk]), follow=True).content.decode()
+    assert "Paused ui-box." in page and "canceled — never sent" in page
+
+
+def test_incident_search_by_address_message_id_and_smtp_id(client, users, world):
+    job = world["job"]
+    SendJob.objects.filter(pk=job.pk).update(smtp_reply="250 2.0.0 Ok: queued as 4F2A1B9C")  # the transport's answer
+    client.force_login(users["staff"])
+    for q in ("active@example.com", job.message_id, job.message_id.strip("<>"), "4F2A1B9C", "@example.com"):
+        response = client.get(reverse("incident_search"), {"q": q})
+        assert [r.job.pk for r in response.context["jobs"]][:1] == [job.pk] or job.pk in [
+            r.job.pk for r in response.context["jobs"]], q
+    response = client.get(reverse("incident_search"), {"q": "<reply-1@example.com>"})
+    assert [m.pk for m in response.context["inbound"]] == [world["inbound"].pk]
+
+
+def test_incident_picture_puts_the_reply_after_the_authorization(client, users):
+    """send-first: authorized, then the reply committed -> 'cannot recall', with both lanes drawn."""
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
+    enrollment = enroll(sequence, "late@example.com")
+    (job_id,) = services.dispatch_due()
+    submit(job_id)
+    job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").get(pk=job_id)
+    # The reply reached the mailbox while the job was being prepared, and was committed after it left.
+    result = reply_to(job, internaldate=job.claimed_at)
+    assert "stopped (replied)" in result.effect
+    assert Enrollment.objects.get(pk=enrollment.pk).stop_reason == "replied"
+    client.force_login(users["staff"])
+    response = client.get(reverse("incident_job", args=[job_id]))
+    html = response.content.decode()
+    verdict = response.context["verdict"]
+    assert verdict["tone"] == "cannot-recall"
+    assert "had passed the final check" in verdict["text"] and "INTERNALDATE" in verdict["text"]
+    kinds = [(p.lane, p.kind) for p in response.context["lanes"]["points"]]
+    assert ("job", "authorized") in kinds and ("reply", "committed") in kinds and ("reply", "received") in kinds
+    assert kinds.index(("job", "authorized")) < kinds.index(("reply", "committed"))
+    assert '<svg class="lanes"' in html and 'class="window"' in html and 'class="guide"' in html
+
+
+def test_admin_is_read_only_for_append_only_data_and_state_fields(client, users, world):
+    client.force_login(users["admin"])
+    event = world["job"].events.first()
+    entry = Suppression.objects.first()
+    for url in (f"/admin/sequences/timelineevent/{event.pk}/change/",
+                f"/admin/sequences/suppression/{entry.pk}/change/",
+                f"/admin/sequences/sendjob/{world['job'].pk}/change/",
+                f"/admin/sequences/enrollment/{world['active'].pk}/change/",
+                f"/admin/mailboxes/inboundmessage/{world['inbound'].pk}/change/"):
+        html = client.get(url).content.decode()
+        assert 'name="_save"' not in html, url  # no edit form
+        assert client.post(url, {}).status_code == 403, url
+    for model in ("timelineevent", "suppression", "sendjob", "enrollment", "operatoraction"):
+        assert client.get(f"/admin/sequences/{model}/add/").status_code == 403
+    assert client.post(f"/admin/sequences/suppression/{entry.pk}/delete/").status_code == 403
+    # The same labels as the UI on the job and enrollment lists.
+    assert "Scheduled for" in client.get("/admin/sequences/sendjob/").content.decode()
+    assert "step 1: Scheduled for" in client.get("/admin/sequences/enrollment/").content.decode()
+    # Sequence status is not a form field; pausing is an admin action that calls the service.
+    html = client.get(f"/admin/sequences/sequence/{world['sequence'].pk}/change/").content.decode()
+    assert 'name="status"' not in html
+    client.post("/admin/sequences/sequence/", {"action": "pause_sequences", "_selected_action": [world["sequence"].pk]})
+    assert Sequence.objects.get(pk=world["sequence"].pk).status == Sequence.Status.PAUSED
+    assert OperatorAction.objects.filter(action="sequence_pause", actor=users["admin"].username).exists()
+    client.post("/admin/sequences/enrollment/",
+                {"action": "stop_enrollments", "_selected_action": [world["active"].pk]})
+    assert Enrollment.objects.get(pk=world["active"].pk).stop_reason == "operator"
+
+
+def test_admin_actions_need_the_operate_permission(client, users, world, django_user_model):
+    """A Django-admin user without a role sees the lists it may view but cannot run a pause action."""
+    from django.contrib.auth.models import Permission
+
+    viewer = django_user_model.objects.create_user("viewer", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_sequence"))
+    client.force_login(viewer)
+    assert client.get("/admin/sequences/sequence/").status_code == 200
+    client.post("/admin/sequences/sequence/", {"action": "pause_sequences", "_selected_action": [world["sequence"].pk]})
+    assert Sequence.objects.get(pk=world["sequence"].pk).status == Sequence.Status.ACTIVE
+
+
+def test_add_user_creates_each_role_and_prints_the_password_once():
+    out = io.StringIO()
+    call_command("add_user", "alice", "--role", "operator", stdout=out)
+    password = re.search(r"password for alice \(shown once\): (\S+)", out.getvalue()).group(1)
+    alice = get_user_model().objects.get(username="alice")
+    assert alice.check_password(password) and not alice.is_staff
+    assert list(alice.groups.values_list("name", flat=True)) == ["operators"]
+    assert alice.has_perm("sequences.operate") and not alice.has_perm("sequences.manage_suppressions")
+
+    out = io.StringIO()
+    call_command("add_user", "alice", "--role", "admin", stdout=out)
+    alice = get_user_model().objects.get(username="alice")
+    assert "password" not in out.getvalue() and alice.check_password(password)  # unchanged
+    assert list(alice.groups.values_list("name", flat=True)) == ["admins"] and alice.is_staff
+    with pytest.raises(CommandError):
+        call_command("add_user", "bob", "--role", "root")
+
+
+def test_setup_demo_builds_every_state_through_the_services(monkeypatch):
+    from sequences.management.commands import setup_demo
+
+    monkeypatch.setattr(setup_demo, "smtp_listening", lambda host, port: False)
+    out = io.StringIO()
+    call_command("setup_demo", stdout=out)
+    assert re.search(r"password for admin \(shown once\): \S{12,}", out.getvalue())
+    status = dict(Enrollment.objects.values_list("contact__email", "status"))
+    assert status == {"alan@example.org": "stopped", "linus@example.net": "paused",
+                      "margaret@example.com": "stopped", "grace@example.com": "active"}
+    alan = Enrollment.objects.get(contact__email="alan@example.org")
+    assert alan.stop_reason == "replied"
+    first, second = SendJob.objects.filter(enrollment=alan).order_by("step__position")
+    assert first.state == S.SUBMITTED and first.smtp_reply.startswith("demo: recorded without sending")
+    assert (second.state, second.cancel_reason) == (S.CANCELED, "replied")
+    assert list(Suppression.objects.filter(value="old-customer@example.com").values_list("action", flat=True)) == [
+        "lift", "add"]
+    out = io.StringIO()
+    call_command("setup_demo", stdout=out)
+    assert "already present" in out.getvalue() and "password" not in out.getvalue()

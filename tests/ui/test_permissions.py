@@ -1,0 +1,128 @@
+"""Permission matrix: every URL x {anonymous, staff, operator, admin} x {GET, POST}, from one table.
+
+Anonymous users are sent to a login page; a role without the permission gets
+the 403 page (never a silent no-op); a method a page does not offer is 405.
+POSTs carry no form data: a permitted action runs (302 to its result page),
+a permitted form re-renders with its errors (400).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.test import Client
+from django.urls import get_resolver, reverse
+
+from sequences import urls as ui_urls
+from sequences.models import Enrollment, Sequence
+
+A, ST, OP, AD = "anonymous", "staff", "operator", "admin"
+ROLES = (A, ST, OP, AD)
+LOGIN = "login"  # 302 to /login/?next=...
+ADMIN_LOGIN = "admin-login"  # 302 to /admin/login/?next=...
+
+READ = {A: (LOGIN, LOGIN), ST: (200, 405), OP: (200, 405), AD: (200, 405)}
+OPERATE = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (200, 302), AD: (200, 302)}
+ADMIN_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 400)}
+ADMIN_READ = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 405)}
+DJANGO_ADMIN = {A: (ADMIN_LOGIN, ADMIN_LOGIN), ST: (ADMIN_LOGIN, ADMIN_LOGIN), OP: (ADMIN_LOGIN, ADMIN_LOGIN),
+                AD: (200, 200)}
+
+# (url name, how to build the URL from the world, expected (GET, POST) status per role)
+TABLE = [
+    ("login", lambda w: reverse("login"), {A: (200, 200), ST: (302, 302), OP: (302, 302), AD: (302, 302)}),
+    ("logout", lambda w: reverse("logout"), {A: (405, 302), ST: (405, 302), OP: (405, 302), AD: (405, 302)}),
+    ("dashboard", lambda w: reverse("dashboard"), READ),
+    ("sequence_list", lambda w: reverse("sequence_list"), READ),
+    ("sequence_detail", lambda w: reverse("sequence_detail", args=[w["sequence"].pk]), READ),
+    ("sequence_pause", lambda w: reverse("sequence_pause", args=[w["sequence"].pk]), OPERATE),
+    ("sequence_resume", lambda w: reverse("sequence_resume", args=[w["sequence"].pk]), OPERATE),
+    ("enrollment_detail", lambda w: reverse("enrollment_detail", args=[w["active"].pk]), READ),
+    ("enrollment_pause", lambda w: reverse("enrollment_pause", args=[w["active"].pk]), OPERATE),
+    ("enrollment_resume", lambda w: reverse("enrollment_resume", args=[w["paused"].pk]), OPERATE),
+    ("enrollment_stop", lambda w: reverse("enrollment_stop", args=[w["active"].pk]), OPERATE),
+    ("mailbox_list", lambda w: reverse("mailbox_list"), READ),
+    ("mailbox_pause", lambda w: reverse("mailbox_pause", args=[w["mailbox"].pk]), OPERATE),
+    ("mailbox_resume", lambda w: reverse("mailbox_resume", args=[w["mailbox"].pk]), OPERATE),
+    ("incident_search", lambda w: reverse("incident_search") + "?q=active@example.com", READ),
+    ("incident_job", lambda w: reverse("incident_job", args=[w["job"].pk]), READ),
+    ("inbound_list", lambda w: reverse("inbound_list"), READ),
+    ("inbound_detail", lambda w: reverse("inbound_detail", args=[w["inbound"].pk]), READ),
+    ("suppression_list", lambda w: reverse("suppression_list"), READ),
+    ("suppression_history", lambda w: reverse("suppression_history") + "?value=blocked@example.com", READ),
+    ("suppression_add", lambda w: reverse("suppression_add"), ADMIN_FORM),
+    ("suppression_lift", lambda w: reverse("suppression_lift") + "?value=blocked@example.com", ADMIN_FORM),
+    ("suppression_import", lambda w: reverse("suppression_import"), ADMIN_FORM),
+    ("suppression_import_status", lambda w: reverse("suppression_import_status", args=["no-such-import"]),
+     {**ADMIN_READ, AD: (404, 405)}),
+    ("suppression_export", lambda w: reverse("suppression_export"), ADMIN_READ),
+    ("operator_log", lambda w: reverse("operator_log"), READ),
+    ("admin:index", lambda w: reverse("admin:index"), DJANGO_ADMIN),
+    ("rq_home", lambda w: "/admin/rq/", DJANGO_ADMIN),
+]
+CASES = [
+    pytest.param(name, build, role, method, expected[role][i], id=f"{name}-{role}-{method}")
+    for (name, build, expected), role, (i, method) in itertools.product(TABLE, ROLES, enumerate(("GET", "POST")))
+]
+
+
+def test_the_table_covers_every_ui_route():
+    names = {p.name for p in ui_urls.urlpatterns}
+    assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
+    assert len(CASES) == len(TABLE) * 4 * 2 == 224
+
+
+def test_every_ui_view_checks_a_permission():
+    for pattern in ui_urls.urlpatterns:
+        if pattern.name in ("login", "logout"):
+            continue
+        assert getattr(pattern.callback, "required_perm", ""), f"{pattern.name} has no permission check"
+
+
+def test_rq_dashboard_is_mounted_under_admin():
+    assert get_resolver().resolve("/admin/rq/").url_name == "home"
+
+
+@pytest.mark.parametrize(("name", "build", "role", "method", "expected"), CASES)
+def test_permission_matrix(client: Client, users, world, name, build, role, method, expected):
+    if role != A:
+        client.force_login(users[role])
+    url = build(world)
+    response = client.get(url) if method == "GET" else client.post(url)
+    if expected in (LOGIN, ADMIN_LOGIN):
+        assert response.status_code == 302, response.content[:300]
+        prefix = "/login/?next=" if expected == LOGIN else "/admin/login/?next="
+        assert response["Location"].startswith(prefix), response["Location"]
+        return
+    assert response.status_code == expected, (response.status_code, response.content[:500])
+    if expected == 403:
+        assert b"403 \xe2\x80\x94 not allowed" in response.content  # the clear page, not a bare status
+    if expected == 405:
+        assert response.has_header("Allow")
+
+
+@pytest.mark.django_db
+def test_forms_are_csrf_protected(users, world):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users[OP])
+    url = reverse("sequence_pause", args=[world["sequence"].pk])
+    assert client.post(url).status_code == 403
+    assert Sequence.objects.get(pk=world["sequence"].pk).status == Sequence.Status.ACTIVE
+    page = client.get(url)
+    token = page.content.decode().split('name="csrfmiddlewaretoken" value="', 2)[2].split('"', 1)[0]
+    assert client.post(url, {"csrfmiddlewaretoken": token}).status_code == 302
+    assert Sequence.objects.get(pk=world["sequence"].pk).status == Sequence.Status.PAUSED
+
+
+@pytest.mark.django_db
+def test_a_refused_action_says_why(client, users, world):
+    """Resuming a suppressed address is refused by the service: a 409 page naming the reason, nothing changes."""
+    from sequences import services
+
+    services.suppression_add(value="paused@example.com", reason="complaint", actor="t")
+    client.force_login(users[OP])
+    response = client.post(reverse("enrollment_resume", args=[world["paused"].pk]))
+    assert response.status_code == 409
+    assert b"is suppressed" in response.content
+    assert Enrollment.objects.get(pk=world["paused"].pk).status == Enrollment.Status.STOPPED
