@@ -45,6 +45,9 @@ class Sequence(models.Model):
 
     class Meta:
         ordering = ["name"]
+        permissions = [
+            ("operate", "Can pause/resume sequences, enrollments and mailboxes and stop enrollments"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -202,6 +205,7 @@ class Suppression(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        permissions = [("manage_suppressions", "Can add, lift, import and export suppressions")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(action="lift") | Q(action="add", reason__gt=""), name="suppression_add_has_reason"
