@@ -1,0 +1,184 @@
+"""The bench's own services: a throwaway PostgreSQL database and a private Redis on loopback.
+
+Used by the outer process only (see `sequences.bench`). Nothing here touches
+the configured database or the machine's Redis: the database is created under
+a name of our own and dropped at the end; Redis is a redis-server we start on
+a free port and stop by its pid.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlparse
+
+import psycopg
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+DB_PREFIX = "outreach_bench_"
+MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
+
+
+class BenchSetupError(Exception):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class PgServer:
+    host: str
+    port: int
+    user: str
+    password: str = ""
+
+    @classmethod
+    def from_settings(cls, databases: dict, override_url: str = "") -> PgServer:
+        """The configured PostgreSQL server (or postgres@127.0.0.1:5432 when the app runs on SQLite)."""
+        if override_url:
+            url = urlparse(override_url)
+            server = cls(url.hostname or "127.0.0.1", url.port or 5432, url.username or "postgres", url.password or "")
+        else:
+            db = databases["default"]
+            if db["ENGINE"].endswith("postgresql"):
+                server = cls(db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432), db.get("USER") or "postgres",
+                             db.get("PASSWORD") or "")
+            else:
+                server = cls("127.0.0.1", 5432, "postgres")
+        if server.host not in LOOPBACK:
+            raise BenchSetupError(f"benchmarks run against a PostgreSQL on loopback only, not {server.host!r}")
+        return server
+
+    def connect(self, dbname: str = "postgres") -> psycopg.Connection:
+        return psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password or None,
+                               dbname=dbname, autocommit=True, connect_timeout=10)
+
+    def url(self, dbname: str) -> str:
+        auth = quote(self.user) + (":" + quote(self.password) if self.password else "")
+        return f"postgres://{auth}@{self.host}:{self.port}/{dbname}"
+
+    def create_database(self, name: str) -> None:
+        _check_name(name)
+        with self.connect() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop_database(self, name: str) -> None:
+        _check_name(name)
+        with self.connect() as conn:
+            # FORCE (PostgreSQL 13+): our own workers may still hold connections.
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _check_name(name: str) -> None:
+    # The only databases this module ever creates or drops.
+    if not re.fullmatch(DB_PREFIX + r"[0-9a-z_]+", name):
+        raise BenchSetupError(f"refusing to create or drop database {name!r}: not a bench database")
+
+
+def migrate(env: dict[str, str], log: list[str]) -> None:
+    """`manage.py migrate` into the bench database.
+
+    If a data-only migration (RunPython, no schema change) fails -- e.g. one
+    still being written by another engineer -- it is recorded in *log*, faked
+    for this throwaway database, and migrate is run again. A failing schema
+    migration stops the bench.
+    """
+    for _attempt in range(5):
+        proc = subprocess.run([sys.executable, str(MANAGE), "migrate", "--noinput", "-v", "1"], env=env,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode == 0:
+            return
+        failing = re.findall(r"Applying (\w+)\.(\w+)\.\.\.(?! OK)", proc.stdout)
+        if not failing:
+            raise BenchSetupError(f"migrate failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        app, name = failing[-1]
+        if not _data_only(app, name):
+            raise BenchSetupError(f"migration {app}.{name} failed and changes the schema:\n{proc.stderr[-3000:]}")
+        error = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        log.append(f"migration {app}.{name} failed ({error}); it is data-only (RunPython), "
+                   "so it was faked for the bench database")
+        subprocess.run([sys.executable, str(MANAGE), "migrate", "--noinput", "--fake", app, name], env=env,
+                       check=True, capture_output=True, timeout=600)
+    raise BenchSetupError("migrate kept failing")
+
+
+def _data_only(app: str, name: str) -> bool:
+    from django.db.migrations.operations.special import RunPython
+
+    module = importlib.import_module(f"{app}.migrations.{name}")
+    return all(isinstance(op, RunPython) for op in module.Migration.operations)
+
+
+class PrivateRedis:
+    """A redis-server of our own on a free loopback port: no persistence, stopped by pid."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="outreach-bench-redis-"))
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise BenchSetupError("redis-server is not installed (apt-get install -y redis-server)")
+        self.proc = subprocess.Popen(
+            [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1).ping()
+                return self
+            except redis.exceptions.ConnectionError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise BenchSetupError(f"private redis-server did not start on port {self.port}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def bench_env(database_url: str, redis_url: str) -> dict[str, str]:
+    """The environment of the inner process and everything it starts."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        OUTREACH_BENCH_DATABASE_URL=database_url,
+        OUTREACH_BENCH_REDIS_URL=redis_url,
+        OUTREACH_LOG_LEVEL="WARNING",  # one log line per job would be measured too
+        PYTHONUNBUFFERED="1",
+    )
+    env.setdefault("DJANGO_SETTINGS_MODULE", "outreach.settings")
+    # The bench's own settings module chooses nothing: the product's settings read these variables.
+    if env["DJANGO_SETTINGS_MODULE"] == "outreach.test_settings":
+        env["DJANGO_SETTINGS_MODULE"] = "outreach.settings"
+    return env

@@ -1,0 +1,64 @@
+"""`manage.py bench guard --quick` end to end on tiny sizes: functional checks only, never timings.
+
+The command runs in a subprocess, as an operator runs it: it creates and drops
+its own database and Redis, so this test needs no test database of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SENDS = 12
+
+
+@pytest.mark.slow
+def test_bench_guard_quick_sends_everything_in_both_variants_and_writes_json(tmp_path):
+    out = tmp_path / "guard.json"
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "bench", "guard", "--quick", "--workers", "1,2", "--sends", str(SENDS),
+         "--mailboxes", "2", "--seconds", "1", "--noop-jobs", "20", "--json", str(out)],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "guard: guarded vs unchecked sends" in proc.stdout
+    assert "guard, interleaved" in proc.stdout
+    assert "ceiling: the limits" in proc.stdout
+
+    report = json.loads(out.read_text())
+    assert {"suite", "quick", "machine", "options", "results", "errors", "setup_notes"} <= report.keys()
+    assert report["errors"] == {}
+    assert {"nproc", "cpu_model", "memory_gib", "postgresql", "loadavg_at_start", "loadavg_at_end"} <= (
+        report["machine"].keys())
+
+    guard = report["results"]["guard"]
+    runs = {(r["variant"], r["workers"]): r for r in guard["runs"]}
+    assert set(runs) == {(v, w) for v in ("guarded", "unchecked", "mixed") for w in (1, 2)}
+    for run in runs.values():
+        assert run["jobs"] == SENDS
+        assert run["submitted"] == SENDS, run["states"]
+        assert run["smtp_received"] == SENDS
+        assert run["rq_failed"] == 0
+        assert {"sends_per_s", "seconds", "db_commits_per_send", "worker_maxrss_mib"} <= run.keys()
+        assert {"p50_ms", "p99_ms", "max_ms"} <= run["authorize"].keys()
+        # Every send was timed, under the variant that sent it.
+        timed = {v: s["send"]["n"] for v, s in run["per_variant"].items()}
+        if run["variant"] == "mixed":
+            assert timed == {"guarded": SENDS // 2, "unchecked": SENDS // 2}
+        else:
+            assert timed == {run["variant"]: SENDS}
+            assert run["per_variant"][run["variant"]]["authorize"]["n"] == SENDS
+
+    ceiling = guard["ceiling"]
+    assert {"pgbench", "psycopg_loop", "rq_noop", "smtplib"} <= ceiling.keys()
+    for workers in ("1", "2"):
+        assert ceiling["pgbench"][workers]["tps"] > 0
+        assert ceiling["psycopg_loop"][workers]["sends_per_s_bound"] > 0
+        assert ceiling["smtplib"][workers]["messages_per_s"] > 0
+        assert ceiling["rq_noop"][f"simple:{workers}"]["finished"] == 20

@@ -1,0 +1,40 @@
+"""A small `manage.py drill faults --quick` subset: one SIGKILL per checkpoint, the SMTP faults, IMAP, 500 fuzz."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_subset_loses_nothing_duplicates_nothing_reopens_nothing(run_drill, tmp_path):
+    out = tmp_path / "faults.json"
+
+    done = run_drill("faults", "--quick", "--only", "kill,smtp,imap,fuzz", "--kills", "1", "--fuzz", "500",
+                     "--json", str(out), timeout=400)
+
+    assert done.returncode == 0
+    data = json.loads(out.read_text())
+    rows = {row["drill"]: row for row in data["drills"]}
+    assert {"kill at claimed", "kill at prepared", "kill at authorized", "kill at SMTP DATA", "kill at submitted",
+            "smtp 451, then accepted", "smtp 550 at RCPT", "smtp closed mid-DATA", "smtp DATA stalled past timeout",
+            "imap kill/uidvalidity/dups", "fuzz inbound"} <= set(rows)
+    for name, row in rows.items():
+        audit = row["audit"]
+        assert row["status"] == "PASS", (name, row["problems"], audit["problems"])
+        assert (audit["lost"], audit["duplicated"], audit["reopened"], audit["sent_after_stop"],
+                audit["non_final"]) == (0, 0, 0, 0, 0), name
+        assert audit["unknown_labelled"] == audit["unknown"], name
+    # Killed before authorization: sent exactly once. After: unknown, labelled, never resent.
+    for point in ("claimed", "prepared"):
+        assert (rows[f"kill at {point}"]["audit"]["submitted"], rows[f"kill at {point}"]["audit"]["received"]) == (1, 1)
+    for point in ("authorized", "SMTP DATA", "submitted"):
+        assert rows[f"kill at {point}"]["audit"]["unknown"] == 1
+    assert rows["kill at authorized"]["audit"]["received"] == 0
+    assert rows["kill at submitted"]["audit"]["received"] == 1
+    assert rows["smtp 451, then accepted"]["audit"]["received"] == 1
+    fuzz = rows["fuzz inbound"]
+    assert (fuzz["recorded"], fuzz["crashes"]) == (500, 0)
+    assert "drill faults: PASS" in done.stdout
