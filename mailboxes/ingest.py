@@ -12,6 +12,9 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from email import message_from_bytes
+from email.header import decode_header, make_header
+from email.policy import compat32
 from email.utils import parseaddr
 from typing import Callable
 
@@ -34,6 +37,7 @@ log = logging.getLogger("outreach.ingest")
 Kind = InboundMessage.Kind
 Rule = InboundMessage.Rule
 MSGID = re.compile(r"<[^<>\s]+>")
+HEADER_LIMIT = 8000  # characters of one header value that are decoded and kept
 KEY_HEADERS = ("From", "To", "Cc", "Subject", "Date", "Message-ID", "In-Reply-To", "References", "Return-Path",
                "Auto-Submitted", "Precedence", "Content-Type", "X-Autoreply", "X-Auto-Response-Suppress")
 
@@ -57,11 +61,15 @@ def parse(raw: bytes) -> Parsed:
     """Parse and classify; never raises (hostile input is recorded and quarantined)."""
     out = Parsed()
     try:
-        msg = classifier.parse_message(raw)
+        # compat32 keeps header values as raw strings: the modern policy's
+        # header parser takes seconds on one crafted header of a few KB
+        # (found by the bigheader fault drill), which would hold the poller
+        # and every reply behind it. Values are cut before they are decoded.
+        msg = message_from_bytes(raw, policy=compat32)
         for name in KEY_HEADERS:
             value = msg.get(name)
             if value is not None:
-                out.headers[name] = _clean(str(value))[:2000]
+                out.headers[name] = _clean(_header_text(value))[:2000]
         out.message_id = _first_id(out.headers.get("Message-ID", ""))
         out.from_name, address = parseaddr(out.headers.get("From", ""))
         out.from_address = normalize_email(address) if "@" in address else ""
@@ -75,6 +83,14 @@ def parse(raw: bytes) -> Parsed:
     except Exception as exc:  # noqa: BLE001
         out.error = (out.error + "; " if out.error else "") + f"classifier failed: {type(exc).__name__}: {exc}"
     return out
+
+
+def _header_text(value: object) -> str:
+    text = str(value)[:HEADER_LIMIT]
+    try:
+        return str(make_header(decode_header(text)))
+    except Exception:  # noqa: BLE001 - undecodable words stay as they came
+        return text
 
 
 def _clean(value: str) -> str:
