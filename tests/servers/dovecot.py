@@ -370,22 +370,29 @@ class Dovecot:
         with self.client(user) as c:
             old = c.select_folder(folder, readonly=True)[b"UIDVALIDITY"]
         uidlist = self.maildir(user, folder) / "dovecot-uidlist"
-        header, _, rest = uidlist.read_text().partition("\n")
         new = max(old + 1, int(time.time()))
-        header, n = re.subn(r"\bV\d+\b", f"V{new}", header)
-        if n != 1:
-            raise RuntimeError(f"unexpected dovecot-uidlist header: {header!r}")
-        # Replace, as Dovecot itself does (new inode, so every imap process
-        # notices), owned by nobody like the original.
-        tmp = uidlist.with_name("dovecot-uidlist.harness-tmp")
-        tmp.write_text(header + "\n" + rest)
-        st = uidlist.stat()
-        os.chown(tmp, st.st_uid, st.st_gid)
-        tmp.chmod(st.st_mode & 0o777)
-        os.replace(tmp, uidlist)
-        with self.client(user) as c:
-            got = c.select_folder(folder, readonly=True)[b"UIDVALIDITY"]
-        if got != new:
+        # An imap process of an earlier session that is still closing can
+        # write the uidlist back with the old header (seen under load): check
+        # what a fresh SELECT reports, and write again until it is the new one.
+        for _ in range(50):
+            header, _, rest = uidlist.read_text().partition("\n")
+            header, n = re.subn(r"\bV\d+\b", f"V{new}", header)
+            if n != 1:
+                raise RuntimeError(f"unexpected dovecot-uidlist header: {header!r}")
+            # Replace, as Dovecot itself does (new inode, so every imap process
+            # notices), owned by nobody like the original.
+            tmp = uidlist.with_name("dovecot-uidlist.harness-tmp")
+            tmp.write_text(header + "\n" + rest)
+            st = uidlist.stat()
+            os.chown(tmp, st.st_uid, st.st_gid)
+            tmp.chmod(st.st_mode & 0o777)
+            os.replace(tmp, uidlist)
+            with self.client(user) as c:
+                got = c.select_folder(folder, readonly=True)[b"UIDVALIDITY"]
+            if got == new:
+                break
+            time.sleep(0.1)
+        else:
             raise RuntimeError(f"UIDVALIDITY of {user}/{folder} is {got}, wanted {new} (was {old})")
         return got
 
