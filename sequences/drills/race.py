@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.test.utils import override_settings
 
 from mailboxes.ingest import inbound_record
@@ -89,7 +89,10 @@ class Verdict:
 
 def _target_from_mailbox(name: str) -> SmtpTarget:
     """Read the named mailbox from the configured database; refuse unless it is a drill target."""
-    mailbox = Mailbox.objects.filter(name=name).first()
+    try:
+        mailbox = Mailbox.objects.filter(name=name).first()
+    except DatabaseError as exc:
+        raise DrillError(f"cannot read mailbox {name!r} from the configured database: {exc}".strip()) from exc
     if mailbox is None:
         raise DrillError(f"no mailbox named {name!r}")
     if not mailbox.is_drill_target:
