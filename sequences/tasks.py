@@ -34,7 +34,15 @@ def send_job(job_id: int) -> str:
     return outcome.state
 
 
-def enqueue_sends(job_ids: list[int]) -> None:
+# Set when a send job is enqueued, expiring after the stale period: a queued
+# job is enqueued again only when its mark is gone (lost with Redis, or the
+# job has waited a whole period). Without it a backlog older than the period
+# would be enqueued again on every dispatcher pass.
+ENQUEUED_MARK = "outreach:send-enqueued:{}"
+STALE_AFTER_SECONDS = 600
+
+
+def enqueue_sends(job_ids: list[int], *, mark_seconds: int = STALE_AFTER_SECONDS) -> None:
     """Enqueue after commit, with ids only."""
     if not job_ids:
         return
@@ -43,17 +51,22 @@ def enqueue_sends(job_ids: list[int]) -> None:
     def push() -> None:
         for job_id in job_ids:
             queue.enqueue(send_job, job_id, result_ttl=3600, failure_ttl=86400)
+            queue.connection.set(ENQUEUED_MARK.format(job_id), 1, ex=max(mark_seconds, 1))
 
     transaction.on_commit(push)
 
 
-def dispatch(stale_after_seconds: int = 600) -> dict[str, int]:
+def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
     """One dispatcher pass: queue due jobs, re-enqueue queued jobs Redis may have lost, sweep leases."""
     sweep = services.leases_sweep()
     due = services.dispatch_due()
-    stale = services.queued_stale(older_than_seconds=stale_after_seconds)
-    requeue = sweep["requeued_ids"] + due + [j for j in stale if j not in due]
-    enqueue_sends(requeue)
+    connection = django_rq.get_queue("send").connection
+    stale = [
+        job_id for job_id in services.queued_stale(older_than_seconds=stale_after_seconds)
+        if job_id not in due and not connection.exists(ENQUEUED_MARK.format(job_id))
+    ]
+    requeue = sweep["requeued_ids"] + due + stale
+    enqueue_sends(requeue, mark_seconds=stale_after_seconds)
     # Provider cancel requests whose RQ job was lost: ask again while the send time is ahead.
     for job_id in provider_cancels_stale():
         enqueue_provider_cancel(job_id)

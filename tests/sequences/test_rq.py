@@ -34,6 +34,9 @@ def test_dispatch_enqueues_after_commit_and_a_worker_sends(mailbox, smtp_server,
 def test_jobs_lost_from_redis_are_enqueued_again_and_sent_once(mailbox, smtp_server, redis_conn):
     enroll(make_sequence(mailbox=mailbox, steps=1), "lost@example.com")
     dispatch()
+    # While its enqueue mark lives, a queued job is not enqueued again on every pass.
+    assert dispatch(stale_after_seconds=0)["re_enqueued"] == 0
+    assert django_rq.get_queue("send").count == 1
     redis_conn.flushdb()  # Redis lost everything; the database still says "queued"
     assert dispatch(stale_after_seconds=0) == {"queued": 0, "re_enqueued": 1, "marked_unknown": 0}
     work("send")
