@@ -16,8 +16,8 @@ from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step
 from .ui import latest_job_rows
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Viewable by whoever has the view permission; nobody (not even a superuser) adds, edits or deletes."""
+class NoWrites:
+    """Nobody (not even a superuser) adds, edits or deletes: append-only data and state fields."""
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -29,19 +29,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyAdmin(NoWrites, admin.ModelAdmin):
+    """Viewable by whoever has the view permission; read-only for everyone."""
+
+
+class ReadOnlyInline(NoWrites, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 def _report(request, what: str, summary: services.StopSummary) -> None:
