@@ -175,6 +175,8 @@ def bench_env(database_url: str, redis_url: str) -> dict[str, str]:
         OUTREACH_BENCH_DATABASE_URL=database_url,
         OUTREACH_BENCH_REDIS_URL=redis_url,
         OUTREACH_LOG_LEVEL="WARNING",  # one log line per job would be measured too
+        # As in production: with DEBUG on, Django keeps every query of every worker in memory.
+        DEBUG="0",
         PYTHONUNBUFFERED="1",
     )
     env.setdefault("DJANGO_SETTINGS_MODULE", "outreach.settings")

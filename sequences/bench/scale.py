@@ -81,6 +81,7 @@ def capture_selection(keep: int) -> tuple[str, list[int], int]:
     The other jobs it queued go back to `scheduled` (bench data, a direct update): the timed re-runs
     and the dispatcher passes then see the same due set.
     """
+    connection.queries_log.clear()  # a full log (9,000 entries) would make the capture come back empty
     with CaptureQueriesContext(connection) as captured:
         ids = services.dispatch_due()
     SendJob.objects.filter(pk__in=ids[keep:]).update(state=S.SCHEDULED, queued_at=None)
@@ -134,6 +135,7 @@ def time_authorize(job_ids: list[int]) -> dict[str, Any]:
         job = services.send_job_claim(job_id=job_id, worker_id="bench-scale")
         if job is None:
             continue
+        connection.queries_log.clear()
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
             decision = services.send_job_authorize(job_id=job_id, worker_id="bench-scale", version=job.version)
