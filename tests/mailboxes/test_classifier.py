@@ -607,3 +607,27 @@ def test_parse_message_tolerates_broken_headers() -> None:
 
     assert isinstance(msg, EmailMessage)
     assert msg.get_payload() == "body"
+
+
+def test_lowered_patterns_refuse_an_uppercase_literal() -> None:
+    import re
+
+    from mailboxes.classifier import _on_lowered
+
+    with pytest.raises(ValueError):
+        _on_lowered(re.compile(r"Delivery failed", re.I))
+    lowered = _on_lowered(re.compile(r"user ?unknown|\S+@\S+ does not exist", re.I))
+    assert lowered.search("550 5.1.1 USER UNKNOWN".lower())
+    assert lowered.search("Bob@Example.com DOES NOT EXIST".lower())
+    assert not lowered.search("all is well")
+
+
+def test_newsletter_full_of_delivery_words_but_no_bounce_signal_is_unrelated() -> None:
+    """Reason wording alone ("user unknown", "has moved") in a list mail makes no bounce."""
+    msg = EmailMessage()
+    msg["From"] = "Digest <digest@news.example>"
+    msg["To"] = "sales@ours.test"
+    msg["Subject"] = "This week: the office has moved"
+    msg["List-Unsubscribe"] = "<mailto:leave@news.example>"
+    msg.set_content("Our office has moved. Unknown user stories inside.\n" * 200)
+    assert classify(msg.as_bytes()).kind == UNRELATED
