@@ -160,9 +160,11 @@ class SendJob(models.Model):
     class Meta:
         ordering = ["scheduled_at", "id"]
         constraints = [
-            # One live job per step; canceled jobs stay as history and a resume schedules a new one.
+            # One live job per step. Canceled jobs, and jobs a provider confirmed it canceled before
+            # their send time, stay as history; a resume schedules a new one.
             models.UniqueConstraint(
-                fields=["enrollment", "step"], condition=~Q(state="canceled"), name="sendjob_once_per_step"
+                fields=["enrollment", "step"], condition=~Q(state="canceled") & ~Q(provider_cancel_status="confirmed"),
+                name="sendjob_once_per_step",
             ),
             models.CheckConstraint(
                 condition=Q(state="canceled", cancel_reason__gt="") | ~Q(state="canceled"),

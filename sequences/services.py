@@ -132,7 +132,8 @@ def _schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     if any(j.state in (S.UNKNOWN, S.FAILED) for j in jobs):
         # Never continue past a message whose fate is unknown or that failed.
         return None
-    sent = [j for j in jobs if j.state in (S.SUBMITTED, S.ACCEPTED)]
+    # A message the provider confirmed it canceled before its send time never left: its step is still to do.
+    sent = [j for j in jobs if j.state in (S.SUBMITTED, S.ACCEPTED) and j.provider_cancel_status != "confirmed"]
     last_position = max((j.step.position for j in sent), default=0)
     step = Step.objects.filter(sequence=enrollment.sequence_id, position__gt=last_position).order_by("position").first()
     now = db_now()
@@ -547,7 +548,7 @@ def _final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> s
         return "suppressed"
     if job.step.position > 1 and not SendJob.objects.filter(
         enrollment=enrollment, step__position=job.step.position - 1, state__in=(S.SUBMITTED, S.ACCEPTED)
-    ).exists():
+    ).exclude(provider_cancel_status="confirmed").exists():
         return "previous_step_not_submitted"
     return ""
 

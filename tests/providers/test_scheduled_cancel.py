@@ -24,10 +24,11 @@ def label(job: SendJob) -> str:
     return job_label(SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job.pk))
 
 
-def scheduled_at_provider(provider_api, *, esp="sendgrid", wait_minutes=30, email="ada@example.com"):
+def scheduled_at_provider(provider_api, *, esp="sendgrid", wait_minutes=30, email="ada@example.com", steps=2):
     """Step 1 sent now; step 2 (due in `wait_minutes`) handed to the provider early, for later delivery."""
     mailbox = esp_mailbox(provider_api, esp, ahead_minutes=60)
-    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, wait_minutes * 60)), email)
+    waits = (0, wait_minutes * 60) + (3 * 86400,) * (steps - 2)
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=steps, waits=waits), email)
     first, outcome = send_next(enrollment)
     assert outcome.state == S.SUBMITTED and first.provider_send_at is None  # due now: sent now
     second, outcome = send_next(enrollment)  # queued an hour ahead of its time by the dispatcher
@@ -206,3 +207,31 @@ def test_by_default_an_esp_mailbox_hands_off_at_send_time(provider_api):
 
     assert services.dispatch_due() == []
     assert enrollment.jobs.get(step__position=2).state == S.SCHEDULED
+
+
+def test_resume_after_a_confirmed_cancel_schedules_that_step_again(provider_api):
+    """The provider never sent the canceled message: a resume must not count it as sent."""
+    enrollment, job = scheduled_at_provider(provider_api, steps=3)
+    services.enrollment_pause(enrollment_id=enrollment.pk)
+    run_default_queue()
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "confirmed"
+
+    resumed = services.enrollment_resume(enrollment_id=enrollment.pk)
+
+    assert resumed.status == "active"
+    again = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).get()
+    assert again.step_id == job.step_id and again.pk != job.pk  # step 2 again, not step 3
+
+
+def test_resume_after_a_refused_cancel_counts_the_message_as_sent(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5, steps=3)  # past cancelable_until
+    services.enrollment_pause(enrollment_id=enrollment.pk)
+    run_default_queue()
+    job.refresh_from_db()
+    assert job.provider_cancel_status == "refused"
+
+    services.enrollment_resume(enrollment_id=enrollment.pk)
+
+    (after,) = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED)
+    assert after.step.position == 3  # step 2 may still leave: it counts as sent
