@@ -87,11 +87,18 @@ class Database:
         conn.close()
         saved = {key: conn.settings_dict.get(key) for key in self.overrides}
         conn.settings_dict.update(self.overrides)
+        # Another backend (a private PostgreSQL cluster while SQLite is configured): the
+        # connection object is of the old backend's class, so it is built anew, now and after.
+        rebuild = saved.get("ENGINE", conn.settings_dict["ENGINE"]) != conn.settings_dict["ENGINE"]
+        if rebuild:
+            del connections[ALIAS]
         try:
             yield self
         finally:
-            conn.close()
+            connections[ALIAS].close()
             conn.settings_dict.update(saved)
+            if rebuild:
+                del connections[ALIAS]
 
     def migrate(self, *, schema: str = "migrate") -> float:
         """Create the tables (requires `active()`); returns seconds taken."""
@@ -220,7 +227,9 @@ class PrivatePostgres:
     def database(self, name: str = "outreach_drill") -> Database:
         s = {"HOST": "127.0.0.1", "PORT": str(self.port), "USER": "postgres", "PASSWORD": "", "NAME": name}
         _pg_admin(s, f'CREATE DATABASE "{name}"')
-        return Database("postgresql", f"private PostgreSQL cluster 127.0.0.1:{self.port} ({self.data})", s,
+        # ENGINE and OPTIONS too: the configured database may be SQLite, whose options psycopg refuses.
+        overrides = s | {"ENGINE": "django.db.backends.postgresql", "OPTIONS": {}}
+        return Database("postgresql", f"private PostgreSQL cluster 127.0.0.1:{self.port} ({self.data})", overrides,
                         database_url(s))
 
 

@@ -19,7 +19,7 @@ def run_drill(request):
 
     def run(*args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("OUTREACH_DRILL")}
-        environ.update(DJANGO_SETTINGS_MODULE="outreach.test_settings", PYTHONUNBUFFERED="1", **env)
+        environ.update({"DJANGO_SETTINGS_MODULE": "outreach.test_settings", "PYTHONUNBUFFERED": "1"} | env)
         done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "drill", *args, "--schema", schema],
                               cwd=ROOT, env=environ, capture_output=True, text=True, timeout=timeout)
         print(done.stdout[-6000:], done.stderr[-3000:], sep="\n")  # shown when a test fails

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
@@ -38,3 +39,22 @@ def test_quick_subset_loses_nothing_duplicates_nothing_reopens_nothing(run_drill
     fuzz = rows["fuzz inbound"]
     assert (fuzz["recorded"], fuzz["crashes"]) == (500, 0)
     assert "drill faults: PASS" in done.stdout
+
+
+def test_with_sqlite_configured_the_drill_brings_its_own_postgresql(run_drill, tmp_path):
+    """The out-of-the-box setup (SQLite): the drill runs in a private PostgreSQL cluster, workers and all."""
+    out = tmp_path / "faults.json"
+    configured = tmp_path / "configured.sqlite3"
+
+    done = run_drill("faults", "--quick", "--only", "smtp", "--kills", "2", "--json", str(out),
+                     DJANGO_SETTINGS_MODULE="outreach.settings", DATABASE_URL=f"sqlite:///{configured}")
+
+    assert done.returncode == 0
+    data = json.loads(out.read_text())
+    assert data["database"].startswith("private PostgreSQL cluster")
+    rows = {row["drill"]: row for row in data["drills"]}
+    assert rows["smtp 451, then accepted"]["audit"]["received"] == 2  # workers and drill saw the same tables
+    assert all(row["status"] == "PASS" for row in rows.values())
+    if configured.exists():  # Django's start-up checks may create the file; the drill writes nothing to it
+        with sqlite3.connect(configured) as db:
+            assert db.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
