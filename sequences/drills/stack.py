@@ -185,10 +185,11 @@ class PrivatePostgres:
     """
 
     def __init__(self, tmpdir: Path):
-        self.root = tmpdir / "pg"
+        # A directory of its own: with SQLite configured the drills already run in one private cluster,
+        # and the PostgreSQL-restart drill starts a second one beside it.
+        self.root = Path(tempfile.mkdtemp(prefix="pg-", dir=tmpdir))
         self.data = self.root / "data"
         self.port = free_port()
-        self.root.mkdir()
         self.root.chmod(0o755)
         self._as: list[str] = []
         if os.geteuid() == 0:  # initdb refuses root: run the server as `postgres`

@@ -42,18 +42,21 @@ def test_quick_subset_loses_nothing_duplicates_nothing_reopens_nothing(run_drill
 
 
 def test_with_sqlite_configured_the_drill_brings_its_own_postgresql(run_drill, tmp_path):
-    """The out-of-the-box setup (SQLite): the drill runs in a private PostgreSQL cluster, workers and all."""
+    """The out-of-the-box setup (SQLite): the drills run in a private PostgreSQL cluster, workers and all,
+    and the restart drill brings a second one."""
     out = tmp_path / "faults.json"
     configured = tmp_path / "configured.sqlite3"
 
-    done = run_drill("faults", "--quick", "--only", "smtp", "--kills", "2", "--json", str(out),
-                     DJANGO_SETTINGS_MODULE="outreach.settings", DATABASE_URL=f"sqlite:///{configured}")
+    done = run_drill("faults", "--quick", "--only", "smtp,postgres", "--kills", "2", "--sends", "60",
+                     "--json", str(out), DJANGO_SETTINGS_MODULE="outreach.settings",
+                     DATABASE_URL=f"sqlite:///{configured}")
 
     assert done.returncode == 0
     data = json.loads(out.read_text())
     assert data["database"].startswith("private PostgreSQL cluster")
     rows = {row["drill"]: row for row in data["drills"]}
     assert rows["smtp 451, then accepted"]["audit"]["received"] == 2  # workers and drill saw the same tables
+    assert rows["postgres restarted"]["audit"]["received"] == 50  # a second private cluster, restarted
     assert all(row["status"] == "PASS" for row in rows.values())
     if configured.exists():  # Django's start-up checks may create the file; the drill writes nothing to it
         with sqlite3.connect(configured) as db:
