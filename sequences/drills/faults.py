@@ -733,6 +733,8 @@ def drill_fuzz(ctx: Ctx, *, count: int) -> list[Row]:
                 crash_dir.mkdir(parents=True, exist_ok=True)
                 (crash_dir / f"{i + 1:05d}-{'+'.join(names)}.eml").write_bytes(raw)
             timings.append((time.monotonic() - t0, names, len(raw)))
+            if (i + 1) % 1000 == 0 and i + 1 < count:
+                ctx.say(f"fuzz: {i + 1:,} of {count:,} inbound mails through ingestion, {len(crashes)} crashed")
     row.seconds = time.monotonic() - started
     rows = InboundMessage.objects.filter(mailbox=mailbox, folder="FUZZ")
     recorded = rows.count()
