@@ -170,6 +170,7 @@ def send_job_provider_cancel(*, job_id: int) -> str:
 
 def _cancel_answer_record(*, job: SendJob, answer: CancelAnswer) -> str:
     with transaction.atomic(durable=True):
+        enrollment = services.enrollment_lock_in_transaction(enrollment_id=job.enrollment_id)  # lock order
         recorded = SendJob.objects.filter(pk=job.pk, provider_cancel_status=REQUESTED).update(
             provider_cancel_status=answer.status, provider_cancel_detail=answer.detail
         )
@@ -181,6 +182,7 @@ def _cancel_answer_record(*, job: SendJob, answer: CancelAnswer) -> str:
             schedule_id=job.provider_schedule_id, provider_send_at=_iso(job.provider_send_at),
             cancelable_until=_iso(job.cancelable_until),
         )
+        services.enrollment_after_provider_answer_in_transaction(enrollment=enrollment, answer=answer.status)
     log.info("job %s: provider cancel %s: %s", job.pk, answer.status, answer.detail)
     return answer.status
 

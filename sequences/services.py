@@ -129,6 +129,10 @@ def _schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     )
     if any(j.state in (S.SCHEDULED, S.QUEUED, S.CLAIMED, S.AUTHORIZED) for j in jobs):
         return None  # one is already on its way
+    if any(j.provider_cancel_status == "requested" for j in jobs):
+        # Whether that message leaves is the provider's answer to give: it schedules what follows
+        # (enrollment_after_provider_answer_in_transaction).
+        return None
     if any(j.state in (S.UNKNOWN, S.FAILED) for j in jobs):
         # Never continue past a message whose fate is unknown or that failed.
         return None
@@ -290,6 +294,24 @@ def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
                       {"scheduled_job": job.pk if job else None, "status": _status(enrollment)})
         enrollment.refresh_from_db()
         return enrollment
+
+
+def enrollment_lock_in_transaction(*, enrollment_id: int) -> Enrollment:
+    """Lock one enrollment as every stop and the final check do (first, before mailbox and jobs)."""
+    (enrollment,) = _lock_enrollments(Enrollment.objects.filter(pk=enrollment_id))
+    return enrollment
+
+
+def enrollment_after_provider_answer_in_transaction(*, enrollment: Enrollment, answer: str) -> SendJob | None:
+    """A provider answered a cancel; an enrollment resumed while it was pending gets its next step now.
+
+    "confirmed": the canceled message's step is scheduled again. Otherwise the message may still
+    leave at its send time, so it counts as sent. Requires the enrollment locked by the caller.
+    """
+    mailbox_paused = Mailbox.objects.filter(pk=enrollment.sequence.mailbox_id, paused=True).exists()
+    if enrollment.status != E.ACTIVE or enrollment.sequence.status != Sequence.Status.ACTIVE or mailbox_paused:
+        return None  # its resume schedules the next step
+    return _schedule_next(enrollment, reason=f"provider_cancel_{answer}")
 
 
 def _status(enrollment: Enrollment) -> str:

@@ -235,3 +235,32 @@ def test_resume_after_a_refused_cancel_counts_the_message_as_sent(provider_api):
 
     (after,) = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED)
     assert after.step.position == 3  # step 2 may still leave: it counts as sent
+
+
+def test_resume_while_the_cancel_is_pending_waits_for_the_providers_answer(provider_api):
+    """Resumed before the provider answered: nothing is scheduled until the answer says what happened."""
+    enrollment, job = scheduled_at_provider(provider_api, steps=3)
+    services.enrollment_pause(enrollment_id=enrollment.pk)
+    services.enrollment_resume(enrollment_id=enrollment.pk)  # the cancel request is still in the queue
+
+    assert not SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).exists()
+
+    run_default_queue()  # the provider confirms
+
+    again = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).get()
+    assert again.step_id == job.step_id  # step 2 again: the canceled one never left
+    assert TimelineEvent.objects.filter(job=again, kind="job_scheduled").get().data["reason"] == (
+        "provider_cancel_confirmed")
+
+
+def test_resume_while_the_cancel_is_pending_then_refused_goes_on_to_the_next_step(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5, steps=3)  # past cancelable_until
+    services.enrollment_pause(enrollment_id=enrollment.pk)
+    services.enrollment_resume(enrollment_id=enrollment.pk)
+    assert not SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).exists()
+
+    run_default_queue()  # refused: step 2 may still leave at its send time
+
+    (after,) = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED)
+    assert after.step.position == 3
+    assert after.scheduled_at >= job.provider_send_at  # after the message it follows
