@@ -308,6 +308,12 @@ def enrollment_after_provider_answer_in_transaction(*, enrollment: Enrollment, a
     "confirmed": the canceled message's step is scheduled again. Otherwise the message may still
     leave at its send time, so it counts as sent. Requires the enrollment locked by the caller.
     """
+    if answer == "confirmed" and enrollment.status == E.COMPLETED:
+        # Its last message was canceled (a sequence or mailbox pause): the enrollment is not complete.
+        Enrollment.objects.filter(pk=enrollment.pk).update(status=E.ACTIVE, version=F("version") + 1)
+        event_record(kind="enrollment_reactivated", email=enrollment.contact.email, enrollment=enrollment,
+                     version_seen=enrollment.version, reason="last message canceled at the provider")
+        enrollment.status, enrollment.version = E.ACTIVE, enrollment.version + 1
     mailbox_paused = Mailbox.objects.filter(pk=enrollment.sequence.mailbox_id, paused=True).exists()
     if enrollment.status != E.ACTIVE or enrollment.sequence.status != Sequence.Status.ACTIVE or mailbox_paused:
         return None  # its resume schedules the next step

@@ -264,3 +264,29 @@ def test_resume_while_the_cancel_is_pending_then_refused_goes_on_to_the_next_ste
     (after,) = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED)
     assert after.step.position == 3
     assert after.scheduled_at >= job.provider_send_at  # after the message it follows
+
+
+def test_a_sequence_pause_that_cancels_the_last_message_reopens_the_completed_enrollment(provider_api):
+    """Two steps, the second at the provider: the enrollment is completed until that message is canceled."""
+    enrollment, job = scheduled_at_provider(provider_api)
+    assert enrollment.__class__.objects.get(pk=enrollment.pk).status == "completed"
+    services.sequence_pause(sequence_id=enrollment.sequence_id)
+    run_default_queue()  # confirmed
+
+    enrollment.refresh_from_db()
+    assert enrollment.status == "active"  # in a paused sequence: nothing scheduled yet
+    assert not SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).exists()
+
+    services.sequence_resume(sequence_id=enrollment.sequence_id)
+
+    again = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).get()
+    assert again.step_id == job.step_id
+
+
+def test_a_sequence_pause_past_cancelable_until_leaves_the_enrollment_completed(provider_api):
+    enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5)
+    services.sequence_pause(sequence_id=enrollment.sequence_id)
+    run_default_queue()  # refused: the message may still leave
+
+    enrollment.refresh_from_db()
+    assert enrollment.status == "completed"
