@@ -52,3 +52,11 @@ def jobs_for_email(email: str) -> QuerySet[SendJob]:
     return SendJob.objects.filter(enrollment__contact__email=normalize_email(email)).select_related(
         "enrollment__sequence", "step"
     )
+
+
+def provider_cancels_pending(*, enrollment_id: int) -> list[int]:
+    """Ids of the enrollment's jobs whose cancel request a provider has not answered yet."""
+    return list(
+        SendJob.objects.filter(enrollment_id=enrollment_id, provider_cancel_status="requested")
+        .order_by("pk").values_list("pk", flat=True)
+    )

@@ -28,7 +28,7 @@ from .forms import (
     guard_formula,
 )
 from .models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
-from .selectors import suppression_active_for, suppressions_current
+from .selectors import provider_cancels_pending, suppression_active_for, suppressions_current
 from .ui import MANAGE_SUPPRESSIONS, OPERATE, VIEW, VIEW_ENROLLMENT, VIEW_INCIDENT, VIEW_LEDGER, VIEW_LOG, ui_view
 
 E = Enrollment.Status
@@ -216,7 +216,10 @@ def enrollment_resume(request, pk: int):
         except services.ServiceError as exc:
             # Refused by the domain (suppressed, completed): say why, never a silent no-op.
             return _enrollment_confirm(request, enrollment, "enrollment_resume", error=str(exc), status=409)
-        request.session[_result_key("enrollment", pk)] = {"action": "resume", "target": str(enrollment)}
+        request.session[_result_key("enrollment", pk)] = {
+            "action": "resume", "target": str(enrollment),
+            "waiting_jobs": provider_cancels_pending(enrollment_id=pk),
+        }
         return redirect("enrollment_detail", pk=pk)
     return _enrollment_confirm(request, enrollment, "enrollment_resume")
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import django_rq
 import pytest
+from django.urls import reverse
 
 from sequences import services
 from sequences.labels import job_label, stamp
@@ -290,3 +291,14 @@ def test_a_sequence_pause_past_cancelable_until_leaves_the_enrollment_completed(
 
     enrollment.refresh_from_db()
     assert enrollment.status == "completed"
+
+
+def test_the_resume_page_says_the_next_step_waits_for_the_providers_answer(provider_api, client, django_user_model):
+    enrollment, job = scheduled_at_provider(provider_api, steps=3)
+    services.enrollment_pause(enrollment_id=enrollment.pk)
+    client.force_login(django_user_model.objects.create_superuser("op", password="x"))
+
+    page = client.post(reverse("enrollment_resume", args=[enrollment.pk]), follow=True).content.decode()
+
+    result = page.split('id="result"')[1].split("</div>")[0]
+    assert f"the provider has not answered the cancel request for job {job.pk}." in result
