@@ -1,9 +1,8 @@
-"""The bench's own services: a throwaway PostgreSQL database and a private Redis on loopback.
+"""The bench's own database: a throwaway PostgreSQL database on loopback.
 
 Used by the outer process only (see `sequences.bench`). Nothing here touches
-the configured database or the machine's Redis: the database is created under
-a name of our own and dropped at the end; Redis is a redis-server we start on
-a free port and stop by its pid.
+the configured database: the database is created under a name of our own and
+dropped at the end. The private Redis is the drills' (`sequences.drills.stack`).
 """
 
 from __future__ import annotations
@@ -11,12 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlparse
@@ -30,12 +25,6 @@ MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 
 class BenchSetupError(Exception):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -120,50 +109,6 @@ def _data_only(app: str, name: str) -> bool:
 
     module = importlib.import_module(f"{app}.migrations.{name}")
     return all(isinstance(op, RunPython) for op in module.Migration.operations)
-
-
-class PrivateRedis:
-    """A redis-server of our own on a free loopback port: no persistence, stopped by pid."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="outreach-bench-redis-"))
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> PrivateRedis:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise BenchSetupError("redis-server is not installed (apt-get install -y redis-server)")
-        self.proc = subprocess.Popen(
-            [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        import redis
-
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1).ping()
-                return self
-            except redis.exceptions.ConnectionError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise BenchSetupError(f"private redis-server did not start on port {self.port}") from None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def bench_env(database_url: str, redis_url: str) -> dict[str, str]:

@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, PrivateRedis, bench_env, migrate
+from ..drills.stack import DrillError, PrivateRedis
+from .env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, bench_env, migrate
 
 SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale")
 ALL = SUITES  # `all` runs them in this order (scale last: it leaves the biggest tables)
@@ -82,7 +83,7 @@ def outer(suite: str, options: dict[str, Any], write: Callable[[str], None]) -> 
     name = f"{DB_PREFIX}{os.getpid()}"
     workdir = Path(tempfile.mkdtemp(prefix="outreach-bench-"))
     workdir.chmod(0o755)  # Dovecot's auth and imap processes must traverse it
-    redis = PrivateRedis()
+    redis = PrivateRedis(workdir)  # the drills' own: no persistence, loopback, stopped at the end
     inner_proc: subprocess.Popen | None = None
     setup_notes: list[str] = []
     created = False
@@ -107,7 +108,7 @@ def outer(suite: str, options: dict[str, Any], write: Callable[[str], None]) -> 
         except subprocess.TimeoutExpired:
             write(f"bench: deadline of {options['timeout']:.0f}s reached; stopping\n")
             return 124
-    except BenchSetupError as exc:
+    except (BenchSetupError, DrillError) as exc:
         write(f"bench: cannot set up: {exc}\n")
         return 2
     finally:

@@ -12,7 +12,7 @@ import time
 
 from aiosmtpd.controller import Controller
 
-from .env import free_port
+from ..drills.stack import free_port
 
 
 class _Handler:
