@@ -6,6 +6,8 @@ from django.db import models
 
 from sequences.dbclock import DbClock
 
+from .kinds import Kind
+
 
 class Security(models.TextChoices):
     NONE = "none", "none"
@@ -102,14 +104,7 @@ class ImapCursor(models.Model):
 class InboundMessage(models.Model):
     """The inbound ledger: every fetched message, recorded once, with what it was and what it did."""
 
-    class Kind(models.TextChoices):
-        HUMAN_REPLY = "human_reply", "Human reply"
-        AUTO_REPLY = "auto_reply", "Auto-reply"
-        BOUNCE = "bounce", "Bounce"
-        COMPLAINT = "complaint", "Complaint"
-        UNSUBSCRIBE_REQUEST = "unsubscribe_request", "Unsubscribe request"
-        UNRELATED = "unrelated", "Unrelated"
-        QUARANTINED = "quarantined", "Quarantined (could not be parsed)"
+    Kind = Kind  # the inbound kinds live in mailboxes.kinds, shared with the classifier
 
     class Rule(models.TextChoices):
         IN_REPLY_TO = "in_reply_to", "In-Reply-To names our Message-ID"

@@ -1,0 +1,38 @@
+"""What an inbound message is, and how hard a bounce is: the classifier's answer and the ledger's stored value.
+
+Enums only (``TextChoices`` is an enum; importing ``django.db.models`` does no
+ORM work), so the pure classifier and the models share one vocabulary.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Kind(models.TextChoices):
+    HUMAN_REPLY = "human_reply", "Human reply"
+    AUTO_REPLY = "auto_reply", "Auto-reply"
+    BOUNCE = "bounce", "Bounce"
+    COMPLAINT = "complaint", "Complaint"
+    UNSUBSCRIBE_REQUEST = "unsubscribe_request", "Unsubscribe request"
+    UNRELATED = "unrelated", "Unrelated"
+    # Never a classifier answer: ingestion's verdict on a message it could not parse.
+    QUARANTINED = "quarantined", "Quarantined (could not be parsed)"
+
+
+class BounceType(models.TextChoices):
+    # Suppress the address after one event: the reason cannot heal by itself.
+    HARD = "hard", "Hard"
+    # May heal (mailbox full, policy, delay): never suppresses on its own.
+    SOFT = "soft", "Soft"
+
+
+# The stored values under the members' names, for code that compares plain strings.
+HUMAN_REPLY = Kind.HUMAN_REPLY.value
+AUTO_REPLY = Kind.AUTO_REPLY.value
+BOUNCE = Kind.BOUNCE.value
+COMPLAINT = Kind.COMPLAINT.value
+UNSUBSCRIBE_REQUEST = Kind.UNSUBSCRIBE_REQUEST.value
+UNRELATED = Kind.UNRELATED.value
+HARD = BounceType.HARD.value
+SOFT = BounceType.SOFT.value
