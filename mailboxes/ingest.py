@@ -28,7 +28,7 @@ from sequences.models import Enrollment, SendJob, Suppression
 from sequences.selectors import normalize_email
 from sequences.timeline import event_record
 
-from . import classifier
+from .classify import Classification, classify
 from .imap import FetchedMessage, ImapConfig, ImapError, ImapSession, ImapUidValidityError
 from .models import ImapCursor, InboundMessage, Mailbox
 from .selectors import secret_from_env
@@ -53,7 +53,7 @@ class Parsed:
     in_reply_to: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
-    classification: classifier.Classification | None = None
+    classification: Classification | None = None
     error: str = ""
 
 
@@ -79,7 +79,7 @@ def parse(raw: bytes) -> Parsed:
     except Exception as exc:  # noqa: BLE001 - content must never crash the poller
         out.error = f"header parse failed: {type(exc).__name__}: {exc}"
     try:
-        out.classification = classifier.classify(raw)
+        out.classification = classify(raw)
     except Exception as exc:  # noqa: BLE001
         out.error = (out.error + "; " if out.error else "") + f"classifier failed: {type(exc).__name__}: {exc}"
     return out
@@ -126,7 +126,7 @@ def correlate(parsed: Parsed, mailbox: Mailbox) -> Correlation:
             job = jobs.filter(message_id=message_id).first()
             if job is not None:
                 return Correlation(Rule.EMBEDDED, job, [job.enrollment.contact.email])
-        if c.kind in (classifier.BOUNCE, classifier.COMPLAINT) and c.recipients:
+        if c.kind in (Kind.BOUNCE, Kind.COMPLAINT) and c.recipients:
             known = [r for r in c.recipients if Enrollment.objects.filter(contact__email=r).exists()]
             if known:
                 job = jobs.filter(enrollment__contact__email=known[0]).exclude(submitted_at=None).order_by(
@@ -230,7 +230,7 @@ SUPPRESS_FOR_KIND = {
 }
 
 
-def _apply_effects(row: InboundMessage, correlation: Correlation, c: classifier.Classification | None) -> str:
+def _apply_effects(row: InboundMessage, correlation: Correlation, c: Classification | None) -> str:
     """Call the send side's services inside this transaction; returns what was done, in words."""
     source = f"inbound:{row.pk}"
     addresses = correlation.addresses

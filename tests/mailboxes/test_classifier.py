@@ -16,20 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mailboxes.classifier import (
-    AUTO_REPLY,
-    BOUNCE,
-    COMPLAINT,
-    HARD,
-    HUMAN_REPLY,
-    SOFT,
-    UNRELATED,
-    UNSUBSCRIBE_REQUEST,
-    Classification,
-    classify,
-    extract_reply_text,
-    parse_message,
-)
+from mailboxes.classify import Classification, classify
+from mailboxes.classify.quotes import extract_reply_text
+from mailboxes.kinds import AUTO_REPLY, BOUNCE, COMPLAINT, HARD, HUMAN_REPLY, SOFT, UNRELATED, UNSUBSCRIBE_REQUEST
 
 FIXTURES = Path(__file__).parent / "fixtures" / "classifier"
 
@@ -591,28 +580,10 @@ def test_classify_never_raises_on_mime_shaped_noise(fragments: list[str]) -> Non
     assert not result.reason.startswith("internal error"), result.reason
 
 
-# ---------------------------------------------------------------------------
-# parse_message
-
-
-def test_parse_message_returns_an_email_message() -> None:
-    msg = parse_message(fixture("human_gmail_quote.eml"))
-
-    assert isinstance(msg, EmailMessage)
-    assert msg["Subject"] == "Re: Quick question about onboarding"
-
-
-def test_parse_message_tolerates_broken_headers() -> None:
-    msg = parse_message(b"From: <<<@@@>>>\nTo: ,,,\nSubject: =?bad?=\n\nbody")
-
-    assert isinstance(msg, EmailMessage)
-    assert msg.get_payload() == "body"
-
-
 def test_lowered_patterns_refuse_an_uppercase_literal() -> None:
     import re
 
-    from mailboxes.classifier import _on_lowered
+    from mailboxes.classify.evidence import on_lowered as _on_lowered
 
     with pytest.raises(ValueError):
         _on_lowered(re.compile(r"Delivery failed", re.I))

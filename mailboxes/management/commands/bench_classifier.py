@@ -24,7 +24,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.classifier import BOUNCE, HARD, SOFT, Classification, classify
+from mailboxes.classify import Classification, classify
+from mailboxes.kinds import BOUNCE, HARD, SOFT
 
 # Expected classes scored for agreement (the corpus' vocabulary).
 CLASSES = ("complaint", "autoreply", "human_reply", "bounce")

@@ -1,0 +1,29 @@
+"""One parsed message plus the texts several checks read, each computed once."""
+
+from __future__ import annotations
+
+from email.message import Message
+from functools import cached_property
+
+from .challenge import is_challenge_response
+from .quotes import extract_reply_text
+from .text import body_text, notification_text
+
+
+class Inbound:
+    """One parsed message plus the texts several checks read (computed once)."""
+
+    def __init__(self, msg: Message) -> None:
+        self.msg = msg
+
+    @cached_property
+    def notification(self) -> str:
+        return notification_text(self.msg)
+
+    @cached_property
+    def challenge_response(self) -> bool:
+        return is_challenge_response(self.msg, self.notification)
+
+    @cached_property
+    def reply_text(self) -> str:
+        return extract_reply_text(body_text(self.msg))
