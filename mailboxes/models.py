@@ -109,7 +109,6 @@ class InboundMessage(models.Model):
     class Rule(models.TextChoices):
         IN_REPLY_TO = "in_reply_to", "In-Reply-To names our Message-ID"
         REFERENCES = "references", "References names our Message-ID"
-        TOKEN = "token", "Per-message token"
         EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
         RECIPIENT = "report_recipient", "Failed or complained-about recipient named in the report"
         SENDER = "sender_address", "Sender is an enrolled address (weaker)"

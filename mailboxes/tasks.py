@@ -7,7 +7,7 @@ import logging
 import django_rq
 from rq import Retry
 
-from .ingest import mailbox_poll
+from .ingest.poll import mailbox_poll
 from .models import Mailbox
 
 log = logging.getLogger("outreach.ingest")

@@ -56,7 +56,7 @@ def parsefetch(args) -> dict:
     _django()
     from imapclient import IMAPClient
 
-    from mailboxes.ingest import parse
+    from mailboxes.ingest.parse import parse
 
     rss_start = rss_kib()
     started = time.perf_counter()
@@ -84,7 +84,7 @@ def _django() -> None:
 def ingest(args) -> dict:
     """One pass of the product's poller (mailboxes.ingest.mailbox_poll) over the whole backlog."""
     _django()
-    from mailboxes.ingest import mailbox_poll
+    from mailboxes.ingest.poll import mailbox_poll
 
     rss_start = rss_kib()
     started = time.perf_counter()

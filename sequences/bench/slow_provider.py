@@ -30,7 +30,7 @@ from django_rq import get_connection, get_queue
 from rq import Queue
 
 from mailboxes.imap import FetchedMessage
-from mailboxes.ingest import inbound_record
+from mailboxes.ingest.record import inbound_record
 from sequences import services
 from sequences.models import SendJob
 

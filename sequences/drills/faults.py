@@ -534,7 +534,7 @@ def drill_postgres(ctx: Ctx, *, n: int, schema: str) -> list[Row]:
 
 def drill_imap(ctx: Ctx, *, n: int, kills: int) -> list[Row]:
     from mailboxes.imap import ImapError
-    from mailboxes.ingest import mailbox_poll
+    from mailboxes.ingest.poll import mailbox_poll
     from tests.servers.dovecot import Dovecot, dovecot_available
 
     from .servers import DrillSmtp
@@ -691,7 +691,7 @@ def _multipart_sample(to_message_id: str, sender: str) -> bytes:
 
 
 def drill_fuzz(ctx: Ctx, *, count: int) -> list[Row]:
-    from mailboxes.ingest import inbound_record
+    from mailboxes.ingest.record import inbound_record
     from tests.mailboxes import mails
 
     from .fuzz import mutants
@@ -764,7 +764,7 @@ def drill_fuzz(ctx: Ctx, *, count: int) -> list[Row]:
 
 def _timed_parse(raw: bytes, *, budget: float) -> float | None:
     """Seconds mailboxes.ingest.parse takes on `raw` in a forked child, or None past `budget` (child killed)."""
-    from mailboxes.ingest import parse
+    from mailboxes.ingest.parse import parse
 
     connections.close_all()
     pid = os.fork()
@@ -786,7 +786,7 @@ def _timed_parse(raw: bytes, *, budget: float) -> float | None:
 
 def drill_big_headers(ctx: Ctx, *, budget: float = 5.0) -> list[Row]:
     """One long header per message. A poller that spends minutes on one mail delays every reply behind it."""
-    from mailboxes.ingest import parse
+    from mailboxes.ingest.parse import parse
 
     base = mail.reply(to_message_id="<x@drill.invalid>", sender="big@drill.invalid", to="big@drill.invalid")
     parse(base)  # warm imports outside the timings

@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 from django.test.utils import override_settings
 
-from mailboxes.ingest import inbound_record
+from mailboxes.ingest.record import inbound_record
 from mailboxes.models import InboundMessage, Mailbox
 from sequences import services
 from sequences.labels import job_label

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mailboxes.imap import ImapConnectionError
-from mailboxes.ingest import mailbox_poll
+from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import ImapCursor, InboundMessage
 from sequences import services
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from mailboxes.ingest import mailbox_poll
+from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.management.commands.watch_mailboxes import watch
 from mailboxes.models import InboundMessage
 from tests.mailboxes import mails

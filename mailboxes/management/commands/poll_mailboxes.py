@@ -6,7 +6,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from mailboxes.imap import ImapError
-from mailboxes.ingest import mailbox_poll
+from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import Mailbox
 
 

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection
 
 from mailboxes.imap import ImapError, ImapSession
-from mailboxes.ingest import imap_config_for
+from mailboxes.ingest.poll import imap_config_for
 from mailboxes.models import Mailbox
 from mailboxes.tasks import enqueue_poll
 

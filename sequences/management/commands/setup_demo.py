@@ -129,7 +129,7 @@ class Command(BaseCommand):
     def _demo_reply(self, enrollment: Enrollment, job: SendJob):
         """Alan's reply to step 1, through the real ingestion (as if the poller had fetched it over IMAP)."""
         from mailboxes.imap import FetchedMessage
-        from mailboxes.ingest import inbound_record
+        from mailboxes.ingest.record import inbound_record
 
         contact = enrollment.contact
         raw = (

@@ -1,0 +1,122 @@
+"""What each kind of inbound message does, as one table: kind -> action on the send side.
+
+Every action runs inside the recording transaction (mailboxes.ingest.record)
+and goes through the send side's stop and suppression services; each returns
+what it did, in words, for the inbound ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+
+from sequences import services
+from sequences.models import Enrollment, Suppression
+
+from ..classify import Classification
+from ..kinds import BounceType, Kind
+from ..models import InboundMessage
+from .correlate import Correlation
+
+# One action per kind: (row, correlation, classification, source) -> what was done, in words.
+Effect = Callable[[InboundMessage, Correlation, Classification | None, str], str]
+
+SUPPRESS_FOR_KIND = {
+    Kind.UNSUBSCRIBE_REQUEST: Suppression.Reason.UNSUBSCRIBE,
+    Kind.COMPLAINT: Suppression.Reason.COMPLAINT,
+}
+
+
+def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    summary = services.StopSummary()
+    for enrollment_id in _enrollments_to_stop(row, correlation):
+        summary.add(services.enrollment_stop_in_transaction(
+            enrollment_id=enrollment_id, reason=Enrollment.StopReason.REPLIED, source=source))
+    return _describe("stopped (replied)", summary)
+
+
+def _suppress(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    summary = services.StopSummary()
+    for address in correlation.addresses:
+        _, part = services.suppression_add_in_transaction(
+            value=address, reason=SUPPRESS_FOR_KIND[row.kind], source=source,
+            note=f"{row.get_kind_display()} {row.message_id}"[:500])
+        summary.add(part)
+    return _describe(f"suppressed ({SUPPRESS_FOR_KIND[row.kind]})", summary)
+
+
+def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    types = dict(zip(c.recipients, c.recipient_types, strict=False)) if c else {}
+    return _bounce_effects(row, correlation.addresses, types, source)
+
+
+def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
+        return "auto-reply recorded; the sequence continues"
+    summary = services.StopSummary()
+    for enrollment_id in _enrollments_to_stop(row, correlation):
+        summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))
+    return _describe("paused (auto-reply)", summary)
+
+
+EFFECTS: dict[str, Effect] = {
+    Kind.HUMAN_REPLY: _stop_replied,
+    Kind.UNSUBSCRIBE_REQUEST: _suppress,
+    Kind.COMPLAINT: _suppress,
+    Kind.BOUNCE: _bounce,
+    Kind.AUTO_REPLY: _auto_reply,
+    # UNRELATED: recorded only.
+}
+
+
+def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Classification | None) -> str:
+    """Call the send side's services inside the caller's transaction; returns what was done, in words."""
+    if row.kind == Kind.QUARANTINED:
+        return f"quarantined: {row.parse_error}"
+    if not correlation.addresses:
+        return "not correlated to anything we sent: recorded only"
+    effect = EFFECTS.get(row.kind)
+    return effect(row, correlation, c, f"inbound:{row.pk}") if effect else "recorded only"
+
+
+def _enrollments_to_stop(row: InboundMessage, correlation: Correlation) -> list[int]:
+    """A reply to a message stops its enrollment; a sender-only match stops that address here."""
+    if correlation.job is not None and correlation.rule != InboundMessage.Rule.SENDER:
+        return [correlation.job.enrollment_id]
+    return list(
+        Enrollment.objects.filter(contact__email__in=correlation.addresses, sequence__mailbox=row.mailbox)
+        .exclude(status=Enrollment.Status.STOPPED).values_list("pk", flat=True)
+    )
+
+
+def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, str], source: str) -> str:
+    """Hard: suppress now. Soft: suppress once OUTREACH_SOFT_BOUNCE_LIMIT soft bounces are on record."""
+    done = []
+    summary = services.StopSummary()
+    for address in addresses:
+        kind = types.get(address, row.bounce_type)
+        if kind == BounceType.HARD:
+            _, part = services.suppression_add_in_transaction(
+                value=address, reason=Suppression.Reason.HARD_BOUNCE, source=source,
+                note=f"{' '.join(row.status_codes)} {row.classification_reason}"[:500])
+            summary.add(part)
+            done.append(f"{address}: hard bounce, suppressed")
+            continue
+        limit = settings.OUTREACH_SOFT_BOUNCE_LIMIT
+        soft = InboundMessage.objects.filter(kind=Kind.BOUNCE, bounce_type=BounceType.SOFT, duplicate_of=None,
+                                             enrollment__contact__email=address).count()
+        if soft >= limit:
+            _, part = services.suppression_add_in_transaction(
+                value=address, reason=Suppression.Reason.SOFT_BOUNCES, source=source,
+                note=f"{soft} soft bounces (limit {limit})")
+            summary.add(part)
+            done.append(f"{address}: soft bounce {soft} of {limit}, suppressed")
+        else:
+            done.append(f"{address}: soft bounce {soft} of {limit}, recorded")
+    return "; ".join(done) + (f" ({summary.canceled} jobs canceled)" if summary.canceled else "")
+
+
+def _describe(what: str, summary: services.StopSummary) -> str:
+    return (f"{what}: {summary.enrollments} enrollments, {summary.canceled} jobs canceled (never sent), "
+            f"{summary.in_flight} in flight and {summary.submitted} already submitted (cannot recall)")

@@ -1,0 +1,114 @@
+"""Polling: one pass over a mailbox's folders from their cursors. No transaction is open during IMAP I/O.
+
+Each fetched message is handed to mailboxes.ingest.record, which commits it
+in its own short transaction; the cursor only moves inside that transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from sequences.dbclock import db_now
+from sequences.timeline import event_record
+
+from ..imap import ImapConfig, ImapError, ImapSession, ImapUidValidityError
+from ..models import ImapCursor, Mailbox
+from ..selectors import secret_from_env
+from .record import inbound_record
+
+log = logging.getLogger("outreach.ingest")
+
+
+@dataclass
+class PollResult:
+    mailbox: str
+    folders: dict[str, dict[str, int]] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def fetched(self) -> int:
+        return sum(f["fetched"] for f in self.folders.values())
+
+
+def imap_config_for(mailbox: Mailbox) -> ImapConfig:
+    return ImapConfig(host=mailbox.imap_host, port=mailbox.imap_port, username=mailbox.imap_username,
+                      password=secret_from_env(mailbox.imap_password_env), security=mailbox.imap_security,
+                      timeout=settings.OUTREACH_IMAP_TIMEOUT)
+
+
+def cursor_for(mailbox: Mailbox, folder: str) -> ImapCursor:
+    cursor, _ = ImapCursor.objects.get_or_create(mailbox=mailbox, folder=folder)
+    return cursor
+
+
+def cursor_reset(cursor: ImapCursor, uidvalidity: int, highestmodseq: int | None) -> None:
+    """A new UIDVALIDITY: every UID we knew is void, so rescan the folder from the start.
+
+    Message-ID deduplication makes the rescan harmless: nothing acts twice.
+    """
+    first_sight = cursor.uidvalidity is None
+    with transaction.atomic(durable=True):
+        ImapCursor.objects.filter(pk=cursor.pk).update(
+            uidvalidity=uidvalidity, last_uid=0, highestmodseq=highestmodseq,
+            rescans=F("rescans") + (0 if first_sight else 1), updated_at=db_now())
+        if not first_sight:
+            event_record(kind="imap_uidvalidity_changed", mailbox=cursor.mailbox.name, folder=cursor.folder,
+                         old=cursor.uidvalidity, new=uidvalidity)
+
+
+def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
+                 progress: Callable[[str, int, int], None] | None = None) -> PollResult:
+    """One pass over a mailbox's folders. No transaction is open during IMAP I/O."""
+    mailbox = Mailbox.objects.get(pk=mailbox_id)
+    result = PollResult(mailbox=mailbox.name)
+    if not mailbox.has_imap:
+        result.error = "no IMAP settings"
+        return result
+    try:
+        with ImapSession(imap_config_for(mailbox)) as session:
+            for folder in mailbox.imap_folders or ["INBOX"]:
+                result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress)
+    except ImapError as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)
+        Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_error=result.error[:2000],
+                                                     poll_failures=F("poll_failures") + 1)
+        raise
+    Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
+                                                 last_poll_error="", poll_failures=0)
+    return result
+
+
+def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress) -> dict[str, int]:
+    cursor = cursor_for(mailbox, folder)
+    counts = {"fetched": 0, "recorded": 0, "duplicates": 0}
+    status = session.select(folder)
+    if cursor.uidvalidity != status.uidvalidity:
+        if cursor.uidvalidity is not None:
+            log.warning("mailbox %s folder %s: UIDVALIDITY %s -> %s, rescanning", mailbox.name, folder,
+                        cursor.uidvalidity, status.uidvalidity)
+        cursor_reset(cursor, status.uidvalidity, status.highestmodseq)
+        cursor.refresh_from_db()
+    pending = len(session.uids_after(cursor.last_uid))
+    try:
+        for batch in session.iter_new(folder, cursor.last_uid, batch_size, uidvalidity=cursor.uidvalidity):
+            for fetched in batch:
+                outcome = inbound_record(mailbox_id=mailbox.pk, folder=folder, uidvalidity=cursor.uidvalidity,
+                                         fetched=fetched)
+                counts["fetched"] += 1
+                counts["recorded"] += outcome.created
+                counts["duplicates"] += outcome.duplicate
+            if progress:
+                progress(folder, counts["fetched"], pending)
+    except ImapUidValidityError:
+        # Changed between our SELECT and the listing: the next pass rescans.
+        log.warning("mailbox %s folder %s: UIDVALIDITY changed during the pass", mailbox.name, folder)
+    if status.highestmodseq is not None:
+        ImapCursor.objects.filter(pk=cursor.pk).update(highestmodseq=status.highestmodseq)
+    return counts
