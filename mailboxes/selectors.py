@@ -8,8 +8,8 @@ from anymail.utils import get_anymail_setting
 from django.conf import settings
 
 from .models import Mailbox
-from .providers import EspConfig, EspTransport
-from .transports import SmtpConfig, SmtpTransport
+from .transports.esp import EspConfig, EspTransport
+from .transports.smtp import SmtpConfig, SmtpTransport
 
 
 def secret_from_env(var_name: str) -> str:

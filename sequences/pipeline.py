@@ -14,7 +14,7 @@ from typing import Callable
 from django.db import connection
 
 from mailboxes.selectors import transport_for
-from mailboxes.transports import OutcomeUnknown, PermanentError, RecipientRefused, TransientError
+from mailboxes.transports.base import OutcomeUnknown, PermanentError, RecipientRefused, TransientError
 
 from . import checkpoints, provider_services, services
 from .messages import message_prepare

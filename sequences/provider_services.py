@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from mailboxes.models import Mailbox, ProviderEvent
-from mailboxes.providers import MAX_SCHEDULE_AHEAD, CancelAnswer, supports_scheduled_cancel
+from mailboxes.transports.esp import MAX_SCHEDULE_AHEAD, CancelAnswer, supports_scheduled_cancel
 from mailboxes.selectors import transport_for
 
 from . import services

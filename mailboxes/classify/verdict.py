@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..kinds import BounceType, Kind
+from ..kinds import HARD_STATUS_CODES, BounceType, Kind
 from .evidence import REPLY_CODE_RE, on_lowered, unique
 from .result import Classification
 
@@ -129,16 +129,6 @@ _HARD_WEAK_RE = re.compile(
     r"(closed|terminated|discontinued|removed|deleted)",
     re.I,
 )
-# RFC 3463 codes that name the address or its domain as permanently bad.
-_HARD_CODES = {
-    "5.1.0": "other address status",
-    "5.1.1": "bad destination mailbox address",
-    "5.1.2": "bad destination system address",
-    "5.1.3": "bad destination mailbox address syntax",
-    "5.1.6": "destination mailbox has moved",
-    "5.1.10": "recipient address has null MX (RFC 7505)",
-    "5.4.4": "unable to route (no such domain)",
-}
 # RFC 3463 X.1.7 / X.1.8: the *sender's* address is bad.
 _SENDER_CODES = {"5.1.7", "5.1.8", "4.1.7", "4.1.8"}
 # RFC 5321 §3.3: addresses are judged at RCPT TO. A "user unknown" returned
@@ -194,8 +184,8 @@ def _judge(status: str, action: str, text: str, context: str) -> _Verdict:
     weak = _HARD_WEAK_RE.search(text)
     if weak:
         return _Verdict(BounceType.HARD, weak.group(0).lower())
-    if status in _HARD_CODES:
-        return _Verdict(BounceType.HARD, _HARD_CODES[status])
+    if status in HARD_STATUS_CODES:
+        return _Verdict(BounceType.HARD, HARD_STATUS_CODES[status])
     return _UNEXPLAINED
 
 

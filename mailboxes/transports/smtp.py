@@ -1,15 +1,4 @@
-"""Transports at the network edge: config in, network I/O, values out. They know no models.
-
-Each outcome says where the conversation stopped, because that decides what
-the sender may do next:
-- TransientError: refused before the server took the message (4xx, connection
-  failure before DATA). Safe to retry, through the guard again.
-- RecipientRefused: a 5xx at RCPT. Never sent. `hard` when the code says the
-  address does not exist.
-- PermanentError: a 5xx elsewhere (e.g. DATA rejected). Never sent.
-- OutcomeUnknown: the connection failed after the message data was on its way
-  (timeout, disconnect). It may have been accepted: never resend automatically.
-"""
+"""SMTP submission with smtplib: one connection per message, reporting where a failure happened."""
 
 from __future__ import annotations
 
@@ -18,29 +7,16 @@ import smtplib
 import ssl
 from dataclasses import dataclass
 
-
-class TransportError(Exception):
-    def __init__(self, message: str, *, code: int | None = None):
-        super().__init__(message)
-        self.code = code
-
-
-class TransientError(TransportError):
-    pass
-
-
-class PermanentError(TransportError):
-    pass
-
-
-class RecipientRefused(PermanentError):
-    def __init__(self, message: str, *, code: int | None = None, hard: bool = False):
-        super().__init__(message, code=code)
-        self.hard = hard
-
-
-class OutcomeUnknown(TransportError):
-    pass
+from ..kinds import HARD_STATUS_CODES
+from .base import (
+    OutcomeUnknown,
+    PermanentError,
+    RecipientRefused,
+    Submission,
+    TransientError,
+    Transport,
+    TransportError,
+)
 
 
 @dataclass(frozen=True)
@@ -54,23 +30,15 @@ class SmtpConfig:
     local_hostname: str | None = None
 
 
-@dataclass(frozen=True)
-class Submission:
-    reply: str  # the server's answer to DATA, e.g. "250 2.0.0 Ok: queued as 4F2"
-    provider_message_id: str = ""
-    provider_request_id: str = ""
-
-
 ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
-# RFC 3463 codes that mean the address itself is bad (suppress it). Others,
-# like 5.7.1 policy or relay refusals, say nothing certain about the address.
-HARD_BOUNCE_CODES = {"5.1.0", "5.1.1", "5.1.2", "5.1.3", "5.1.6", "5.1.10", "5.4.4"}
 
 
 def is_hard_bounce(code: int, text: str) -> bool:
     match = ENHANCED.search(text)
     if match:
-        return match.group(0) in HARD_BOUNCE_CODES
+        # Only codes that mean the address itself is bad; others, like 5.7.1
+        # policy or relay refusals, say nothing certain about the address.
+        return match.group(0) in HARD_STATUS_CODES
     return code in (550, 551, 553)
 
 
@@ -78,8 +46,11 @@ def _text(reply: bytes | str) -> str:
     return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
 
 
-class SmtpTransport:
+class SmtpTransport(Transport):
     """Submits one message over SMTP with smtplib, reporting where a failure happened."""
+
+    supports_scheduled_send = False  # SMTP has no "deliver later"
+    supports_cancel = False  # nothing to cancel once DATA is accepted
 
     def __init__(self, config: SmtpConfig):
         self.config = config

@@ -1,6 +1,6 @@
 """ESP transports through django-anymail, and the scheduled-send cancel APIs anymail does not cover.
 
-Same contract and error classes as `mailboxes.transports` (config in, network
+Same contract and error classes as `mailboxes.transports.base` (config in, network
 I/O, values out; no models). Where the conversation stopped decides what the
 sender may do next:
 - TransientError: the provider did not take the message (429, 500/502/503,
@@ -37,7 +37,15 @@ from anymail.message import AnymailMessage
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from .transports import OutcomeUnknown, PermanentError, RecipientRefused, Submission, TransientError
+from .base import (
+    OutcomeUnknown,
+    PermanentError,
+    ProviderSchedule,
+    RecipientRefused,
+    Submission,
+    TransientError,
+    Transport,
+)
 
 # How long before the scheduled send time each provider still honours a
 # cancel. cancelable_until = send_at - window. A cancel answered after that
@@ -72,7 +80,7 @@ REQUEST_ID_HEADERS = ("X-Message-Id", "X-Request-Id", "Request-Id", "CF-Ray")
 
 
 def supports_scheduled_cancel(esp: str) -> bool:
-    """Only providers whose cancel we implement may be handed a message early."""
+    """Only providers whose cancel we implement (the CANCEL_WINDOWS table) may be handed a message early."""
     return esp.lower() in CANCEL_WINDOWS
 
 
@@ -85,43 +93,30 @@ class EspConfig:
 
 
 @dataclass(frozen=True)
-class ProviderSchedule:
-    """What a scheduled hand-off left at the provider."""
-
-    schedule_id: str  # SendGrid batch_id; Brevo messageId
-    send_at: datetime
-    cancelable_until: datetime
-
-    def as_fields(self) -> dict[str, Any]:
-        return {"provider_schedule_id": self.schedule_id, "provider_send_at": self.send_at,
-                "cancelable_until": self.cancelable_until}
-
-
-@dataclass(frozen=True)
-class EspSubmission(Submission):
-    schedule: ProviderSchedule | None = None
-
-
-@dataclass(frozen=True)
 class CancelAnswer:
     status: str  # "confirmed" | "refused" | "failed"
     detail: str
 
 
-class EspTransport:
-    """Hands one prepared MIME message to an ESP through anymail's backend for it."""
+class EspTransport(Transport):
+    """Hands one prepared MIME message to an ESP through anymail's backend for it.
+
+    Its capabilities depend on the ESP: scheduled send and cancel only where
+    we implement the provider's cancel API (supports_scheduled_cancel).
+    """
 
     def __init__(self, config: EspConfig):
         self.config = config
         self.esp = config.esp.lower()
+        self.supports_scheduled_send = self.supports_cancel = supports_scheduled_cancel(self.esp)
 
     # --- sending -------------------------------------------------------------------
 
-    def send(self, *, sender: str, recipient: str, message: bytes, send_at: datetime | None = None) -> EspSubmission:
+    def send(self, *, sender: str, recipient: str, message: bytes, send_at: datetime | None = None) -> Submission:
         schedule_id = ""
         esp_extra: dict[str, Any] = {}
         if send_at is not None:
-            if not supports_scheduled_cancel(self.esp):
+            if not self.supports_scheduled_send:
                 raise PermanentError(f"{self.esp}: scheduled send without a cancel API is not allowed")
             if self.esp == "sendgrid":
                 # Only a batch can be canceled: create one per message before the send.
@@ -163,7 +158,7 @@ class EspTransport:
         reply = f"{code} {self.esp} accepted message {message_id or '?'}"
         if schedule:
             reply += f" for delivery at {send_at.isoformat()}"
-        return EspSubmission(reply=reply, provider_message_id=message_id, provider_request_id=request_id,
+        return Submission(reply=reply, provider_message_id=message_id, provider_request_id=request_id,
                              schedule=schedule)
 
     def _backend_kwargs(self) -> dict[str, Any]:
@@ -253,7 +248,7 @@ class EspTransport:
             # DELETE /v3/smtp/email/{identifier} (messageId in angle brackets) -> 204
             method, url, ok = "DELETE", self._url("smtp/email/" + quote(schedule_id, safe="")), (204,)
             kwargs = {"headers": {"api-key": self.config.api_key, "Accept": "application/json"}}
-        else:
+        else:  # not self.supports_cancel
             return CancelAnswer("failed", f"{self.esp}: no cancel API implemented")
         try:
             response = requests.request(method, url, timeout=self.config.timeout, **kwargs)
