@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from email.utils import formataddr
+
 from django.db import models
 
 from sequences.dbclock import DbClock
@@ -74,8 +76,6 @@ class Mailbox(models.Model):
 
     @property
     def from_header(self) -> str:
-        from email.utils import formataddr
-
         return formataddr((self.display_name, self.address)) if self.display_name else self.address
 
     @property

@@ -12,13 +12,13 @@ import re
 
 from anymail.signals import AnymailTrackingEvent, EventType
 
+from sequences.provider_services import TrackingEvent, provider_event_record
+
 # Enhanced status codes 4.x.x are temporary failures.
 TEMPORARY = re.compile(r"\b4\.\d{1,3}\.\d{1,3}\b")
 
 
 def tracking_received(sender, event: AnymailTrackingEvent, esp_name: str, **kwargs) -> None:
-    from sequences.provider_services import TrackingEvent, provider_event_record
-
     provider = esp_name.lower()
     raw = event.esp_event if isinstance(event.esp_event, dict) else {}
     provider_event_record(event=TrackingEvent(

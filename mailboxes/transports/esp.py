@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from email import message_from_bytes, policy
 from email.utils import formataddr, parseaddr
 from typing import Any
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 from anymail.exceptions import (
@@ -34,8 +34,10 @@ from anymail.exceptions import (
     AnymailRequestsAPIError,
 )
 from anymail.message import AnymailMessage
+from anymail.utils import get_anymail_setting
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
+from urllib3.exceptions import NewConnectionError
 
 from .base import (
     OutcomeUnknown,
@@ -267,8 +269,6 @@ class EspTransport(Transport):
 
 def _nothing_sent(exc: BaseException | None) -> bool:
     """True when the request provably never reached the provider (refused, or a connect timeout)."""
-    from urllib3.exceptions import NewConnectionError
-
     if isinstance(exc, requests.ConnectTimeout):
         return True
     if isinstance(exc, requests.ConnectionError) and exc.args:
@@ -304,13 +304,9 @@ def _answer_text(response: requests.Response | None) -> str:
 
 
 def _path(url: str) -> str:
-    from urllib.parse import urlsplit
-
     return urlsplit(url).path
 
 
 def _anymail_api_url(esp: str) -> str:
-    from anymail.utils import get_anymail_setting
-
     return get_anymail_setting("api_url", esp_name=esp, default="") or ""
 

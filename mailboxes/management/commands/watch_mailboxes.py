@@ -11,7 +11,7 @@ from django.db import connection
 from mailboxes.imap import ImapError, ImapSession
 from mailboxes.ingest.poll import imap_config_for
 from mailboxes.models import Mailbox
-from mailboxes.tasks import enqueue_poll
+from mailboxes.tasks import enqueue_poll, poll_mailbox
 
 log = logging.getLogger("outreach.ingest")
 
@@ -53,10 +53,7 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        if inline:
-            from mailboxes.tasks import poll_mailbox as on_new
-        else:
-            on_new = enqueue_poll
+        on_new = poll_mailbox if inline else enqueue_poll
         threads = [
             threading.Thread(target=watch, args=(box, folder, stop, on_new), daemon=True)
             for box in boxes for folder in (box.imap_folders or ["INBOX"])
