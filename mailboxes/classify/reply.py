@@ -42,21 +42,13 @@ def check_human(mail: Inbound) -> Classification:
     msg, text = mail.msg, mail.reply_text
     ids = tuple(own_reply_ids(msg))
     subject = header_of(msg, "Subject")
+    reason = ""
     if _UNSUBSCRIBE_SUBJECT_RE.search(subject):
-        return Classification(
-            kind=Kind.UNSUBSCRIBE_REQUEST,
-            original_message_ids=ids,
-            reason=f"subject asks to unsubscribe: {subject[:80]}",
-            reply_text=text,
-        )
-    phrase = _unsubscribe_phrase(text)
-    if phrase:
-        return Classification(
-            kind=Kind.UNSUBSCRIBE_REQUEST,
-            original_message_ids=ids,
-            reason=f"reply asks to stop: {phrase!r}",
-            reply_text=text,
-        )
+        reason = f"subject asks to unsubscribe: {subject[:80]}"
+    elif phrase := _unsubscribe_phrase(text):
+        reason = f"reply asks to stop: {phrase!r}"
+    if reason:
+        return Classification(kind=Kind.UNSUBSCRIBE_REQUEST, original_message_ids=ids, reason=reason, reply_text=text)
     return Classification(kind=Kind.HUMAN_REPLY, original_message_ids=ids, reason="person's mail", reply_text=text)
 
 
