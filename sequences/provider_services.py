@@ -30,8 +30,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from mailboxes.models import Mailbox, ProviderEvent
-from mailboxes.transports.esp import MAX_SCHEDULE_AHEAD, CancelAnswer, supports_scheduled_cancel
 from mailboxes.selectors import transport_for
+from mailboxes.transports.esp import MAX_SCHEDULE_AHEAD, CancelAnswer, supports_scheduled_cancel
 
 from . import services
 from .dbclock import DbClock, db_now

@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
-from mailboxes.transports.esp import EspConfig, EspTransport
 from mailboxes.transports.base import OutcomeUnknown, TransientError
+from mailboxes.transports.esp import EspConfig, EspTransport
 from sequences import checkpoints, services
 from sequences.labels import job_label
 from sequences.models import SendJob, Suppression, TimelineEvent
