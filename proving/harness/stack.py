@@ -1,7 +1,9 @@
-"""The isolated stack a drill runs on: a dedicated database, Redis, a temp dir and worker processes.
+"""The isolated stack the drills and benchmarks run on: a dedicated database, Redis, a temp dir, workers.
 
-Nothing here touches the configured database's rows or the configured Redis
-database: see the package docstring for the choices and why.
+Also the one free_port of every loopback server here (SMTP, Dovecot,
+redis-server, PostgreSQL). Nothing here touches the configured database's
+rows or the configured Redis database: see proving.drills for the choices and
+why.
 """
 
 from __future__ import annotations
