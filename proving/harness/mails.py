@@ -48,13 +48,14 @@ def reply(*, to_message_id: str, sender: str = "ada@example.com", name: str = "A
 def dsn(*, original_message_id: str, recipient: str, status: str = "5.1.1", action: str = "failed",
         diagnostic: str = "550 5.1.1 user unknown", ours: str = OURS, mta: str = "mx.example",
         notice: str = "Your message could not be delivered.", original_subject: str = "Hello",
-        date: str | None = None) -> bytes:
+        message_id: str | None = None, date: str | None = None) -> bytes:
     """A multipart/report delivery-status notification about `original_message_id`."""
     boundary = "dsn-" + uuid.uuid4().hex
     dated = f"Date: {date}\r\n" if date else ""
     return (
         f"From: Mail Delivery System <MAILER-DAEMON@{mta}>\r\nTo: {ours}\r\n"
-        f"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: {new_id(mta)}\r\nAuto-Submitted: auto-replied\r\n"
+        f"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: {message_id or new_id()}\r\n"
+        "Auto-Submitted: auto-replied\r\n"
         f"{dated}MIME-Version: 1.0\r\n"
         f"Content-Type: multipart/report; report-type=delivery-status; boundary=\"{boundary}\"\r\n\r\n"
         f"--{boundary}\r\nContent-Type: text/plain\r\n\r\n{notice}\r\n"
@@ -140,7 +141,7 @@ def _bench_out_of_office(*, sender: str, to_message_id: str) -> bytes:
 def _bench_hard_bounce(*, recipient: str, original_message_id: str) -> bytes:
     return dsn(original_message_id=original_message_id, recipient=recipient, ours=BENCH_ADDRESS,
                mta="mx.prospects.test", notice=f"Your message could not be delivered to {recipient}.",
-               original_subject="Quick question", date=BENCH_DATE)
+               original_subject="Quick question", message_id=new_id("mx.prospects.test"), date=BENCH_DATE)
 
 
 def newsletter(rng: random.Random) -> bytes:

@@ -50,7 +50,6 @@ from proving.drills.faults.inbound import drill_big_headers, drill_fuzz, drill_i
 from proving.drills.faults.workers import drill_kill, drill_postgres, drill_redis, drill_smtp
 from proving.harness.stack import DrillError, PrivatePostgres, PrivateRedis, dedicated_database, make_tempdir
 
-
 # --- the run and its table ----------------------------------------------------------------------
 
 
