@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "anymail",
     "sequences",
     "mailboxes",
+    "proving",
 ]
 
 MIDDLEWARE = [

@@ -2,10 +2,22 @@ from __future__ import annotations
 
 import pytest
 
+from proving.harness.dovecot import DEFAULT_USERS, Dovecot
+from proving.harness.smtp import SmtpServer
 from sequences import checkpoints
 from tests.factories import MailboxFactory
-from tests.servers.dovecot import dovecot  # noqa: F401  (fixture: a real Dovecot per test)
-from tests.servers.smtp import SmtpServer
+
+
+@pytest.fixture
+def dovecot():
+    """A started Dovecot with users alice/alicepw and bob/bobpw, fresh per test.
+
+    Function scope: start ~50 ms, teardown (kill + rmtree) ~10 ms. Fails (does
+    not skip) when dovecot is missing: CI installs it. Deliberately not built
+    on tmp_path_factory (0700 parents, long socket paths: see proving/harness/dovecot.py).
+    """
+    with Dovecot(DEFAULT_USERS) as server:
+        yield server
 
 
 @pytest.fixture
@@ -37,7 +49,7 @@ def redis_conn(settings):
 
 
 @pytest.fixture
-def imap_mailbox(mailbox, dovecot, monkeypatch):  # noqa: F811
+def imap_mailbox(mailbox, dovecot, monkeypatch):
     """The SMTP test mailbox, reading replies from alice's IMAP account on the test Dovecot."""
     monkeypatch.setenv("TEST_IMAP_PASSWORD", "alicepw")
     mailbox.imap_host, mailbox.imap_port = dovecot.host, dovecot.port

@@ -1,4 +1,4 @@
-"""Test data built through the real services (factory_boy only for plain rows)."""
+"""Test data: factory_boy for plain rows; sequences and enrollments from the shared builders (proving.harness.data)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import itertools
 import factory
 
 from mailboxes.models import Mailbox
-from sequences import services
-from sequences.models import Enrollment, Sequence, Step
+from proving.harness import data
+from sequences.models import Enrollment, Sequence
 
 _seq = itertools.count(1)
 
@@ -25,22 +25,11 @@ class MailboxFactory(factory.django.DjangoModelFactory):
     daily_cap = 100000
 
 
-def make_sequence(*, mailbox: Mailbox, steps: int = 2, waits: tuple[int, ...] | None = None, name: str = "") -> Sequence:
-    sequence = Sequence.objects.create(name=name or f"sequence-{next(_seq)}", mailbox=mailbox)
-    waits = waits or tuple([0] * steps)
-    for position in range(1, steps + 1):
-        Step.objects.create(
-            sequence=sequence,
-            position=position,
-            subject="Hello {{ first_name }}" if position == 1 else "",
-            body=f"Step {position} for {{{{ first_name }}}} at {{{{ company }}}}.",
-            wait_seconds=waits[position - 1],
-            thread=position > 1,
-        )
-    return sequence
+def make_sequence(*, mailbox: Mailbox, steps: int = 2, waits: tuple[int, ...] | None = None,
+                  name: str = "") -> Sequence:
+    waits = (waits or (0,) * steps)[:steps]
+    return data.sequence_create(mailbox=mailbox, name=name or f"sequence-{next(_seq)}", waits=waits)
 
 
 def enroll(sequence: Sequence, email: str, **fields) -> Enrollment:
-    contact = services.contact_upsert(email=email, first_name=fields.pop("first_name", "Ada"),
-                                      company=fields.pop("company", "Acme"), fields=fields)
-    return services.enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
+    return data.enroll(sequence, email, **fields)

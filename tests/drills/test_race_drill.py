@@ -7,7 +7,7 @@ import re
 import pytest
 from django.db import connection
 
-from sequences.drills.stack import database_url
+from proving.harness.stack import database_url
 from tests.drills.conftest import database_exists, process_is_worker
 from tests.factories import MailboxFactory
 

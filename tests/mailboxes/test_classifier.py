@@ -1,4 +1,4 @@
-"""mailboxes.classifier on small synthetic fixtures written for this project.
+"""mailboxes.classify on small synthetic fixtures written for this project.
 
 The real corpus is scored by ``manage.py bench_classifier``; these tests pin
 the behaviour each rule promises (RFC 3464 / 3463 / 5965 / 3834) and that

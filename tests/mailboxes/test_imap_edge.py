@@ -1,4 +1,4 @@
-"""mailboxes.imap against a real Dovecot (tests/servers/dovecot.py).
+"""mailboxes.imap against a real Dovecot (proving/harness/dovecot.py).
 
 No database: plain pytest functions. Dovecot missing is a failure, not a
 skip -- CI installs it, and a silently skipped IMAP suite proves nothing.
@@ -21,7 +21,8 @@ from mailboxes.imap import (
     ImapSession,
     ImapUidValidityError,
 )
-from tests.servers.dovecot import DEFAULT_USERS, Dovecot, _free_port, dovecot_available
+from proving.harness.dovecot import DEFAULT_USERS, Dovecot, dovecot_available
+from proving.harness.stack import free_port
 
 
 @pytest.fixture
@@ -191,7 +192,7 @@ def test_unknown_user_raises_auth_error(server):
 
 
 def test_connection_refused_raises_connection_error():
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     cfg = ImapConfig(host="127.0.0.1", port=port, username="a", password="b", timeout=5)
     with pytest.raises(ImapConnectionError, match=f"127.0.0.1:{port}"):
         with ImapSession(cfg):

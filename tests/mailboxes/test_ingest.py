@@ -7,11 +7,11 @@ import pytest
 from mailboxes.imap import ImapConnectionError
 from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import ImapCursor, InboundMessage
+from proving.harness import mails
 from sequences import services
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
 from tests.factories import enroll, make_sequence
-from tests.mailboxes import mails
 from tests.races.helpers import Gate, Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -161,7 +161,8 @@ def test_a_reply_from_an_enrolled_address_without_threading_is_a_weaker_match(im
 
 @pytest.mark.parametrize("raw", [
     b"\xff\xfe\x00garbage without headers",
-    b"From: =?x-unknown?B?////?= <a@b.c>\r\nSubject: =?utf-8?Q?broken=ZZ?=\r\nContent-Type: multipart/mixed\r\n\r\nno boundary",
+    b"From: =?x-unknown?B?////?= <a@b.c>\r\nSubject: =?utf-8?Q?broken=ZZ?=\r\n"
+    b"Content-Type: multipart/mixed\r\n\r\nno boundary",
     b"Subject: no from\r\nContent-Type: text/plain; charset=does-not-exist\r\n\r\n\xe9\xe8",
     b"From: big@example.com\r\nSubject: huge\r\n\r\n" + b"x" * 3_000_000,
 ])

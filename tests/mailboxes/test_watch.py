@@ -9,7 +9,7 @@ import pytest
 from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.management.commands.watch_mailboxes import watch
 from mailboxes.models import InboundMessage
-from tests.mailboxes import mails
+from proving.harness import mails
 from tests.races.helpers import Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)

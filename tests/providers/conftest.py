@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 import redis
 
+from proving.harness.provider_api import API_KEY, ProviderApi
 from tests.providers.helpers import KEY_ENV, WEBHOOK_SECRET
-from tests.servers.provider_api import API_KEY, ProviderApi
 
 
 @pytest.fixture

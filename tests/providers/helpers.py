@@ -7,11 +7,11 @@ import base64
 import django_rq
 from rq import SimpleWorker
 
+from proving.harness.provider_api import ProviderApi
 from sequences import services
 from sequences.models import Enrollment, SendJob
 from sequences.pipeline import send_job_process
 from tests.factories import MailboxFactory
-from tests.servers.provider_api import ProviderApi
 
 KEY_ENV = "OUTREACH_TEST_ESP_KEY"
 WEBHOOK_SECRET = "outreach-hooks:s3cret-for-tests"

@@ -9,6 +9,8 @@ from django.db import connection
 
 from mailboxes.transports.base import OutcomeUnknown, TransientError
 from mailboxes.transports.esp import EspConfig, EspTransport
+from proving.harness.provider_api import API_KEY
+from proving.harness.stack import free_port
 from sequences import checkpoints, services
 from sequences.labels import job_label
 from sequences.models import SendJob, Suppression, TimelineEvent
@@ -16,8 +18,6 @@ from sequences.pipeline import send_job_process
 from tests.factories import enroll, make_sequence
 from tests.providers.helpers import esp_mailbox, send_next
 from tests.races.helpers import Worker
-from tests.servers.provider_api import API_KEY
-from tests.servers.smtp import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = SendJob.State

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from proving import variants
 from sequences import services
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, TimelineEvent
@@ -138,7 +139,7 @@ def test_without_the_final_check_the_reply_first_race_sends(mailbox, smtp_server
     (job_id,) = services.dispatch_due()
     gate = Gate("claimed")
     worker = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1",
-                                             authorize=services.send_job_authorize_unchecked))
+                                             authorize=variants.send_job_authorize_unchecked))
     worker.start()
     gate.wait()
     services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from proving import variants
 from sequences import checkpoints, services
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
@@ -35,7 +36,7 @@ def run_interleaving(mailbox, smtp_server, *, guarded: bool, seed: int) -> dict:
     rng = random.Random(seed)
     sequence = make_sequence(mailbox=mailbox, steps=3)
     enrollment_ids = [enroll(sequence, f"p{i}@example.com").pk for i in range(ENROLLMENTS)]
-    authorize = services.send_job_authorize if guarded else services.send_job_authorize_unchecked
+    authorize = services.send_job_authorize if guarded else variants.send_job_authorize_unchecked
     # Preparation takes time in real life (templates, MIME): widen the window a stop can land in.
     checkpoints.install("prepared", lambda job_id: time.sleep(rng.uniform(0.005, 0.03)))
     done = threading.Event()

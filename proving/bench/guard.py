@@ -1,0 +1,212 @@
+"""Guard cost: guarded sends/s next to the same pipeline without its final check.
+
+For each worker count W and each variant, on a freshly emptied database:
+N follow-up jobs (step 2 of a 2-step sequence, step 1 sent an hour ago,
+spread over M mailboxes) are queued, W real `manage.py rqworker send`
+processes are started and registered, then N RQ jobs are enqueued at once.
+The rate is N / (time from the enqueue until the last job is recorded
+`submitted` in the database). Both variants run `sequences.pipeline.
+send_job_process`; only the authorize step differs:
+
+- guarded:   services.send_job_authorize (the product)
+- unchecked: proving.variants.send_job_authorize_unchecked (no final check)
+
+The authorize call is timed inside the workers: p50/p99 of that transaction.
+Commits and rows written per send come from pg_stat_database.
+
+A third run per W, "mixed", puts both variants in one queue, alternating, so
+they share the same moments of background load: the per-send time in the
+worker (the whole send_job_process call) of each variant, side by side, is
+the load-robust figure of the guard's cost (the separate runs' rates move
+with whatever else the machine is doing).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from typing import Any
+
+from django.db import connection
+from django_rq import get_connection, get_queue
+from rq import Queue
+
+from proving.bench import ceiling
+from proving.bench.procs import WorkerPool
+from proving.bench.stats import ratio, summary_ms, table
+from proving.bench.tasks import samples_key, send_key
+from proving.harness import data
+from proving.harness.smtp import SmtpServer
+from sequences.models import SendJob
+
+VARIANTS = ("guarded", "unchecked")
+RUNS = (*VARIANTS, "mixed")
+
+
+def pg_counters() -> dict[str, int]:
+    """Transactions and rows of this database so far (pg_stat_database)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT xact_commit, tup_inserted, tup_updated, tup_deleted FROM pg_stat_database "
+            "WHERE datname = current_database()")
+        commits, inserted, updated, deleted = cursor.fetchone()
+    return {"commits": commits, "rows_written": inserted + updated + deleted}
+
+
+def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, mailboxes: int,
+             worker_class: str) -> dict[str, Any]:
+    """One measured run: W workers send N queued follow-ups with one authorize variant (or both, alternating)."""
+    ctx.reset()
+    boxes = data.mailboxes_create(mailboxes, smtp_port=sink.port)
+    jobs = data.followups_create(sends, sequences=data.sequences_create(boxes), tag=f"g{workers}")
+    ctx.analyze()
+    sink.reset(data_delay=0)
+    queue = get_queue("send")
+    redis = get_connection("send")
+    timeout = 120 + sends * 0.2
+    with WorkerPool(workers, "send", worker_class) as pool:
+        time.sleep(0.5)  # let the workers' startup queries settle out of the counters
+        before = pg_counters()
+        variant_of = [VARIANTS[i % 2] if variant == "mixed" else variant for i in range(len(jobs))]
+        payload = [Queue.prepare_data("proving.bench.tasks.send_timed", (job.pk, v), result_ttl=60,
+                                      failure_ttl=3600) for job, v in zip(jobs, variant_of, strict=True)]
+        pipe = redis.pipeline()
+        queue.enqueue_many(payload, pipeline=pipe)
+        pipe.execute()
+        started = time.perf_counter()
+        sink.wait_for(sends, timeout)
+        deadline = time.monotonic() + 30
+        pending = SendJob.objects.filter(pk__in=[j.pk for j in jobs]).exclude(state=SendJob.State.SUBMITTED)
+        while pending.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - started
+        maxrss = pool.stop()
+    time.sleep(0.2)
+    after = pg_counters()
+    states = Counter(SendJob.objects.filter(pk__in=[j.pk for j in jobs]).values_list("state", flat=True))
+    per_variant = {
+        v: {"authorize": summary_ms([float(x) for x in redis.lrange(samples_key(v), 0, -1)]),
+            "send": summary_ms([float(x) for x in redis.lrange(send_key(v), 0, -1)])}
+        for v in sorted(set(variant_of))
+    }
+    failed = len(queue.failed_job_registry)
+    return {
+        "variant": variant,
+        "workers": workers,
+        "worker_class": worker_class,
+        "mailboxes": mailboxes,
+        "jobs": sends,
+        "smtp_received": sink.count,
+        "submitted": states.get(SendJob.State.SUBMITTED, 0),
+        "states": dict(states),
+        "rq_failed": failed,
+        "seconds": round(elapsed, 3),
+        "sends_per_s": round(states.get(SendJob.State.SUBMITTED, 0) / elapsed, 1),
+        "authorize": per_variant[variant if variant != "mixed" else "guarded"]["authorize"],
+        "per_variant": per_variant,
+        "db_commits_per_send": round((after["commits"] - before["commits"]) / sends, 2),
+        "db_rows_written_per_send": round((after["rows_written"] - before["rows_written"]) / sends, 2),
+        "worker_maxrss_mib": round(max(maxrss) / 1024, 1) if maxrss else None,
+    }
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(runs) == 1:
+        return runs[0] | {"runs_sends_per_s": [runs[0]["sends_per_s"]]}
+    rates = [r["sends_per_s"] for r in runs]
+    middle = sorted(runs, key=lambda r: r["sends_per_s"])[len(runs) // 2]
+    return middle | {"runs_sends_per_s": rates, "sends_per_s_median": statistics.median(rates)}
+
+
+def run(ctx) -> dict[str, Any]:
+    o = ctx.options
+    runs: list[dict[str, Any]] = []
+    with SmtpServer(keep_messages=False) as sink:
+        for worker_class in o["worker_classes"]:
+            for workers in o["workers"]:
+                for variant in RUNS:
+                    repeats = []
+                    for _ in range(o["repeat"]):
+                        ctx.say(f"guard: {variant}, {workers} {worker_class} workers, {o['sends']} sends")
+                        repeats.append(send_run(ctx, sink, variant=variant, workers=workers, sends=o["sends"],
+                                                mailboxes=o["mailboxes"], worker_class=worker_class))
+                    result = _median_run(repeats)
+                    runs.append(result)
+                    ctx.say(f"  -> {result['sends_per_s']} sends/s, authorize p50 "
+                            f"{result['authorize']['p50_ms']} ms p99 {result['authorize']['p99_ms']} ms")
+    out: dict[str, Any] = {"runs": runs, "tables": []}
+    if not o.get("no_ceiling"):
+        out["ceiling"] = ceiling.run(ctx, include_tables=False)
+    out["tables"].append(guard_table(runs, out.get("ceiling"), o))
+    out["tables"].append(mixed_table(runs, o))
+    if "ceiling" in out:
+        out["tables"] += out["ceiling"]["tables"]
+    return out
+
+
+def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict[str, Any]) -> str:
+    by_key = {(r["worker_class"], r["workers"], r["variant"]): r for r in runs}
+    rows = []
+    for worker_class in o["worker_classes"]:
+        for workers in o["workers"]:
+            g = by_key.get((worker_class, workers, "guarded"))
+            u = by_key.get((worker_class, workers, "unchecked"))
+            if not g or not u:
+                continue
+            noop = pg_sends = None
+            if ceil:
+                noop = ceil["rq_noop"].get(f"{worker_class}:{workers}", {}).get("jobs_per_s")
+                pg_sends = ceil["pgbench"].get(str(workers), {}).get("sends_per_s_bound")
+            rows.append((
+                f"{workers} {worker_class}",
+                f"{g['submitted']}/{g['jobs']}", g["sends_per_s"],
+                f"{u['submitted']}/{u['jobs']}", u["sends_per_s"],
+                ratio(g["sends_per_s"], u["sends_per_s"]),
+                g["authorize"]["p50_ms"], g["authorize"]["p99_ms"],
+                u["authorize"]["p50_ms"], u["authorize"]["p99_ms"],
+                g["db_commits_per_send"], u["db_commits_per_send"],
+                ratio(g["sends_per_s"], noop, 3), ratio(g["sends_per_s"], pg_sends, 3),
+            ))
+    notes = [
+        f"{o['sends']} follow-ups per run over {o['mailboxes']} mailboxes; workers are real `manage.py rqworker` "
+        "processes (simple = rq SimpleWorker, jobs in the worker process; fork = rq Worker, a forked "
+        "work-horse and a new DB connection per job, as scripts/run starts it).",
+        "rate = jobs / (enqueue -> last job recorded submitted), SMTP to an aiosmtpd sink in the bench process.",
+        "authorize = the authorize transaction timed in the worker (guarded: send_job_authorize; unchecked: "
+        "send_job_authorize_unchecked, the same transaction shape without the final check).",
+        "commits/send from pg_stat_database (every autocommit read counts). 'of RQ no-op' and 'of DB bound' "
+        "divide the guarded rate by RQ's no-op job rate and by pgbench -N tps / 3 write transactions per send "
+        "(claim, authorize, record), both with the same W, measured in the same run.",
+    ]
+    if o["repeat"] > 1:
+        notes.append(f"median of {o['repeat']} runs per cell")
+    return table(
+        "guard: guarded vs unchecked sends",
+        ["workers", "guarded sent", "guarded/s", "unchecked sent", "unchecked/s", "guarded÷unchecked",
+         "auth p50 ms", "auth p99 ms", "unchk p50 ms", "unchk p99 ms", "commits/send g", "commits/send u",
+         "of RQ no-op", "of DB bound"],
+        rows, notes)
+
+
+def mixed_table(runs: list[dict[str, Any]], o: dict[str, Any]) -> str:
+    rows = []
+    for r in runs:
+        if r["variant"] != "mixed":
+            continue
+        g, u = r["per_variant"]["guarded"], r["per_variant"]["unchecked"]
+        rows.append((f"{r['workers']} {r['worker_class']}", f"{r['submitted']}/{r['jobs']}", r["sends_per_s"],
+                     g["send"]["p50_ms"], g["send"]["mean_ms"], u["send"]["p50_ms"], u["send"]["mean_ms"],
+                     ratio(u["send"]["mean_ms"], g["send"]["mean_ms"]),
+                     g["authorize"]["p50_ms"], g["authorize"]["p99_ms"], u["authorize"]["p50_ms"],
+                     u["authorize"]["p99_ms"]))
+    return table(
+        "guard, interleaved: both variants in one queue (load-robust)",
+        ["workers", "sent", "sends/s (both)", "guarded send p50 ms", "guarded send mean ms", "unchecked send p50 ms",
+         "unchecked send mean ms", "unchecked÷guarded mean", "auth p50 g", "auth p99 g", "auth p50 u", "auth p99 u"],
+        rows,
+        ["send = one whole send_job_process call in the worker (claim, prepare, authorize, SMTP, record); jobs "
+         "alternate guarded/unchecked in one queue, so both see the same background load.",
+         "unchecked÷guarded mean = the guarded pipeline's throughput as a fraction of the unchecked one's, "
+         "per worker."])

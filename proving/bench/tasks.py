@@ -1,0 +1,60 @@
+"""RQ task functions the bench enqueues; they run in real `manage.py rqworker` processes.
+
+`send_timed` is the product's send task (`sequences.tasks.send_job`) with the
+authorize step and the whole pipeline run wrapped in timers, so both variants
+pay the same timing and bookkeeping cost; the samples go to the bench's
+private Redis after the job.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rq import get_current_job
+
+from proving import variants
+from sequences import services
+from sequences.pipeline import send_job_process
+from sequences.tasks import worker_identity
+
+AUTHORIZE = {
+    "guarded": services.send_job_authorize,
+    "unchecked": variants.send_job_authorize_unchecked,
+}
+
+
+def samples_key(variant: str) -> str:
+    return f"outreach:bench:authorize:{variant}"
+
+
+def send_key(variant: str) -> str:
+    return f"outreach:bench:send:{variant}"
+
+
+def send_timed(job_id: int, variant: str) -> str:
+    """Send one job with the given authorize step ('guarded', 'unchecked') or the rejected 'lock_held' design."""
+    if variant == "lock_held":
+        return variants.send_job_process_lock_held(job_id=job_id, worker_id=worker_identity())
+    authorize = AUTHORIZE[variant]
+    samples: list[float] = []
+
+    def timed(**kwargs):
+        started = time.perf_counter()
+        try:
+            return authorize(**kwargs)
+        finally:
+            samples.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    outcome = send_job_process(job_id=job_id, worker_id=worker_identity(), authorize=timed)
+    whole = time.perf_counter() - started
+    job = get_current_job()
+    if job is not None and samples:
+        job.connection.rpush(samples_key(variant), *samples)
+        job.connection.rpush(send_key(variant), whole)
+    return outcome.state
+
+
+def noop(i: int) -> int:
+    """RQ's own cost per job: nothing to do."""
+    return i

@@ -1,0 +1,188 @@
+"""The one SMTP server of the tests, drills, benchmarks and `manage.py capture_smtp` (aiosmtpd, loopback).
+
+It accepts, delays, rejects or drops as its Behaviour says, and keeps what the
+caller asks for: every message (tests, drills), only a count (benchmarks: a
+million sends must not be held in memory), or files in a folder (the capture
+server). For the drills it also notes the Message-ID of each DATA before it
+answers, and can hold DATA unanswered until released -- so a drill can kill a
+worker while it is inside DATA, then let the server keep the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from email import message_from_bytes
+from email.message import Message
+from email.parser import BytesHeaderParser
+from pathlib import Path
+from typing import TextIO
+
+from aiosmtpd.controller import Controller
+
+from proving.harness.stack import free_port
+
+HOLD_LIMIT = 120.0  # seconds: a held DATA is answered anyway after this
+# Given to aiosmtpd so that it does not look up the machine's FQDN (DNS) for every connection.
+SERVER_HOSTNAME = "smtp.proving.localhost"
+
+
+@dataclass
+class Received:
+    sender: str
+    recipients: list[str]
+    data: bytes
+
+    @property
+    def message(self) -> Message:
+        return message_from_bytes(self.data)
+
+    @property
+    def message_id(self) -> str:
+        return self.message["Message-ID"]
+
+
+@dataclass
+class Behaviour:
+    rcpt_reply: str | None = None  # e.g. "550 5.1.1 no such user" or "451 4.3.0 try later"
+    # A reply for the first RCPT of each address only (a greylisting server: 451 once, then accepted),
+    # so a retry meets a server that has recovered.
+    first_rcpt_reply: str | None = None
+    data_reply: str | None = None  # e.g. "554 5.6.0 rejected"
+    data_delay: float = 0.0  # seconds to stall before answering DATA (async; never blocks the loop)
+    drop_in_data: bool = False  # close the connection after the data arrived, before answering
+    record_when_dropped: bool = True  # a dropped or stalled message may still have been delivered
+
+
+class _Handler:
+    def __init__(self, server: SmtpServer):
+        self.server = server
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        behaviour = self.server.behaviour
+        if behaviour.first_rcpt_reply:
+            with self.server._lock:
+                first = address not in self.server.rcpt_seen
+                self.server.rcpt_seen.add(address)
+            if first:
+                return behaviour.first_rcpt_reply
+        if behaviour.rcpt_reply:
+            return behaviour.rcpt_reply
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        keeper = self.server
+        if keeper.keep_messages:
+            message_id = str(BytesHeaderParser().parsebytes(envelope.content).get("Message-ID", "")).strip()
+            with keeper._lock:
+                keeper.arrived.append(message_id)
+        if keeper.holding:
+            waited = 0.0
+            while not keeper._released.is_set() and waited < HOLD_LIMIT:
+                await asyncio.sleep(0.02)
+                waited += 0.02
+        behaviour = keeper.behaviour
+        if behaviour.data_reply:
+            return behaviour.data_reply
+        if behaviour.data_delay:
+            await asyncio.sleep(behaviour.data_delay)
+        if behaviour.drop_in_data:
+            if behaviour.record_when_dropped:
+                keeper._record(envelope)
+            server.transport.close()
+            return "421 closing"
+        keeper._record(envelope)
+        return "250 2.0.0 captured" if keeper.capture_dir else "250 2.0.0 Ok: queued"
+
+
+class SmtpServer:
+    """Start with start() / stop() or as a context manager; `port` is free on loopback unless given."""
+
+    def __init__(self, *, port: int | None = None, host: str = "127.0.0.1", behaviour: Behaviour | None = None,
+                 keep_messages: bool = True, capture_dir: Path | None = None, log: TextIO | None = None):
+        self.port = port or free_port()
+        self.host = host
+        self.behaviour = behaviour or Behaviour()
+        self.keep_messages = keep_messages
+        self.capture_dir = capture_dir
+        self.log = log  # one line per captured message
+        self.count = 0
+        self.received: list[Received] = []
+        self.arrived: list[str] = []  # Message-IDs whose DATA arrived, answered or not
+        self.rcpt_seen: set[str] = set()
+        self.holding = False
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self._controller = Controller(_Handler(self), hostname=host, port=self.port, server_hostname=SERVER_HOSTNAME)
+
+    def _record(self, envelope) -> None:
+        with self._lock:
+            self.count += 1
+            count = self.count
+            if self.keep_messages:
+                self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.content)))
+        if self.capture_dir:
+            self._capture(count, envelope)
+
+    def _capture(self, count: int, envelope) -> None:
+        path = self.capture_dir / f"{count:06d}.eml"
+        path.write_bytes(envelope.content)
+        if self.log is None:
+            return
+        subject = next(
+            (line[9:].strip() for line in envelope.content.decode("utf-8", "replace").splitlines()
+             if line.lower().startswith("subject: ")),
+            "",
+        )
+        self.log.write(f"captured {envelope.mail_from} -> {', '.join(envelope.rcpt_tos)}: {subject!r} ({path})\n")
+        self.log.flush()
+
+    def start(self) -> SmtpServer:
+        self._controller.start()
+        return self
+
+    def stop(self) -> None:
+        self._controller.stop()
+
+    def __enter__(self) -> SmtpServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def reset(self, *, data_delay: float | None = None) -> None:
+        """Forget what was received (between measured runs); optionally stall DATA from now on."""
+        with self._lock:
+            self.count = 0
+            self.received = []
+            self.arrived = []
+        if data_delay is not None:
+            self.behaviour.data_delay = data_delay
+
+    def wait_for(self, count: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.count < count:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def message_ids(self) -> list[str]:
+        with self._lock:
+            return [r.message_id for r in self.received]
+
+    def arrived_ids(self) -> list[str]:
+        with self._lock:
+            return list(self.arrived)
+
+    def hold(self) -> None:
+        """From now on, DATA that arrives stays unanswered until release()."""
+        self._released.clear()
+        self.holding = True
+
+    def release(self) -> None:
+        self.holding = False
+        self._released.set()

@@ -1,0 +1,79 @@
+"""Benchmarks with their baselines in the same run: `python manage.py bench SUITE [--json OUT] [--quick]`.
+
+Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, all.
+The bench creates and drops its own database (outreach_bench_<pid>) on the
+configured PostgreSQL server and runs a private redis-server on a free
+loopback port; it never reads or writes the app's data. See BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from proving.bench import runner
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _words(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+class Command(BaseCommand):
+    help = "Run a benchmark suite; prints a table per suite and writes JSON. Sizes default per --quick."
+
+    def add_arguments(self, parser):
+        parser.add_argument("suite", choices=[*runner.SUITES, "all"])
+        parser.add_argument("--json", dest="json_out", help="write the results here")
+        parser.add_argument("--quick", action="store_true", help="small sizes: a run of a few minutes")
+        parser.add_argument("--pg-url", help="PostgreSQL server to create the bench database on (loopback only); "
+                                             "default: the configured one, else postgres@127.0.0.1:5432")
+        parser.add_argument("--keep", action="store_true", help="do not drop the bench database (debugging)")
+        parser.add_argument("--timeout", type=float, help="stop everything after this many seconds")
+        g = parser.add_argument_group("guard / ceiling")
+        g.add_argument("--workers", type=_ints, help="worker counts, e.g. 1,2,4,8")
+        g.add_argument("--worker-classes", type=_words, help="simple (SimpleWorker) and/or fork (rq Worker)")
+        g.add_argument("--sends", type=int, help="messages per measured run")
+        g.add_argument("--repeat", type=int, help="runs per (variant, workers); the median is reported")
+        g.add_argument("--mailboxes", type=int, help="sending mailboxes the jobs are spread over")
+        g.add_argument("--seconds", type=float, help="duration of each pgbench / loop run")
+        g.add_argument("--noop-jobs", type=int, help="jobs per RQ no-op run")
+        g.add_argument("--no-ceiling", action="store_true", help="guard: skip the ceiling measurements")
+        g = parser.add_argument_group("slow-provider")
+        g.add_argument("--delay", type=float, help="seconds the SMTP server stalls DATA")
+        g.add_argument("--slow-workers", type=int, help="workers, all busy in a slow send")
+        g.add_argument("--samples", type=int, help="reply commits measured per variant")
+        g = parser.add_argument_group("reply-to-stop / ingest")
+        g.add_argument("--replies", type=int, help="replies appended per mode")
+        g.add_argument("--poll-interval", type=float, help="seconds between poll passes (polling mode)")
+        g.add_argument("--reply-rate", type=float, help="replies appended per second (Poisson arrivals)")
+        g.add_argument("--messages", type=int, help="ingest backlog size")
+        g = parser.add_argument_group("scale")
+        g.add_argument("--jobs", type=int, help="scheduled jobs in the table")
+        g.add_argument("--small-jobs", type=int, help="the same measurements on a table this small first")
+        g.add_argument("--dispatch-passes", type=int, help="dispatcher passes measured")
+        g.add_argument("--scale-workers", type=int, help="workers sending the dispatched jobs")
+        g.add_argument("--scale-backlog", type=int, help="IMAP messages ingested against the big table")
+        parser.add_argument("--inner", action="store_true", help="(internal) run inside the bench environment")
+
+    def handle(self, *args, suite, inner, json_out, **options):
+        def write(text: str) -> None:
+            self.stdout.write(text, ending="")
+            self.stdout.flush()
+
+        if inner:
+            code = runner.inner(suite, write)
+            if code:
+                raise SystemExit(code)  # the outer process reports it
+            return
+        else:
+            keys = {"quick", "pg_url", "keep", "timeout", "no_ceiling", *runner.DEFAULTS}
+            chosen = {k: v for k, v in options.items() if k in keys}
+            chosen["json"] = str(Path(json_out).resolve()) if json_out else None
+            code = runner.outer(suite, chosen, write)
+        if code:
+            raise CommandError(f"bench {suite} failed (exit {code})", returncode=code)

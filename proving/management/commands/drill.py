@@ -1,0 +1,71 @@
+"""`manage.py drill race|faults`: show the product's promise on a real stack. Logic in proving.drills."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from proving.harness.stack import DrillError
+
+# The drill sets these for the workers it starts; inherited by the drill process itself they would
+# pause its own in-process sends at a checkpoint.
+PAUSE_ENV = ("OUTREACH_PAUSE_AT", "OUTREACH_PAUSE_DIR")
+
+
+class Command(BaseCommand):
+    help = (
+        "race: run DESIGN.md's reply-first and send-first fixtures against a real worker process and print the "
+        "evidence timeline and PASS/FAIL. faults: kill workers at each checkpoint, flush/restart Redis, restart a "
+        "private PostgreSQL, break SMTP and IMAP, fuzz ingestion; print a table. Drills run in a database of their "
+        "own (created next to the configured one, dropped at the end); exit code 1 on FAIL."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("drill", choices=["race", "faults"])
+        race = parser.add_argument_group("race")
+        race.add_argument("--order", choices=["reply-first", "send-first", "both"], default="both")
+        race.add_argument("--mailbox", metavar="NAME",
+                          help="send through this mailbox's SMTP settings (it must be marked is_drill_target); "
+                               "default: a capture server the drill starts on a free loopback port")
+        faults = parser.add_argument_group("faults")
+        faults.add_argument("--quick", action="store_true", help="fewer repetitions (minutes, not tens of minutes)")
+        faults.add_argument("--json", metavar="OUT", help="also write the results as JSON to this file")
+        faults.add_argument("--only", metavar="DRILLS",
+                            help="comma-separated subset: kill, smtp, redis, postgres, imap, fuzz, bigheader")
+        faults.add_argument("--kills", type=int, metavar="N",
+                            help="SIGKILLs per checkpoint (default 5 quick, 20); each SMTP fault gets min(N, 5) jobs")
+        faults.add_argument("--sends", type=int, metavar="N",
+                            help="sends in the Redis run (default 300 quick, 2000); the PostgreSQL run does half")
+        faults.add_argument("--fuzz", type=int, metavar="N",
+                            help="mutated inbound messages (default 1000 quick, 10000)")
+        faults.add_argument("--seed", type=int, default=20261129, help="seed of the fuzzer (same seed, same messages)")
+        parser.add_argument("--keep", action="store_true", help="keep the drill database and temp dir (debugging)")
+        parser.add_argument("--schema", choices=["migrate", "models"], default="migrate",
+                            help="build the drill database by running the migrations (default) or from the models")
+
+    def handle(self, *args, drill, **options):
+        # Ctrl-C and SIGTERM unwind through the drills' cleanup (processes, temp dirs, database).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        for name in PAUSE_ENV:
+            os.environ.pop(name, None)
+        try:
+            if drill == "race":
+                from proving.drills import race
+
+                orders = race.ORDERS if options["order"] == "both" else (options["order"],)
+                passed = race.run(orders=orders, mailbox_name=options["mailbox"], out=self.stdout,
+                                  keep=options["keep"], schema=options["schema"])
+            else:
+                from proving.drills import faults
+
+                only = tuple(x.strip() for x in options["only"].split(",")) if options["only"] else None
+                passed = faults.run(quick=options["quick"], only=only, kills=options["kills"], sends=options["sends"],
+                                    fuzz=options["fuzz"], seed=options["seed"], json_path=options["json"],
+                                    out=self.stdout, keep=options["keep"], schema=options["schema"])
+        except DrillError as exc:
+            raise CommandError(str(exc)) from exc
+        if not passed:
+            sys.exit(1)

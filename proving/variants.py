@@ -1,0 +1,106 @@
+"""The designs the product rejects, kept only to prove the guard: never imported by the product.
+
+- send_job_authorize_unchecked: trust the claim and send, with no final check.
+  Tests and `bench guard` call it to show what the final check prevents and
+  what it costs.
+- send_job_process_lock_held: one transaction locks the enrollment (the row
+  every stop path locks), runs the final check, authorizes, talks SMTP and
+  records the submission, so the lock is held for as long as the provider
+  takes. The product's authorize transaction commits before the hand-off
+  (sequences.pipeline); here a stop of this enrollment -- the commit of a
+  reply -- waits for the provider. `bench slow-provider` measures it.
+- UncheckedJob: the guard bypassed in a real worker, for showing that a drill
+  can FAIL. Only the drill's own worker launcher uses it, and only when the
+  drill command runs with OUTREACH_DRILL_UNCHECKED=1: it starts its worker with
+  `--job-class proving.variants.UncheckedJob`, which runs `send_job_unchecked`
+  in place of `sequences.tasks.send_job`. The product's workers, tasks and
+  settings know nothing of it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from rq.job import Job
+
+from mailboxes.models import Mailbox
+from mailboxes.selectors import transport_for
+from sequences import services
+from sequences.dbclock import DbClock, db_now
+from sequences.jobstates import job_move
+from sequences.messages import message_prepare
+from sequences.models import Enrollment, SendJob
+from sequences.pipeline import send_job_process
+from sequences.services import Authorization
+from sequences.tasks import worker_identity
+from sequences.timeline import event_record
+
+S = SendJob.State
+ENV_FLAG = "OUTREACH_DRILL_UNCHECKED"
+
+
+def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -> Authorization:
+    """The design this product rejects: trust the claim and send, with no final check.
+
+    Forces the job to authorized whatever happened since it was claimed (as a
+    worker that checked eligibility only when it picked the job up would).
+    Never used by the product: tests and benchmarks call it to show what the
+    final check prevents and what it costs.
+    """
+    with transaction.atomic(durable=True):
+        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        SendJob.objects.filter(pk=job_id).update(
+            state=S.AUTHORIZED, authorized_at=DbClock(), lease_until=lease, version=F("version") + 1
+        )
+        event_record(kind="job_authorized", job=job_id, worker_id=worker_id, final_check=False)
+        return Authorization("authorized", "", version + 1)
+
+
+def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
+    """claim -> prepare -> [lock enrollment, check, authorize, SMTP, submitted] in one transaction."""
+    claimed = services.send_job_claim(job_id=job_id, worker_id=worker_id)
+    if claimed is None:
+        return "noop"
+    prepared = message_prepare(job_id=job_id)
+    with transaction.atomic():
+        # The same lock mode as the product's stop and authorize paths (FOR NO KEY UPDATE).
+        enrollment = (
+            Enrollment.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("contact", "sequence")
+            .get(pk=claimed.enrollment_id)
+        )
+        mailbox = Mailbox.objects.get(pk=enrollment.sequence.mailbox_id)
+        job = SendJob.objects.select_related("step").get(pk=job_id)
+        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        if job.state != S.CLAIMED:
+            return job.state
+        reason = services._final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+        if reason:
+            job_move(job=job, to=S.CANCELED, worker_id=worker_id, event="job_canceled",
+                     fields={"cancel_reason": reason}, reason=reason, final_check=True)
+            return S.CANCELED
+        job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, final_check=True, lock_held=True)
+        # The network call inside the transaction: exactly what the product forbids.
+        submission = transport_for(mailbox).send(sender=prepared.sender, recipient=prepared.recipient,
+                                                 message=prepared.data)
+        job_move(job=job, to=S.SUBMITTED, worker_id=worker_id, fields={"smtp_reply": submission.reply},
+                 smtp_reply=submission.reply)
+    return S.SUBMITTED
+
+
+def send_job_unchecked(job_id: int) -> str:
+    """sequences.tasks.send_job with the final check replaced by send_job_authorize_unchecked."""
+    outcome = send_job_process(job_id=job_id, worker_id=worker_identity(),
+                               authorize=send_job_authorize_unchecked)
+    return outcome.state
+
+
+class UncheckedJob(Job):
+    @property
+    def func(self):
+        if self.func_name == "sequences.tasks.send_job":
+            return send_job_unchecked
+        return super().func
