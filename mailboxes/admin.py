@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 
 from sequences import services
-from sequences.admin import ReadOnlyAdmin
+from sequences.admin import ReadOnlyAdmin, report_stop
 from sequences.labels import stamp
 
 from .models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
@@ -42,9 +42,8 @@ class MailboxAdmin(admin.ModelAdmin):
     @admin.action(description="Pause selected mailboxes (cancels jobs not yet authorized)", permissions=["operate"])
     def pause_mailboxes(self, request, queryset) -> None:
         for mailbox in queryset:
-            s = services.mailbox_pause(mailbox_id=mailbox.pk, actor=request.user.get_username())
-            messages.info(request, f"Paused {mailbox.name}: {s.canceled} canceled — never sent; "
-                                   f"{s.in_flight + s.submitted} already handed off — cannot recall.")
+            report_stop(request, f"Paused {mailbox.name}",
+                        services.mailbox_pause(mailbox_id=mailbox.pk, actor=request.user.get_username()))
 
     @admin.action(description="Resume selected mailboxes", permissions=["operate"])
     def resume_mailboxes(self, request, queryset) -> None:

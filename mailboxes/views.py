@@ -1,8 +1,8 @@
-"""Operator UI for mailboxes and the inbound ledger (routes in sequences/urls.py).
+"""Operator UI for mailboxes and the inbound ledger (routes in sequences/web/urls.py).
 
 Inbound mail is hostile input: subject, From name, headers and body are shown
 as escaped text only; no HTML part is ever rendered and nothing remote loads
-(see ui.CSP). Mailbox secrets never appear: only the names of their env vars.
+(see sequences.web.access.CSP). Mailbox secrets never appear: only the names of their env vars.
 """
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from sequences import services, ui
+from sequences import services
 from sequences.models import SendJob
-from sequences.ui import OPERATE, VIEW_INBOUND, VIEW_MAILBOX, ui_view
+from sequences.selectors import jobs_with_labels
+from sequences.web import rows
+from sequences.web.access import OPERATE, VIEW_INBOUND, VIEW_MAILBOX, page_of, query_without_page, ui_view
 
 from .models import InboundMessage, Mailbox
 
@@ -24,8 +26,8 @@ RAW_SHOWN_BYTES = 256 * 1024
 def mailbox_list(request):
     result = request.session.pop("ui-result:mailbox", None)
     if result and "job_ids_canceled" in result:
-        result = ui.stop_result_rows(
-            result, ui.jobs_with_labels_qs().filter(enrollment__sequence__mailbox__name=result.get("name", ""))
+        result = rows.stop_result_rows(
+            result, jobs_with_labels().filter(enrollment__sequence__mailbox__name=result.get("name", ""))
         )
     return render(request, "ui/mailbox_list.html", {
         "mailboxes": Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"),
@@ -39,13 +41,13 @@ def mailbox_pause(request, pk: int):
     if request.method == "POST":
         summary = services.mailbox_pause(mailbox_id=pk, actor=request.user.get_username())
         request.session["ui-result:mailbox"] = {
-            **ui.stop_result(summary, action="pause" if summary.changed else "pause-noop", target=mailbox.name),
+            **rows.stop_result(summary, action="pause" if summary.changed else "pause-noop", target=mailbox.name),
             "name": mailbox.name,
         }
         return redirect("mailbox_list")
     return render(request, "ui/confirm.html", {
         "kind": "mailbox_pause", "object": mailbox, "title": f"Pause mailbox “{mailbox.name}”?",
-        "forecast": ui.jobs_forecast(SendJob.objects.filter(enrollment__sequence__mailbox=mailbox)),
+        "forecast": rows.jobs_forecast(SendJob.objects.filter(enrollment__sequence__mailbox=mailbox)),
         "already": mailbox.paused, "back": reverse("mailbox_list"), "button": "Pause mailbox",
     })
 
@@ -77,8 +79,8 @@ def inbound_list(request):
     if kind in InboundMessage.Kind.values:
         qs = qs.filter(kind=kind)
     return render(request, "ui/inbound_list.html", {
-        "page": ui.page_of(request, qs), "q": q, "kind": kind, "kinds": InboundMessage.Kind.choices,
-        "query": ui.query_without_page(request),
+        "page": page_of(request, qs), "q": q, "kind": kind, "kinds": InboundMessage.Kind.choices,
+        "query": query_without_page(request),
     })
 
 

@@ -12,7 +12,7 @@ import re
 
 from anymail.signals import AnymailTrackingEvent, EventType
 
-from sequences.provider_services import TrackingEvent, provider_event_record
+from sequences.services import TrackingEvent, provider_event_record
 
 # Enhanced status codes 4.x.x are temporary failures.
 TEMPORARY = re.compile(r"\b4\.\d{1,3}\.\d{1,3}\b")

@@ -5,7 +5,7 @@ urlpatterns = [
     path("admin/rq/", include("django_rq.urls")),
     path("admin/", admin.site.urls),
     # Public endpoints (no login): one-click unsubscribe, provider webhooks.
-    path("", include("sequences.public_urls")),
+    path("", include("sequences.web.public")),
     # The operator UI (login required).
-    path("", include("sequences.urls")),
+    path("", include("sequences.web.urls")),
 ]

@@ -30,13 +30,14 @@ from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from sequences import services
 from sequences.dbclock import DbClock, db_now
-from sequences.jobstates import job_move
+from sequences.locks import enrollment_lock
 from sequences.messages import message_prepare
-from sequences.models import Enrollment, SendJob
+from sequences.models import SendJob
 from sequences.pipeline import send_job_process
 from sequences.services import Authorization
+from sequences.states import job_move
 from sequences.tasks import worker_identity
-from sequences.timeline import event_record
+from sequences.timeline import Event, event_record
 
 S = SendJob.State
 ENV_FLAG = "OUTREACH_DRILL_UNCHECKED"
@@ -55,7 +56,7 @@ def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -
         SendJob.objects.filter(pk=job_id).update(
             state=S.AUTHORIZED, authorized_at=DbClock(), lease_until=lease, version=F("version") + 1
         )
-        event_record(kind="job_authorized", job=job_id, worker_id=worker_id, final_check=False)
+        event_record(kind=Event.JOB_AUTHORIZED, job=job_id, worker_id=worker_id, final_check=False)
         return Authorization("authorized", "", version + 1)
 
 
@@ -66,20 +67,16 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
         return "noop"
     prepared = message_prepare(job_id=job_id)
     with transaction.atomic():
-        # The same lock mode as the product's stop and authorize paths (FOR NO KEY UPDATE).
-        enrollment = (
-            Enrollment.objects.select_for_update(of=("self",), no_key=True)
-            .select_related("contact", "sequence")
-            .get(pk=claimed.enrollment_id)
-        )
+        # The same lock as the product's stop and authorize paths.
+        enrollment = enrollment_lock(enrollment_id=claimed.enrollment_id)
         mailbox = Mailbox.objects.get(pk=enrollment.sequence.mailbox_id)
         job = SendJob.objects.select_related("step").get(pk=job_id)
         job._email = enrollment.contact.email  # type: ignore[attr-defined]
         if job.state != S.CLAIMED:
             return job.state
-        reason = services._final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+        reason = services.final_check(job=job, enrollment=enrollment, mailbox=mailbox)
         if reason:
-            job_move(job=job, to=S.CANCELED, worker_id=worker_id, event="job_canceled",
+            job_move(job=job, to=S.CANCELED, worker_id=worker_id,
                      fields={"cancel_reason": reason}, reason=reason, final_check=True)
             return S.CANCELED
         job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, final_check=True, lock_held=True)

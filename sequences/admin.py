@@ -11,9 +11,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 
 from . import services
-from .labels import job_label, stamp
+from .labels import job_label, stamp, stop_summary_text
 from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
-from .ui import latest_job_rows
+from .web.rows import latest_job_rows
 
 
 class NoWrites:
@@ -39,12 +39,9 @@ class ReadOnlyInline(NoWrites, admin.TabularInline):
     show_change_link = True
 
 
-def _report(request, what: str, summary: services.StopSummary) -> None:
-    messages.info(
-        request,
-        f"{what}: {summary.canceled} job(s) canceled — never sent; {summary.in_flight} in flight and "
-        f"{summary.submitted} already submitted — cannot recall.",
-    )
+def report_stop(request, what: str, summary: services.StopSummary) -> None:
+    """An admin action's result, in the same words as every other surface."""
+    messages.info(request, stop_summary_text(summary, what=what))
 
 
 @admin.register(Contact)
@@ -82,7 +79,7 @@ class SequenceAdmin(admin.ModelAdmin):
     @admin.action(description="Pause selected sequences (cancels jobs not yet authorized)", permissions=["operate"])
     def pause_sequences(self, request, queryset: QuerySet[Sequence]) -> None:
         for sequence in queryset:
-            _report(request, f"Paused {sequence.name}",
+            report_stop(request, f"Paused {sequence.name}",
                     services.sequence_pause(sequence_id=sequence.pk, actor=request.user.get_username()))
 
     @admin.action(description="Resume selected sequences", permissions=["operate"])
@@ -140,13 +137,13 @@ class EnrollmentAdmin(ReadOnlyAdmin):
     @admin.action(description="Pause selected enrollments", permissions=["operate"])
     def pause_enrollments(self, request, queryset) -> None:
         for e in queryset:
-            _report(request, f"Paused {e}", services.enrollment_pause(enrollment_id=e.pk,
+            report_stop(request, f"Paused {e}", services.enrollment_pause(enrollment_id=e.pk,
                                                                      actor=request.user.get_username()))
 
     @admin.action(description="Stop selected enrollments for good (reason: operator)", permissions=["operate"])
     def stop_enrollments(self, request, queryset) -> None:
         for e in queryset:
-            _report(request, f"Stopped {e}", services.enrollment_stop(
+            report_stop(request, f"Stopped {e}", services.enrollment_stop(
                 enrollment_id=e.pk, reason=Enrollment.StopReason.OPERATOR, actor=request.user.get_username(),
                 source="admin"))
 

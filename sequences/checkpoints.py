@@ -12,8 +12,8 @@ import logging
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 NAMES = ("claimed", "prepared", "authorized", "submitted")
 log = logging.getLogger("outreach.checkpoints")

@@ -133,8 +133,13 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
+    if "paused" in table:
+        # A pause is an operator's action with a record (what it canceled), not configuration.
+        reader.error(f"{path}.paused", "not a configuration key: pause a mailbox with `manage.py pause mailbox NAME` "
+                                       "or from the mailboxes page")
+        table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "paused"})
+                                 "transport", "drill_target"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):

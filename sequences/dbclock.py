@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 from django.db.models import DateTimeField, Func
+from django.utils import timezone
 
 
 class DbClock(Func):
@@ -26,6 +27,9 @@ def db_now():
         if connection.vendor == "postgresql":
             cursor.execute("SELECT clock_timestamp()")
             return cursor.fetchone()[0]
-        from django.utils import timezone
-
         return timezone.now()
+
+
+def iso(moment) -> str:
+    """A timestamp for a timeline event's data: ISO 8601, or '' when there is none."""
+    return moment.isoformat() if moment else ""

@@ -1,12 +1,23 @@
-"""Honest labels for send jobs: what was and was not sent. "Stopped" never implies recall."""
+"""Honest words for what was and was not sent: job labels with their tone, and stop summaries.
+
+"Stopped" never implies recall. Every surface (pages, admin, commands,
+ingestion notes, provider events) takes its words from here, so "already
+submitted — cannot recall" can never be dropped on one of them.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from .models import Enrollment, SendJob
+from .models import Enrollment, ProviderCancel, SendJob
+
+if TYPE_CHECKING:
+    from .services.common import StopSummary
 
 S = SendJob.State
 
@@ -18,7 +29,28 @@ def stamp(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
 
 
+class Tone(StrEnum):
+    """What the colour of a label says (a CSS class); the words say it precisely."""
+
+    NEVER_SENT = "never-sent"
+    PENDING = "pending"
+    SENT = "sent"
+    CANNOT_RECALL = "cannot-recall"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Label:
+    text: str
+    tone: Tone
+
+
 def job_label(job: SendJob) -> str:
+    return job_label_and_tone(job).text
+
+
+def job_label_and_tone(job: SendJob) -> Label:
+    """The label of a job and its tone, decided by the same branch."""
     enrollment: Enrollment = job.enrollment
     sequence = enrollment.sequence
     stopped = (
@@ -27,44 +59,69 @@ def job_label(job: SendJob) -> str:
         or sequence.mailbox.paused
     )
     if job.state == S.CANCELED:
-        return f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})"
+        return Label(f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})", Tone.NEVER_SENT)
     provider = _provider_label(job)
     if provider:
         return provider
     if job.state in (S.SUBMITTED, S.ACCEPTED):
         if stopped:
-            return f"Already submitted at {stamp(job.submitted_at)} — cannot recall"
-        return f"Submitted at {stamp(job.submitted_at)}"
+            return Label(f"Already submitted at {stamp(job.submitted_at)} — cannot recall", Tone.CANNOT_RECALL)
+        return Label(f"Submitted at {stamp(job.submitted_at)}", Tone.SENT)
     if job.state == S.AUTHORIZED:
-        return f"Authorized at {stamp(job.authorized_at)}, being handed off — cannot recall"
+        return Label(f"Authorized at {stamp(job.authorized_at)}, being handed off — cannot recall",
+                     Tone.CANNOT_RECALL)
     if job.state == S.UNKNOWN:
         ref = job.provider_request_id or job.message_id
-        return f"Outcome unknown — may have been sent; check the server or provider log ({ref})"
+        return Label(f"Outcome unknown — may have been sent; check the server or provider log ({ref})", Tone.UNKNOWN)
     if job.state == S.FAILED:
-        return f"Failed — not sent ({job.error or 'transport refused'})"
+        return Label(f"Failed — not sent ({job.error or 'transport refused'})", Tone.NEVER_SENT)
     if job.state == S.CLAIMED:
-        return f"Being prepared by {job.worker_id or 'a worker'} — not sent yet"
+        return Label(f"Being prepared by {job.worker_id or 'a worker'} — not sent yet", Tone.PENDING)
     if job.state == S.QUEUED:
-        return f"Queued at {stamp(job.queued_at)} — not sent yet"
-    return f"Scheduled for {stamp(job.scheduled_at)} — not sent yet"
+        return Label(f"Queued at {stamp(job.queued_at)} — not sent yet", Tone.PENDING)
+    return Label(f"Scheduled for {stamp(job.scheduled_at)} — not sent yet", Tone.PENDING)
 
 
-# Scheduled send at a provider: what the provider was asked, and what it answered.
-PROVIDER_CANCEL_TEXT = {
-    "requested": "cancellation requested",
-    "confirmed": "cancellation confirmed",
-    "refused": "cancellation refused: past cancelable_until",
-    "failed": "cancellation failed: provider error",
+# Scheduled send at a provider: what the provider was asked, what it answered, and what that means.
+PROVIDER_CANCEL_LABEL: dict[str, tuple[str, Tone]] = {
+    ProviderCancel.REQUESTED: ("cancellation requested", Tone.PENDING),
+    ProviderCancel.CONFIRMED: ("cancellation confirmed", Tone.NEVER_SENT),
+    ProviderCancel.REFUSED: ("cancellation refused: past cancelable_until", Tone.CANNOT_RECALL),
+    ProviderCancel.FAILED: ("cancellation failed: provider error", Tone.CANNOT_RECALL),
 }
 
 
-def _provider_label(job: SendJob) -> str | None:
+def _provider_label(job: SendJob) -> Label | None:
     """The label of a job handed to a provider for later delivery, or None for any other job."""
     if job.state != S.SUBMITTED or not job.provider_schedule_id or job.provider_send_at is None:
         return None
     scheduled = f"Scheduled at provider for {stamp(job.provider_send_at)}"
     if job.provider_cancel_status:
-        return f"{scheduled}; {PROVIDER_CANCEL_TEXT[job.provider_cancel_status]}"
+        text, tone = PROVIDER_CANCEL_LABEL[job.provider_cancel_status]
+        return Label(f"{scheduled}; {text}", tone)
     if job.provider_send_at > timezone.now():  # display only: nothing decides on this clock
-        return f"{scheduled}; cancelable until {stamp(job.cancelable_until)}"
+        return Label(f"{scheduled}; cancelable until {stamp(job.cancelable_until)}", Tone.SENT)
     return None  # its time has passed: an ordinary submitted message
+
+
+def _jobs(n: int) -> str:
+    return f"{n} job{'' if n == 1 else 's'}"
+
+
+def stop_summary_lines(summary: StopSummary) -> list[str]:
+    """What a stop did to jobs, one sentence each: never sent, in flight, already submitted."""
+    return [
+        f"{_jobs(summary.canceled)} canceled — never sent",
+        f"{_jobs(summary.in_flight)} in flight (authorized, being handed off) — cannot recall",
+        f"{_jobs(summary.submitted)} already submitted — cannot recall",
+    ]
+
+
+def stop_summary_text(summary: StopSummary, *, what: str = "") -> str:
+    """A stop or pause in one line, for messages, commands and notes: '<what>: N enrollments stopped; ...'."""
+    parts = []
+    if summary.enrollments:
+        parts.append(f"{summary.enrollments} enrollment{'' if summary.enrollments == 1 else 's'} stopped or paused")
+    parts += stop_summary_lines(summary)
+    text = "; ".join(parts) + "."
+    return f"{what}: {text}" if what else text

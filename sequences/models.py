@@ -1,7 +1,7 @@
 """Sequences, enrollments, send jobs, the suppression ledger and the timeline.
 
-Models hold fields, states and constraints only. Every state change goes
-through `sequences.services` / `sequences.jobstates`.
+Models hold fields, states and constraints only. Every status field changes
+through its state machine in `sequences.states`, called by `sequences.services`.
 """
 
 from __future__ import annotations
@@ -109,6 +109,15 @@ class Enrollment(models.Model):
         return f"{self.contact.email} in {self.sequence.name}"
 
 
+class ProviderCancel(models.TextChoices):
+    """What a provider was asked about a message it holds for later delivery, and what it answered."""
+
+    REQUESTED = "requested", "requested"
+    CONFIRMED = "confirmed", "confirmed"
+    REFUSED = "refused", "refused"  # past cancelable_until
+    FAILED = "failed", "failed"  # provider error
+
+
 class SendJob(models.Model):
     class State(models.TextChoices):
         SCHEDULED = "scheduled", "Scheduled"
@@ -150,10 +159,7 @@ class SendJob(models.Model):
     provider_send_at = models.DateTimeField(null=True, blank=True)
     provider_schedule_id = models.CharField(max_length=255, blank=True)
     cancelable_until = models.DateTimeField(null=True, blank=True)
-    provider_cancel_status = models.CharField(
-        max_length=10, blank=True,
-        choices=[("requested", "requested"), ("confirmed", "confirmed"), ("refused", "refused"), ("failed", "failed")],
-    )
+    provider_cancel_status = models.CharField(max_length=10, blank=True, choices=ProviderCancel.choices)
     provider_cancel_detail = models.TextField(blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
@@ -241,10 +247,18 @@ class TimelineEvent(models.Model):
 class OperatorAction(models.Model):
     """The operator log: who did what, to what, and what came of it."""
 
+    class TargetKind(models.TextChoices):
+        ENROLLMENT = "enrollment", "Enrollment"
+        SEQUENCE = "sequence", "Sequence"
+        MAILBOX = "mailbox", "Mailbox"
+        SUPPRESSION = "suppression", "Suppression"
+
     at = models.DateTimeField(db_default=DbClock())
     actor = models.CharField(max_length=200)
     action = models.CharField(max_length=60)
-    target = models.CharField(max_length=400)
+    target = models.CharField(max_length=400)  # in words, for people
+    target_kind = models.CharField(max_length=12, choices=TargetKind.choices, blank=True)
+    target_id = models.PositiveIntegerField(null=True, blank=True)  # the row, for links (suppressions: none)
     result = models.JSONField(default=dict, blank=True)
 
     class Meta:

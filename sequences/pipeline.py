@@ -8,15 +8,15 @@ server never holds a lock that reply ingestion needs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from django.db import connection
 
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import OutcomeUnknown, PermanentError, RecipientRefused, TransientError
 
-from . import checkpoints, provider_services, services
+from . import checkpoints, services
 from .messages import message_prepare
 from .models import SendJob
 
@@ -50,7 +50,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
     mailbox = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment.sequence.mailbox
     transport = transport_for(mailbox)
     # Handed to an ESP before its time (mailbox policy): the provider holds it until send_at.
-    send_at = provider_services.provider_send_at_for(job_id=job_id, mailbox=mailbox)
+    send_at = services.provider_send_at_for(job_id=job_id, mailbox=mailbox)
     schedule_kw = {"send_at": send_at} if send_at else {}
     assert not connection.in_atomic_block, "never hold a transaction across the transport"
     try:
@@ -69,7 +69,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         services.send_job_record_unknown(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, SendJob.State.UNKNOWN, str(exc))
     checkpoints.reach("submitted", job_id)
-    schedule = getattr(submission, "schedule", None)  # an ESP's ProviderSchedule for a scheduled send
+    schedule = submission.schedule  # an ESP's ProviderSchedule for a scheduled send
     services.send_job_record_submitted(
         job_id=job_id, worker_id=worker_id, smtp_reply=submission.reply,
         provider_message_id=submission.provider_message_id, provider_request_id=submission.provider_request_id,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from typing import Any
 
-from .models import Contact, Enrollment, SendJob, Suppression
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+
+from .models import Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression
 
 
 def normalize_email(value: str) -> str:
@@ -19,12 +21,17 @@ def suppression_key(value: str) -> tuple[str, bool]:
     return value, False
 
 
+def suppression_latest(value: str) -> Suppression | None:
+    """The latest ledger entry for a normalized value (it decides: an add suppresses, a lift does not)."""
+    return Suppression.objects.filter(value=value).order_by("-id").first()
+
+
 def suppression_active_for(email: str) -> Suppression | None:
     """The entry that currently suppresses this address (its own or its domain's), if any."""
     email = normalize_email(email)
     domain = "@" + email.rsplit("@", 1)[-1]
     for value in (email, domain):
-        latest = Suppression.objects.filter(value=value).order_by("-id").first()
+        latest = suppression_latest(value)
         if latest is not None and latest.action == Suppression.Action.ADD:
             return latest
     return None
@@ -44,19 +51,44 @@ def enrollments_for_value(value: str) -> QuerySet[Enrollment]:
     return Enrollment.objects.filter(contact__email=value)
 
 
-def contact_by_email(email: str) -> Contact | None:
-    return Contact.objects.filter(email=normalize_email(email)).first()
-
-
-def jobs_for_email(email: str) -> QuerySet[SendJob]:
-    return SendJob.objects.filter(enrollment__contact__email=normalize_email(email)).select_related(
-        "enrollment__sequence", "step"
-    )
-
-
 def provider_cancels_pending(*, enrollment_id: int) -> list[int]:
     """Ids of the enrollment's jobs whose cancel request a provider has not answered yet."""
     return list(
-        SendJob.objects.filter(enrollment_id=enrollment_id, provider_cancel_status="requested")
+        SendJob.objects.filter(enrollment_id=enrollment_id, provider_cancel_status=ProviderCancel.REQUESTED)
         .order_by("pk").values_list("pk", flat=True)
     )
+
+
+def jobs_with_labels() -> QuerySet[SendJob]:
+    """Send jobs with what their honest labels read (enrollment, sequence, mailbox, contact, step)."""
+    return SendJob.objects.select_related("enrollment__sequence__mailbox", "enrollment__contact", "step")
+
+
+def ledger_search(q: str, *, history: bool) -> QuerySet[Suppression]:
+    """Current entries (latest per value) or the whole history, filtered by address or domain."""
+    qs = Suppression.objects.all() if history else suppressions_current()
+    q = q.strip()
+    if q:
+        value, _ = suppression_key(q)
+        if "@" in value:
+            domain = "@" + value.rsplit("@", 1)[-1]
+            qs = qs.filter(Q(value=value) | Q(value=domain) | Q(value__icontains=value))
+        else:
+            qs = qs.filter(value__icontains=value)
+    return qs.order_by("-id")
+
+
+def suppression_status(value: str) -> dict[str, Any]:
+    """A value's latest entry and, for an address, the entry that blocks it (its own or its domain's)."""
+    value, is_domain = suppression_key(value)
+    return {"value": value, "is_domain": is_domain, "latest": suppression_latest(value),
+            "blocking": None if is_domain else suppression_active_for(value)}
+
+
+def operator_actions(q: str = "", action: str = "") -> QuerySet[OperatorAction]:
+    qs = OperatorAction.objects.all()
+    if q:
+        qs = qs.filter(Q(actor__icontains=q) | Q(target__icontains=q))
+    if action:
+        qs = qs.filter(action=action)
+    return qs.order_by("-at", "-id")

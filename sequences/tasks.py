@@ -1,29 +1,23 @@
-"""RQ task functions: take ids, call a service. Redis is transport, never the record."""
+"""Every RQ entry point of the sequences app: take ids, call a service. Redis is transport, never the record."""
 
 from __future__ import annotations
 
 import logging
 import os
 import socket
+from typing import Any
 
-import django_rq
-from django.db import transaction
+from rq import get_current_job
 
 from . import services
 from .pipeline import send_job_process
-from .provider_services import provider_cancels_stale
-from .provider_tasks import enqueue_provider_cancel
+from .queues import STALE_AFTER_SECONDS, enqueue_provider_cancel, enqueue_sends, send_enqueued_recently
 
 log = logging.getLogger("outreach.tasks")
 
 
 def worker_identity() -> str:
-    try:
-        from rq import get_current_job
-
-        current = get_current_job()
-    except Exception:  # noqa: BLE001 - outside a worker
-        current = None
+    current = get_current_job()  # None outside a worker
     rq_id = current.id if current else "inline"
     return f"{socket.gethostname()}:{os.getpid()}:{rq_id}"
 
@@ -34,40 +28,38 @@ def send_job(job_id: int) -> str:
     return outcome.state
 
 
-# Set when a send job is enqueued, expiring after the stale period: a queued
-# job is enqueued again only when its mark is gone (lost with Redis, or the
-# job has waited a whole period). Without it a backlog older than the period
-# would be enqueued again on every dispatcher pass.
-ENQUEUED_MARK = "outreach:send-enqueued:{}"
-STALE_AFTER_SECONDS = 600
-
-
-def enqueue_sends(job_ids: list[int], *, mark_seconds: int = STALE_AFTER_SECONDS) -> None:
-    """Enqueue after commit, with ids only."""
-    if not job_ids:
-        return
-    queue = django_rq.get_queue("send")
-
-    def push() -> None:
-        for job_id in job_ids:
-            queue.enqueue(send_job, job_id, result_ttl=3600, failure_ttl=86400)
-            queue.connection.set(ENQUEUED_MARK.format(job_id), 1, ex=max(mark_seconds, 1))
-
-    transaction.on_commit(push)
+def provider_cancel(job_id: int) -> str:
+    status = services.send_job_provider_cancel(job_id=job_id)
+    log.info("job %s: provider cancel -> %s", job_id, status)
+    return status
 
 
 def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
     """One dispatcher pass: queue due jobs, re-enqueue queued jobs Redis may have lost, sweep leases."""
     sweep = services.leases_sweep()
     due = services.dispatch_due()
-    connection = django_rq.get_queue("send").connection
     stale = [
         job_id for job_id in services.queued_stale(older_than_seconds=stale_after_seconds)
-        if job_id not in due and not connection.exists(ENQUEUED_MARK.format(job_id))
+        if job_id not in due and not send_enqueued_recently(job_id)
     ]
     requeue = sweep["requeued_ids"] + due + stale
     enqueue_sends(requeue, mark_seconds=stale_after_seconds)
     # Provider cancel requests whose RQ job was lost: ask again while the send time is ahead.
-    for job_id in provider_cancels_stale():
+    for job_id in services.provider_cancels_stale():
         enqueue_provider_cancel(job_id)
     return {"queued": len(due), "re_enqueued": len(stale) + sweep["requeued"], "marked_unknown": sweep["unknown"]}
+
+
+def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):
+    """A large CSV import; reports progress in the RQ job's meta for the status page."""
+    job = get_current_job()
+
+    def progress(done: int, total: int) -> None:
+        if job is not None:
+            job.meta.update({"done": done, "total": total})
+            job.save_meta()
+
+    result = services.suppression_import(rows=[services.ImportRow(**r) for r in rows], actor=actor, source=source,
+                                         progress=progress)
+    result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
+    return result

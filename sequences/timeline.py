@@ -1,7 +1,12 @@
-"""Timeline events: written inside the transaction of the change they describe."""
+"""Timeline events: written inside the transaction of the change they describe.
+
+`Event` names every kind of event the product writes. Pages, drills and
+commands match on these names, so they are members here, never ad-hoc strings.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from django.db import connection
@@ -9,9 +14,63 @@ from django.db import connection
 from .models import Enrollment, SendJob, TimelineEvent
 
 
+class Event(StrEnum):
+    # Enrollments
+    ENROLLED = "enrolled"
+    ENROLLMENT_PAUSED = "enrollment_paused"
+    ENROLLMENT_STOPPED = "enrollment_stopped"
+    ENROLLMENT_RESUMED = "enrollment_resumed"
+    ENROLLMENT_COMPLETED = "enrollment_completed"
+    ENROLLMENT_REACTIVATED = "enrollment_reactivated"
+    # Sequences and mailboxes
+    SEQUENCE_PAUSED = "sequence_paused"
+    SEQUENCE_RESUMED = "sequence_resumed"
+    MAILBOX_PAUSED = "mailbox_paused"
+    MAILBOX_RESUMED = "mailbox_resumed"
+    # Send jobs: one per edge of the job state machine (job_<state>), plus the edges with a name of their own
+    JOB_SCHEDULED = "job_scheduled"
+    JOB_QUEUED = "job_queued"
+    JOB_CLAIMED = "job_claimed"
+    JOB_AUTHORIZED = "job_authorized"
+    JOB_SUBMITTED = "job_submitted"
+    JOB_ACCEPTED = "job_accepted"
+    JOB_CANCELED = "job_canceled"
+    JOB_FAILED = "job_failed"
+    JOB_UNKNOWN = "job_unknown"
+    JOB_DEFERRED = "job_deferred"  # claimed -> scheduled: sending window or daily cap
+    JOB_RETRY_SCHEDULED = "job_retry_scheduled"  # authorized -> scheduled: transient transport error
+    JOB_DELIVERED = "job_delivered"  # submitted -> accepted on a provider's delivery event
+    JOB_FAILED_AT_PROVIDER = "job_failed_at_provider"
+    CLAIM_EXPIRED = "claim_expired"  # claimed -> queued: the worker's lease ran out before authorization
+    WORKER_LOST = "worker_lost"  # authorized -> unknown: the worker's lease ran out after authorization
+    # No-ops: a duplicate or stale delivery found the state moved
+    CLAIM_NOOP = "claim_noop"
+    AUTHORIZE_NOOP = "authorize_noop"
+    SUBMIT_AFTER_STATE_CHANGE = "submit_after_state_change"
+    # Scheduled sends at a provider
+    PROVIDER_CANCEL_REQUESTED = "provider_cancel_requested"
+    PROVIDER_CANCEL_CONFIRMED = "provider_cancel_confirmed"
+    PROVIDER_CANCEL_REFUSED = "provider_cancel_refused"
+    PROVIDER_CANCEL_FAILED = "provider_cancel_failed"
+    PROVIDER_EVENT = "provider_event"
+    # The suppression ledger
+    SUPPRESSION_ADDED = "suppression_added"
+    SUPPRESSION_LIFTED = "suppression_lifted"
+    # Ingestion
+    INBOUND_RECEIVED = "inbound_received"
+    IMAP_UIDVALIDITY_CHANGED = "imap_uidvalidity_changed"
+
+
+# Events that stop or pause sending to an enrollment (what an incident page lists as "the stop").
+STOP_EVENTS = (
+    Event.ENROLLMENT_STOPPED, Event.ENROLLMENT_PAUSED, Event.SEQUENCE_PAUSED, Event.MAILBOX_PAUSED,
+    Event.SUPPRESSION_ADDED,
+)
+
+
 def event_record(
     *,
-    kind: str,
+    kind: Event,
     email: str = "",
     enrollment: Enrollment | int | None = None,
     job: SendJob | int | None = None,
@@ -22,7 +81,7 @@ def event_record(
     """Append one event; requires the caller's transaction (stamped by the database clock)."""
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
     return TimelineEvent.objects.create(
-        kind=kind,
+        kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
         job_id=job.pk if isinstance(job, SendJob) else job,

@@ -15,7 +15,6 @@ from .inbound import Inbound
 from .mime import header_of
 from .result import Classification
 
-
 # Markers an autoresponder puts into the subject, in the common languages.
 _OOO_SUBJECT_RE = re.compile(
     r"out of (the )?office|auto(matic|matische|matisch|matica|mática|matyczna|matická|matique)?[ _-]?"

@@ -21,8 +21,7 @@ from .evidence import (
 from .mime import MAX_SCAN, header_of, headers_of
 from .result import Classification
 from .text import returned_copy_text
-from .verdict import Failure, HARD_STRONG_LOWER, MAILBOX_FULL_LOWER, attach_prose, bounce_result
-
+from .verdict import HARD_STRONG_LOWER, MAILBOX_FULL_LOWER, Failure, attach_prose, bounce_result
 
 _DAEMON_SENDER_RE = re.compile(
     r"mailer-daemon|mail-daemon|mailerdaemon|postmaster|post_master|mail delivery (subsystem|system)"

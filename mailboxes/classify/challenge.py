@@ -8,7 +8,6 @@ from email.message import Message
 from .evidence import is_null_sender
 from .mime import DSN_TYPES, ctype_of, header_of, walk
 
-
 # Challenge-response systems hold our mail until we "verify"; they are not a
 # failed address and not a person, so they count as auto-replies.
 _CHALLENGE_RE = re.compile(

@@ -9,7 +9,6 @@ import re
 from collections.abc import Iterator
 from email.message import Message
 
-
 # Regexes run over at most this many characters of any one text: a huge
 # attachment must not make classification slow, and everything a bounce or a
 # reply needs to say is said near the top.

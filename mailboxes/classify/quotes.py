@@ -6,7 +6,6 @@ import re
 
 from .mime import MAX_SCAN
 
-
 # Lines that start the quoted history, in the styles of common clients.
 _QUOTE_HEADER_RES = [
     re.compile(r"^[ \t>]*-*\s*On\b.{0,300}\bwrote\s*:?\s*$", re.I | re.S),  # Gmail, Apple, Thunderbird

@@ -10,7 +10,6 @@ from .inbound import Inbound
 from .mime import header_of
 from .result import Classification
 
-
 # An unsubscribe request suppresses the address for good, so only clear
 # requests count: imperative "remove me" wording, in a few languages.
 # The whole subject, not a word in it: "Re: Stop losing leads" is a reply.

@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 
 from .mime import HEADERS_TYPES, MAX_SCAN, ctype_of, is_attachment, part_text, walk
 
-
 # What a bounce has to say about the failure fits well within this.
 _MAX_NOTIFICATION = 50_000
 

@@ -10,7 +10,6 @@ from .inbound import Inbound
 from .mime import header_of
 from .result import Classification
 
-
 _NO_REPLY_LOCAL_RE = re.compile(r"^(no-?reply|do-?not-?reply|donotreply|notifications?|newsletter|news)@", re.I)
 
 

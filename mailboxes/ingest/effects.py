@@ -12,6 +12,7 @@ from collections.abc import Callable
 from django.conf import settings
 
 from sequences import services
+from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
 
 from ..classify import Classification
@@ -114,9 +115,8 @@ def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, 
             done.append(f"{address}: soft bounce {soft} of {limit}, suppressed")
         else:
             done.append(f"{address}: soft bounce {soft} of {limit}, recorded")
-    return "; ".join(done) + (f" ({summary.canceled} jobs canceled)" if summary.canceled else "")
+    return "; ".join(done) + (f" — {stop_summary_text(summary)}" if summary.changed else "")
 
 
 def _describe(what: str, summary: services.StopSummary) -> str:
-    return (f"{what}: {summary.enrollments} enrollments, {summary.canceled} jobs canceled (never sent), "
-            f"{summary.in_flight} in flight and {summary.submitted} already submitted (cannot recall)")
+    return stop_summary_text(summary, what=what)

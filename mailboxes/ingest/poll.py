@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import F
 
 from sequences.dbclock import db_now
-from sequences.timeline import event_record
+from sequences.timeline import Event, event_record
 
 from ..imap import ImapConfig, ImapError, ImapSession, ImapUidValidityError
 from ..models import ImapCursor, Mailbox
@@ -58,7 +58,7 @@ def cursor_reset(cursor: ImapCursor, uidvalidity: int, highestmodseq: int | None
             uidvalidity=uidvalidity, last_uid=0, highestmodseq=highestmodseq,
             rescans=F("rescans") + (0 if first_sight else 1), updated_at=db_now())
         if not first_sight:
-            event_record(kind="imap_uidvalidity_changed", mailbox=cursor.mailbox.name, folder=cursor.folder,
+            event_record(kind=Event.IMAP_UIDVALIDITY_CHANGED, mailbox=cursor.mailbox.name, folder=cursor.folder,
                          old=cursor.uidvalidity, new=uidvalidity)
 
 

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from sequences.dbclock import db_now
-from sequences.timeline import event_record
+from sequences.timeline import Event, event_record
 
 from ..imap import FetchedMessage
 from ..kinds import Kind
@@ -83,7 +83,7 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
     row.save()
     email = correlation.addresses[0] if correlation.addresses else ""
     event_record(
-        kind="inbound_received", email=email, enrollment=row.enrollment_id, job=row.job_id,
+        kind=Event.INBOUND_RECEIVED, email=email, enrollment=row.enrollment_id, job=row.job_id,
         inbound=row.pk, internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "",
         classified=row.kind, bounce_type=row.bounce_type, rule=row.correlation_rule,
         message_id=parsed.message_id[:300], mailbox=mailbox.name, folder=folder,

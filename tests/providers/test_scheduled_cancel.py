@@ -12,7 +12,7 @@ from sequences import services
 from sequences.labels import job_label, stamp
 from sequences.models import SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
-from sequences.provider_tasks import provider_cancel
+from sequences.tasks import provider_cancel
 from tests.factories import enroll, make_sequence
 from tests.providers.helpers import esp_mailbox, run_default_queue, send_next
 from tests.races.helpers import Gate, Worker

@@ -71,6 +71,7 @@ def test_load_sequences_creates_then_updates_by_name(tmp_path):
         (('days = "mon,', 'days = "mon,funday,'), "mailbox[0].window.days (line 8): unknown weekday 'fun'"),
         (("password_env = ", "password = "), "passwords are never stored"),
         (("[[sequence]]", "[[sequence]\n"), "not valid TOML"),
+        (("daily_cap = 50", "daily_cap = 50\npaused = true"), "mailbox[0].paused (line 8): not a configuration key"),
     ],
 )
 def test_a_bad_file_names_the_key_and_changes_nothing(tmp_path, change, expected):
@@ -114,10 +115,11 @@ def test_pause_resume_suppress_and_timeline(tmp_path):
     run("load_sequences", write(tmp_path, "a.toml", GOOD))
     run("enroll", "--sequence", "Intro", write(tmp_path, "c.csv", "email,first_name\nada@example.com,Ada\n"))
     out = run("pause", "sequence", "Intro")
-    assert "1 jobs canceled (never sent)" in out
+    assert "1 job canceled — never sent; 0 jobs in flight" in out
+    assert "0 jobs already submitted — cannot recall" in out
     assert "already paused" in run("pause", "sequence", "Intro")
     assert "1 jobs scheduled" in run("resume", "sequence", "Intro")
-    assert "enrollments stopped: 1, jobs canceled (never sent): 1" in run(
+    assert "1 enrollment stopped or paused; 1 job canceled — never sent" in run(
         "suppress", "@example.com", "--reason", "manual", "--note", "whole domain")
     with pytest.raises(CommandError, match="is suppressed"):
         run("resume", "enrollment", "ada@example.com", "--sequence", "Intro")
@@ -144,3 +146,21 @@ def test_pause_names_what_it_cannot_find():
         run("pause", "sequence", "Ghost")
     with pytest.raises(CommandError, match="needs --sequence"):
         run("pause", "enrollment", "a@b.c")
+
+
+def test_suppress_says_what_had_already_been_submitted(mailbox, smtp_server):
+    """Mail that already left is reported as such, never folded into "stopped"."""
+    from sequences import services
+    from sequences.pipeline import send_job_process
+    from tests.factories import enroll, make_sequence
+
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600)), "grace@example.com")
+    (job_id,) = services.dispatch_due()
+    assert send_job_process(job_id=job_id, worker_id="w").state == SendJob.State.SUBMITTED
+
+    out = run("suppress", "grace@example.com", "--reason", "manual", "--note", "asked by phone")
+
+    assert "1 enrollment stopped or paused; 1 job canceled — never sent; " in out
+    assert "1 job already submitted — cannot recall." in out
+    assert len(smtp_server.message_ids()) == 1
+    assert Enrollment.objects.get(pk=enrollment.pk).status == Enrollment.Status.STOPPED

@@ -85,6 +85,33 @@ def test_451_at_rcpt_is_retried_later_through_the_guard(mailbox, smtp_server, se
     assert job.state == S.CANCELED and job.cancel_reason == "replied" and job.attempts == 1
 
 
+def test_a_stop_committed_between_a_4xx_and_the_retry_record_leaves_no_live_job(mailbox, smtp_server):
+    """The transport refused (4xx) while a reply's stop committed: the retry is canceled, not left scheduled.
+
+    The stop saw the job authorized (in flight) and could not cancel it; the
+    record of the retry locks the enrollment as the stop did, sees the stop,
+    and cancels the job it would otherwise schedule again.
+    """
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "raced@example.com")
+    (job_id,) = services.dispatch_due()
+    job = services.send_job_claim(job_id=job_id, worker_id="w1")
+    assert services.send_job_authorize(job_id=job_id, worker_id="w1", version=job.version).outcome == "authorized"
+    # ... the transport answers 451 4.3.0 here; before the worker records it, the reply's stop commits:
+    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    assert (summary.canceled, summary.in_flight) == (0, 1)
+
+    state = services.send_job_record_retry(job_id=job_id, worker_id="w1", error="451 4.3.0 try again later")
+
+    assert state == S.CANCELED
+    job = SendJob.objects.get(pk=job_id)
+    assert (job.state, job.cancel_reason) == (S.CANCELED, "replied")
+    live = SendJob.objects.filter(enrollment=enrollment, state__in=(S.SCHEDULED, S.QUEUED, S.CLAIMED, S.AUTHORIZED))
+    assert not live.exists()
+    kinds = list(TimelineEvent.objects.filter(job=job).values_list("kind", flat=True))
+    assert kinds[-2:] == ["job_retry_scheduled", "job_canceled"]
+    assert services.dispatch_due() == [] and smtp_server.received == []
+
+
 def test_retries_are_bounded(mailbox, smtp_server, settings):
     settings.OUTREACH_RETRY_BASE_SECONDS = 0
     settings.OUTREACH_MAX_ATTEMPTS = 2

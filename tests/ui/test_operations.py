@@ -76,7 +76,8 @@ def test_enrollment_page_shows_labels_stop_counts_and_a_millisecond_timeline(cli
     html = client.get(reverse("enrollment_detail", args=[enrollment.pk])).content.decode()
     assert re.search(r"Already submitted at " + MS.pattern + " — cannot recall", html)
     assert re.search(r"Canceled — never sent \(operator, " + MS.pattern + r"\)", html)
-    assert "1 job canceled — never sent; 1 already submitted and 0 in flight at that moment — cannot recall." in html
+    assert ("1 job canceled — never sent; 0 jobs in flight (authorized, being handed off) — cannot recall; "
+            "1 job already submitted — cannot recall.") in html
     assert len(MS.findall(html)) >= 6
     assert "w1" in html and "250 2.0.0 Ok: queued" in html
 
@@ -92,6 +93,12 @@ def test_enrollment_actions_are_in_the_operator_log(client, users, world):
     assert OperatorAction.objects.filter(action="enrollment_stop", actor=actor).exists()
     assert OperatorAction.objects.filter(action="enrollment_resume", actor=actor).exists()
     assert "enrollment_stop" in log and "enrollment_resume" in log
+    # Every entry links to what it was done to, resumes included.
+    stop_link = reverse("enrollment_detail", args=[world["active"].pk])
+    resume_link = reverse("enrollment_detail", args=[world["paused"].pk])
+    assert f'<a href="{stop_link}">enrollment {world["active"].pk}</a>' in log
+    assert f'<a href="{resume_link}">paused@example.com in UI sequence</a>' in log
+    assert f'<a href="{reverse("sequence_detail", args=[world["sequence"].pk])}">' not in log  # nothing done to it
 
 
 def test_mailbox_page_shows_env_var_names_never_values(client, users, world, monkeypatch):

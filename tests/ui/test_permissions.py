@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 from django.urls import get_resolver, reverse
 
-from sequences import urls as ui_urls
 from sequences.models import Enrollment, Sequence
+from sequences.web import urls as ui_urls
 
 A, ST, OP, AD = "anonymous", "staff", "operator", "admin"
 ROLES = (A, ST, OP, AD)

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from sequences import services
 from sequences.models import Enrollment, OperatorAction, Suppression
-from sequences.views import INLINE_IMPORT_ROWS
+from sequences.web.views import INLINE_IMPORT_ROWS
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db

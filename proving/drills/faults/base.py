@@ -19,7 +19,8 @@ from proving.harness import data
 from proving.harness.stack import Database, DrillError, PrivateRedis, Process, start_worker, subprocess_env
 from sequences import services
 from sequences.models import SendJob, Sequence
-from sequences.tasks import dispatch, enqueue_sends
+from sequences.queues import enqueue_sends
+from sequences.tasks import dispatch
 
 S = SendJob.State
 DRILLS = ("kill", "smtp", "redis", "postgres", "imap", "fuzz", "bigheader")

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from sequences import services
+from sequences.labels import stop_summary_text
 
 from ._target import add_target_arguments, resolve
 
@@ -20,7 +21,4 @@ class Command(BaseCommand):
         if not summary.changed:
             self.stdout.write(f"{kind} {name} was already paused (or stopped); nothing changed")
             return
-        self.stdout.write(
-            f"paused {kind} {name}: {summary.canceled} jobs canceled (never sent), "
-            f"{summary.in_flight} in flight and {summary.submitted} already submitted (cannot recall)"
-        )
+        self.stdout.write(stop_summary_text(summary, what=f"paused {kind} {name}"))

@@ -20,10 +20,14 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from mailboxes.imap import FetchedMessage
+from mailboxes.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from sequences import services
 from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Sequence, Step
+from sequences.pipeline import send_job_process
+from sequences.queues import enqueue_sends
 
 DEMO_WORKER = "setup_demo"
 
@@ -99,8 +103,6 @@ class Command(BaseCommand):
         others = [pk for pk in due if pk != job.pk]
         if others:  # jobs that were already in the database: hand them to the workers as the dispatcher would
             try:
-                from sequences.tasks import enqueue_sends
-
                 enqueue_sends(others)
             except Exception as exc:  # noqa: BLE001 - Redis down: the dispatcher re-enqueues stale queued jobs
                 self.stderr.write(f"could not enqueue {len(others)} other due job(s) ({exc}); the dispatcher will")
@@ -108,8 +110,6 @@ class Command(BaseCommand):
             raise RuntimeError(f"demo job {job.pk} was not dispatched")
         mailbox = enrollment.sequence.mailbox
         if smtp_listening(mailbox.smtp_host, mailbox.smtp_port):
-            from sequences.pipeline import send_job_process
-
             outcome = send_job_process(job_id=job.pk, worker_id=DEMO_WORKER)
             self.stdout.write(f"  sent step 1 to the SMTP server on {mailbox.smtp_host}:{mailbox.smtp_port}: "
                               f"{outcome.state} {outcome.detail}")
@@ -128,9 +128,6 @@ class Command(BaseCommand):
 
     def _demo_reply(self, enrollment: Enrollment, job: SendJob):
         """Alan's reply to step 1, through the real ingestion (as if the poller had fetched it over IMAP)."""
-        from mailboxes.imap import FetchedMessage
-        from mailboxes.ingest.record import inbound_record
-
         contact = enrollment.contact
         raw = (
             f"From: {contact.first_name} <{contact.email}>\r\nTo: {enrollment.sequence.mailbox.address}\r\n"

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from sequences import services
+from sequences.labels import stop_summary_text
 from sequences.models import Suppression
 
 
@@ -18,7 +19,5 @@ class Command(BaseCommand):
                                                       actor="command")
         except services.ServiceError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(
-            f"{entry.value} suppressed ({entry.reason}, entry {entry.pk}); enrollments stopped: {summary.enrollments}, "
-            f"jobs canceled (never sent): {summary.canceled}, in flight (cannot recall): {summary.in_flight}"
-        )
+        what = f"{entry.value} suppressed ({entry.reason}, entry {entry.pk})"
+        self.stdout.write(stop_summary_text(summary, what=what))

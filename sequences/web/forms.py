@@ -9,9 +9,9 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from .models import Suppression
-from .selectors import suppression_key
-from .ui import ImportRow
+from ..models import Suppression
+from ..selectors import suppression_key
+from ..services import ImportRow
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 100_000

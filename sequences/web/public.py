@@ -1,4 +1,4 @@
-"""Public endpoints (no login): the one-click unsubscribe of RFC 2369 / RFC 8058.
+"""Public endpoints (no login): the one-click unsubscribe of RFC 2369 / RFC 8058, and the ESPs' tracking webhooks.
 
 GET never acts (link scanners and previewers prefetch URLs): it shows a page
 with a button. POST acts: mail clients send "List-Unsubscribe=One-Click" to
@@ -11,12 +11,13 @@ from django.contrib.auth.decorators import login_not_required
 from django.core import signing
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from . import services
-from .models import Suppression
-from .tokens import unsubscribe_token_read
+from .. import services
+from ..models import Suppression
+from ..tokens import unsubscribe_token_read
 
 
 @csrf_exempt
@@ -40,3 +41,10 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     except services.ServiceError:
         return render(request, "public/unsubscribe_invalid.html", status=400)
     return render(request, "public/unsubscribe_done.html", {"email": email})
+
+
+urlpatterns = [
+    path("u/<str:token>/", unsubscribe, name="unsubscribe"),
+    # anymail's tracking webhooks (…/webhooks/anymail/sendgrid/tracking/ etc.), behind HTTP basic auth.
+    path("webhooks/anymail/", include("mailboxes.webhook_urls")),
+]

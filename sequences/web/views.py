@@ -1,6 +1,6 @@
 """Operator UI views: parse input, call one service, render. None of them writes a state field.
 
-Every view is wrapped by `ui.ui_view`: anonymous -> login, missing permission
+Every view is wrapped by `access.ui_view`: anonymous -> login, missing permission
 -> the 403 page. Pause/stop/resume are two steps: a GET confirmation that says
 what will happen, then a POST that calls the service and redirects to a page
 showing what did happen (kept once in the session).
@@ -12,14 +12,41 @@ import csv
 from dataclasses import asdict
 from urllib.parse import urlencode
 
+import django_rq
 from django.contrib import messages
 from django.db.models import Count, Q
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 
-from . import services, ui
+from .. import services, tasks
+from ..labels import stop_summary_text
+from ..models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
+from ..selectors import (
+    jobs_with_labels,
+    ledger_search,
+    operator_actions,
+    provider_cancels_pending,
+    suppression_active_for,
+    suppression_status,
+    suppressions_current,
+)
+from . import charts, incidents, rows
+from .access import (
+    MANAGE_SUPPRESSIONS,
+    OPERATE,
+    VIEW,
+    VIEW_ENROLLMENT,
+    VIEW_INCIDENT,
+    VIEW_LEDGER,
+    VIEW_LOG,
+    page_of,
+    query_without_page,
+    ui_view,
+)
 from .forms import (
     SearchForm,
     SuppressionAddForm,
@@ -27,9 +54,6 @@ from .forms import (
     SuppressionLiftForm,
     guard_formula,
 )
-from .models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
-from .selectors import provider_cancels_pending, suppression_active_for, suppressions_current
-from .ui import MANAGE_SUPPRESSIONS, OPERATE, VIEW, VIEW_ENROLLMENT, VIEW_INCIDENT, VIEW_LEDGER, VIEW_LOG, ui_view
 
 E = Enrollment.Status
 # Imports up to this many rows run inside the request; larger ones in an RQ job with a progress page.
@@ -54,7 +78,7 @@ def _result_key(kind: str, pk: int) -> str:
 
 @ui_view(VIEW)
 def dashboard(request):
-    return render(request, "ui/dashboard.html", ui.dashboard())
+    return render(request, "ui/dashboard.html", charts.dashboard())
 
 
 # --- sequences ------------------------------------------------------------------------------------
@@ -76,8 +100,8 @@ def sequence_list(request):
     if status in Sequence.Status.values:
         qs = qs.filter(status=status)
     return render(request, "ui/sequence_list.html", {
-        "page": ui.page_of(request, qs.order_by("name")), "q": q, "status": status,
-        "statuses": Sequence.Status.choices, "query": ui.query_without_page(request),
+        "page": page_of(request, qs.order_by("name")), "q": q, "status": status,
+        "statuses": Sequence.Status.choices, "query": query_without_page(request),
     })
 
 
@@ -94,15 +118,15 @@ def sequence_detail(request, pk: int):
         )
     if status in E.values:
         enrollments = enrollments.filter(status=status)
-    page = ui.page_of(request, enrollments)
-    latest = ui.latest_job_rows([e.pk for e in page])
+    page = page_of(request, enrollments)
+    latest = rows.latest_job_rows([e.pk for e in page])
     result = request.session.pop(_result_key("sequence", pk), None)
     if result:
-        result = ui.stop_result_rows(result, ui.jobs_with_labels_qs().filter(enrollment__sequence=sequence))
+        result = rows.stop_result_rows(result, jobs_with_labels().filter(enrollment__sequence=sequence))
     return render(request, "ui/sequence_detail.html", {
         "sequence": sequence, "steps": sequence.steps.order_by("position"),
         "page": page, "rows": [(e, latest.get(e.pk)) for e in page], "q": q, "status": status,
-        "statuses": E.choices, "query": ui.query_without_page(request), "result": result,
+        "statuses": E.choices, "query": query_without_page(request), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
     })
@@ -113,13 +137,13 @@ def sequence_pause(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
     if request.method == "POST":
         summary = services.sequence_pause(sequence_id=sequence.pk, actor=_actor(request))
-        request.session[_result_key("sequence", pk)] = ui.stop_result(
+        request.session[_result_key("sequence", pk)] = rows.stop_result(
             summary, action="pause" if summary.changed else "pause-noop", target=sequence.name
         )
         return redirect("sequence_detail", pk=pk)
     return render(request, "ui/confirm.html", {
         "kind": "sequence_pause", "object": sequence, "title": f"Pause sequence “{sequence.name}”?",
-        "forecast": ui.jobs_forecast(SendJob.objects.filter(enrollment__sequence=sequence)),
+        "forecast": rows.jobs_forecast(SendJob.objects.filter(enrollment__sequence=sequence)),
         "already": sequence.status == Sequence.Status.PAUSED,
         "back": reverse("sequence_detail", args=[pk]), "button": "Pause sequence",
     })
@@ -151,15 +175,15 @@ def _enrollment(pk: int) -> Enrollment:
 @ui_view(VIEW_ENROLLMENT)
 def enrollment_detail(request, pk: int):
     enrollment = _enrollment(pk)
-    jobs = ui.jobs_with_labels_qs().filter(enrollment=enrollment).order_by("step__position", "id")
+    jobs = jobs_with_labels().filter(enrollment=enrollment).order_by("step__position", "id")
     result = request.session.pop(_result_key("enrollment", pk), None)
     if result and "job_ids_canceled" in result:
-        result = ui.stop_result_rows(result, ui.jobs_with_labels_qs().filter(enrollment=enrollment))
+        result = rows.stop_result_rows(result, jobs_with_labels().filter(enrollment=enrollment))
     return render(request, "ui/enrollment_detail.html", {
-        "enrollment": enrollment, "contact": enrollment.contact, "job_rows": ui.job_rows(jobs),
-        "events": ui.event_rows(ui.enrollment_events(enrollment)),
+        "enrollment": enrollment, "contact": enrollment.contact, "job_rows": rows.job_rows(jobs),
+        "events": rows.event_rows(rows.enrollment_events(enrollment)),
         "inbound": enrollment.inbound.select_related("mailbox").order_by("committed_at", "id"),
-        "stop": ui.stop_summary_of(enrollment), "result": result,
+        "stop": rows.stop_summary_of(enrollment), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "blocked": suppression_active_for(enrollment.contact.email),
     })
@@ -175,7 +199,7 @@ def _enrollment_confirm(request, enrollment: Enrollment, kind: str, *, error: st
     return render(request, "ui/confirm.html", {
         "kind": kind, "object": enrollment,
         "title": f"{verb} {enrollment.contact.email} in “{enrollment.sequence.name}”?",
-        "forecast": ui.jobs_forecast(SendJob.objects.filter(enrollment=enrollment)),
+        "forecast": rows.jobs_forecast(SendJob.objects.filter(enrollment=enrollment)),
         "already": (kind == "enrollment_pause" and enrollment.status != E.ACTIVE)
         or (kind == "enrollment_stop" and enrollment.status == E.STOPPED)
         or (kind == "enrollment_resume" and enrollment.status == E.ACTIVE),
@@ -184,27 +208,27 @@ def _enrollment_confirm(request, enrollment: Enrollment, kind: str, *, error: st
     }, status=status)
 
 
+def _enrollment_halt(request, pk: int, action: str, halt) -> HttpResponse:
+    """GET: confirm what a pause or stop will do. POST: do it, and show once what it did."""
+    enrollment = _enrollment(pk)
+    if request.method != "POST":
+        return _enrollment_confirm(request, enrollment, f"enrollment_{action}")
+    summary = halt(_actor(request))
+    request.session[_result_key("enrollment", pk)] = rows.stop_result(
+        summary, action=action if summary.changed else f"{action}-noop", target=str(enrollment))
+    return redirect("enrollment_detail", pk=pk)
+
+
 @ui_view(OPERATE, methods=("GET", "POST"))
 def enrollment_pause(request, pk: int):
-    enrollment = _enrollment(pk)
-    if request.method == "POST":
-        summary = services.enrollment_pause(enrollment_id=pk, actor=_actor(request))
-        request.session[_result_key("enrollment", pk)] = ui.stop_result(
-            summary, action="pause" if summary.changed else "pause-noop", target=str(enrollment))
-        return redirect("enrollment_detail", pk=pk)
-    return _enrollment_confirm(request, enrollment, "enrollment_pause")
+    return _enrollment_halt(request, pk, "pause",
+                            lambda actor: services.enrollment_pause(enrollment_id=pk, actor=actor))
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
 def enrollment_stop(request, pk: int):
-    enrollment = _enrollment(pk)
-    if request.method == "POST":
-        summary = services.enrollment_stop(enrollment_id=pk, reason=Enrollment.StopReason.OPERATOR,
-                                           actor=_actor(request), source="operator UI")
-        request.session[_result_key("enrollment", pk)] = ui.stop_result(
-            summary, action="stop" if summary.changed else "stop-noop", target=str(enrollment))
-        return redirect("enrollment_detail", pk=pk)
-    return _enrollment_confirm(request, enrollment, "enrollment_stop")
+    return _enrollment_halt(request, pk, "stop", lambda actor: services.enrollment_stop(
+        enrollment_id=pk, reason=Enrollment.StopReason.OPERATOR, actor=actor, source="operator UI"))
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
@@ -230,14 +254,14 @@ def enrollment_resume(request, pk: int):
 @ui_view(VIEW_INCIDENT)
 def incident_search(request):
     q = _search(request)
-    return render(request, "ui/incident_search.html", {"q": q, **ui.incident_search(q)})
+    return render(request, "ui/incident_search.html", {"q": q, **incidents.incident_search(q)})
 
 
 @ui_view(VIEW_INCIDENT)
 def incident_job(request, pk: int):
-    job = get_object_or_404(ui.jobs_with_labels_qs(), pk=pk)
-    row = ui.job_rows([job])[0]
-    return render(request, "ui/incident_job.html", {"job": job, "row": row, **ui.incident_evidence(job)})
+    job = get_object_or_404(jobs_with_labels(), pk=pk)
+    row = rows.job_rows([job])[0]
+    return render(request, "ui/incident_job.html", {"job": job, "row": row, **incidents.incident_evidence(job)})
 
 
 # --- suppression ledger --------------------------------------------------------------------------
@@ -247,10 +271,10 @@ def incident_job(request, pk: int):
 def suppression_list(request):
     q = _search(request)
     history = request.GET.get("view") == "history"
-    page = ui.page_of(request, ui.ledger_search(q, history=history))
+    page = page_of(request, ledger_search(q, history=history))
     can_manage = request.user.has_perm(MANAGE_SUPPRESSIONS)
     return render(request, "ui/suppression_list.html", {
-        "page": page, "q": q, "history": history, "query": ui.query_without_page(request),
+        "page": page, "q": q, "history": history, "query": query_without_page(request),
         "can_manage": can_manage, "form": SuppressionAddForm() if can_manage else None,
     })
 
@@ -260,7 +284,7 @@ def suppression_history(request):
     value = request.GET.get("value", "").strip()
     if not value:
         raise Http404("no value")
-    status = ui.value_status(value)
+    status = suppression_status(value)
     entries = Suppression.objects.filter(value=status["value"]).order_by("-id")
     return render(request, "ui/suppression_history.html", {
         **status, "entries": entries, "can_manage": request.user.has_perm(MANAGE_SUPPRESSIONS),
@@ -284,10 +308,7 @@ def suppression_add(request):
             form.add_error(None, str(exc))
         else:
             messages.success(
-                request,
-                f"{entry.value} is suppressed ({entry.get_reason_display()}). Enrollments stopped: "
-                f"{summary.enrollments}; jobs canceled — never sent: {summary.canceled}; already submitted or in "
-                f"flight — cannot recall: {summary.submitted + summary.in_flight}.",
+                request, stop_summary_text(summary, what=f"{entry.value} is suppressed ({entry.get_reason_display()})")
             )
             return redirect(_history_url(entry.value))
     status = 200 if request.method == "GET" else 400
@@ -310,7 +331,7 @@ def suppression_lift(request):
     value = (form.data.get("value") if form.is_bound else initial["value"]) or ""
     status = 200 if request.method == "GET" else 400
     return render(request, "ui/suppression_lift.html", {
-        "form": form, "current": ui.value_status(value) if value.strip() else None,
+        "form": form, "current": suppression_status(value) if value.strip() else None,
     }, status=status)
 
 
@@ -319,18 +340,18 @@ def suppression_import(request):
     bound = request.method == "POST"
     form = SuppressionImportForm(request.POST if bound else None, request.FILES if bound else None)
     if request.method == "POST" and form.is_valid():
-        rows, invalid = form.rows, form.invalid
+        import_rows, invalid = form.rows, form.invalid
         source = f"csv:{form.cleaned_data['file'].name[:100]}"
-        if len(rows) <= INLINE_IMPORT_ROWS:
-            result = ui.suppression_import_apply(rows, actor=_actor(request), source=source)
+        if len(import_rows) <= INLINE_IMPORT_ROWS:
+            result = services.suppression_import(rows=import_rows, actor=_actor(request), source=source)
             result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
             return render(request, "ui/suppression_import_status.html", {"result": result, "done": True,
                                                                           "file": source})
         try:
             job = _import_queue().enqueue(
-                ui.suppression_import_task, [asdict(r) for r in rows], _actor(request), source, invalid,
+                tasks.suppression_import, [asdict(r) for r in import_rows], _actor(request), source, invalid,
                 job_timeout=3600, result_ttl=7 * 86400, failure_ttl=7 * 86400,
-                meta={"kind": "suppression_import", "done": 0, "total": len(rows), "file": source,
+                meta={"kind": "suppression_import", "done": 0, "total": len(import_rows), "file": source,
                       "actor": _actor(request), "invalid": len(invalid)},
             )
         except Exception as exc:  # noqa: BLE001 - Redis down: say so instead of a 500
@@ -344,17 +365,12 @@ def suppression_import(request):
 
 
 def _import_queue():
-    import django_rq
-
     # The job carries its rows: nothing waits for a database commit.
     return django_rq.get_queue("default", commit_mode="auto")
 
 
 @ui_view(MANAGE_SUPPRESSIONS)
 def suppression_import_status(request, job_id: str):
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job, JobStatus
-
     try:
         job = Job.fetch(job_id, connection=_import_queue().connection)
     except NoSuchJobError:
@@ -384,14 +400,14 @@ def suppression_export(request):
     entries = suppressions_current().filter(action=Suppression.Action.ADD).order_by("value")
     writer = csv.writer(_Echo())
 
-    def rows():
+    def lines():
         yield "\ufeff"  # spreadsheets read the file as UTF-8
         yield writer.writerow(EXPORT_COLUMNS)
         for e in entries.iterator(chunk_size=2000):
             yield writer.writerow([guard_formula(e.value), e.reason, guard_formula(e.note), guard_formula(e.source),
                                    guard_formula(e.actor), e.created_at.isoformat()])
 
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="suppressions-{timezone.now():%Y%m%d-%H%M%S}.csv"'
     return response
 
@@ -403,8 +419,8 @@ def suppression_export(request):
 def operator_log(request):
     q = _search(request)
     action = request.GET.get("action", "")
-    page = ui.page_of(request, ui.operator_log(q, action))
+    page = page_of(request, operator_actions(q, action))
     return render(request, "ui/operator_log.html", {
-        "page": page, "rows": ui.log_rows(page), "q": q, "action": action, "query": ui.query_without_page(request),
+        "page": page, "rows": rows.log_rows(page), "q": q, "action": action, "query": query_without_page(request),
         "actions": OperatorAction.objects.order_by("action").values_list("action", flat=True).distinct(),
     })

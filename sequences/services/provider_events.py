@@ -1,0 +1,152 @@
+"""Providers' tracking events (delivered, bounced, complained, unsubscribed, rejected), applied once.
+
+Each event is recorded once per (provider, event id) in the ProviderEvent
+ledger and applied through the suppression ledger and the send-job state
+machine, which has no backward edges: an event that arrives after a later
+one is recorded with "no effect".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from mailboxes.models import ProviderEvent
+
+from ..dbclock import DbClock, iso
+from ..models import SendJob, Suppression
+from ..selectors import normalize_email, suppression_active_for
+from ..states import job_move
+from ..timeline import Event, event_record
+from .common import ServiceError
+from .suppressions import suppression_add_in_transaction
+
+S = SendJob.State
+
+
+@dataclass(frozen=True)
+class TrackingEvent:
+    """A provider's tracking event, normalized (plain values, no anymail types)."""
+
+    provider: str  # "sendgrid", "brevo", ...
+    event_id: str
+    event_type: str  # anymail's EventType: delivered, bounced, complained, unsubscribed, rejected, ...
+    message_id: str = ""
+    recipient: str = ""
+    occurred_at: datetime | None = None
+    hard_bounce: bool = False  # for "bounced": the address does not exist
+    reject_reason: str = ""
+    description: str = ""  # MTA response or the provider's words
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+# A rejection for one of these reasons says something about the address itself.
+REJECT_SUPPRESSION = {
+    "bounced": Suppression.Reason.HARD_BOUNCE,
+    "invalid": Suppression.Reason.HARD_BOUNCE,
+    "unsubscribed": Suppression.Reason.UNSUBSCRIBE,
+    "spam": Suppression.Reason.COMPLAINT,
+}
+
+
+def provider_event_record(*, event: TrackingEvent) -> str:
+    """Record one tracking event once per (provider, event id) and apply it; one durable transaction.
+
+    Returns the effect in words, or "duplicate". Lock order as everywhere:
+    the suppression locks enrollments, then the job moves.
+    """
+    with transaction.atomic(durable=True):
+        job = None
+        if event.message_id:
+            job = (SendJob.objects.select_related("enrollment__contact", "step")
+                   .filter(provider_message_id=event.message_id).order_by("-id").first())
+        # The unique (provider, event_id) index serializes a concurrent duplicate behind this insert.
+        row, created = ProviderEvent.objects.get_or_create(
+            provider=event.provider, event_id=event.event_id,
+            defaults={"event_type": event.event_type, "recipient": event.recipient[:320],
+                      "provider_message_id": event.message_id[:255], "job": job,
+                      "occurred_at": event.occurred_at, "raw": event.raw},
+        )
+        if not created:
+            return "duplicate"
+        effect = _event_apply(event, job)
+        ProviderEvent.objects.filter(pk=row.pk).update(effect=effect)
+        event_record(
+            kind=Event.PROVIDER_EVENT, email=normalize_email(event.recipient),
+            enrollment=job.enrollment_id if job else None, job=job, version_seen=job.version if job else None,
+            provider=event.provider, event_type=event.event_type, event_id=event.event_id,
+            occurred_at=iso(event.occurred_at), effect=effect, entry=row.pk,
+        )
+        return effect
+
+
+def _event_apply(event: TrackingEvent, job: SendJob | None) -> str:
+    email = normalize_email(event.recipient or (job.enrollment.contact.email if job else ""))
+    source = f"webhook:{event.provider}:{event.event_id}"[:200]
+    note = event.description or event.event_type
+    kind = event.event_type
+    if kind == "delivered":
+        return _job_delivered(job, event)
+    if kind == "bounced":
+        if not event.hard_bounce:
+            return "soft bounce: recorded, no suppression"
+        return "; ".join([
+            _suppress(email, Suppression.Reason.HARD_BOUNCE, note=note, source=source),
+            _job_fail(job, f"hard bounce ({event.provider}): {note}", allowed_from=(S.SUBMITTED, S.ACCEPTED)),
+        ])
+    if kind == "complained":
+        return _suppress(email, Suppression.Reason.COMPLAINT, note=note, source=source)
+    if kind == "unsubscribed":
+        return _suppress(email, Suppression.Reason.UNSUBSCRIBE, note=note, source=source)
+    if kind in ("rejected", "failed"):
+        effects = []
+        reason = REJECT_SUPPRESSION.get(event.reject_reason or "")
+        if reason:
+            effects.append(_suppress(email, reason, note=f"{kind}: {event.reject_reason}: {note}", source=source))
+        # Rejected means never sent: only a job still waiting for news can fail.
+        effects.append(_job_fail(job, f"{kind} by {event.provider}: {event.reject_reason or note}",
+                                 allowed_from=(S.SUBMITTED,)))
+        return "; ".join(effects)
+    return "recorded; no effect"
+
+
+def _suppress(email: str, reason: str, *, note: str, source: str) -> str:
+    if not email:
+        return "no recipient: nothing suppressed"
+    already = suppression_active_for(email)
+    try:
+        _, summary = suppression_add_in_transaction(value=email, reason=reason, note=note, source=source)
+    except ServiceError as exc:  # e.g. a malformed address: record it, do not make the ESP retry forever
+        return f"not suppressed: {exc}"
+    head = f"already suppressed ({already.reason})" if already else f"{reason} suppression added"
+    return (f"{head}; {summary.enrollments} enrollment(s) stopped, {summary.canceled} job(s) canceled, "
+            f"{summary.submitted + summary.in_flight} already submitted")
+
+
+def _job_fail(job: SendJob | None, error: str, *, allowed_from: tuple[str, ...]) -> str:
+    if job is None:
+        return "no job has this provider message id"
+    job.refresh_from_db(fields=["state", "version"])
+    if job.state not in allowed_from:
+        return f"job {job.pk} is {job.state}: not moved (the state machine never goes back)"
+    job_move(job=job, to=S.FAILED, event=Event.JOB_FAILED_AT_PROVIDER, fields={"error": error, "lease_until": None},
+             error=error)
+    return f"job {job.pk} failed"
+
+
+def _job_delivered(job: SendJob | None, event: TrackingEvent) -> str:
+    if job is None:
+        return "no job has this provider message id"
+    delivered_at = event.occurred_at or DbClock()
+    job.refresh_from_db(fields=["state", "version", "delivered_at"])
+    if job.state == S.SUBMITTED:
+        job_move(job=job, to=S.ACCEPTED, event=Event.JOB_DELIVERED, fields={"delivered_at": delivered_at},
+                 provider=event.provider, occurred_at=iso(event.occurred_at))
+        return f"job {job.pk} accepted (delivered)"
+    if job.state == S.ACCEPTED and job.delivered_at is None:
+        SendJob.objects.filter(pk=job.pk, delivered_at__isnull=True).update(delivered_at=delivered_at)
+        return f"job {job.pk} delivered_at recorded"
+    return f"job {job.pk} is {job.state}: not moved (the state machine never goes back)"

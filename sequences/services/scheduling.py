@@ -1,0 +1,59 @@
+"""What an enrollment sends next: the next step's job, or completion. Requires the enrollment locked."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from mailboxes.models import Mailbox
+
+from ..dbclock import db_now
+from ..models import Enrollment, ProviderCancel, SendJob, Step
+from ..states import LIVE, enrollment_move, job_created
+from ..timeline import Event
+
+S = SendJob.State
+E = Enrollment.Status
+
+
+def new_message_id(mailbox: Mailbox) -> str:
+    domain = mailbox.address.rsplit("@", 1)[-1] or "outreach.invalid"
+    return f"<outreach.{uuid.uuid4().hex}@{domain}>"
+
+
+def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
+    """Create the job for the enrollment's next step, or complete it; enrollment locked by the caller."""
+    jobs = list(
+        SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step")
+    )
+    if any(j.state in LIVE for j in jobs):
+        return None  # one is already on its way
+    if any(j.provider_cancel_status == ProviderCancel.REQUESTED for j in jobs):
+        # Whether that message leaves is the provider's answer to give: it schedules what follows
+        # (services.provider_cancel.enrollment_after_provider_answer).
+        return None
+    if any(j.state in (S.UNKNOWN, S.FAILED) for j in jobs):
+        # Never continue past a message whose fate is unknown or that failed.
+        return None
+    # A message the provider confirmed it canceled before its send time never left: its step is still to do.
+    sent = [j for j in jobs
+            if j.state in (S.SUBMITTED, S.ACCEPTED) and j.provider_cancel_status != ProviderCancel.CONFIRMED]
+    last_position = max((j.step.position for j in sent), default=0)
+    step = Step.objects.filter(sequence=enrollment.sequence_id, position__gt=last_position).order_by("position").first()
+    now = db_now()
+    if step is None:
+        if enrollment.status == E.ACTIVE:
+            enrollment_move(enrollment=enrollment, to=E.COMPLETED, event=Event.ENROLLMENT_COMPLETED)
+        return None
+    # A step scheduled at a provider leaves at provider_send_at, not when it was handed off.
+    base = max((j.provider_send_at or j.submitted_at for j in sent if j.submitted_at), default=None)
+    due = (base or now) + timedelta(seconds=step.wait_seconds)
+    job = SendJob.objects.create(
+        enrollment=enrollment,
+        step=step,
+        state=S.SCHEDULED,
+        scheduled_at=max(due, now),
+        message_id=new_message_id(enrollment.sequence.mailbox),
+    )
+    job_created(job=job, email=enrollment.contact.email, scheduled_at=job.scheduled_at.isoformat(), reason=reason)
+    return job

@@ -1,0 +1,282 @@
+"""The send pipeline's transitions: dispatch, claim, the final check (authorize), and the record of the outcome.
+
+Each function owns one short durable transaction; none is open while a
+transport talks to the network (`sequences.pipeline` calls them around the
+hand-off). Everything after the claim locks the job's enrollment first, as
+every stop path does (`sequences.locks`), so a stop and the final check, or a
+stop and the record of a retry, are serialized.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+
+from mailboxes.models import Mailbox
+
+from ..dbclock import db_now, iso
+from ..locks import enrollment_lock, mailbox_lock
+from ..models import Enrollment, ProviderCancel, SendJob, Sequence, Suppression
+from ..selectors import suppression_active_for
+from ..states import PASSED_HANDOFF, job_move
+from ..timeline import Event, event_record
+from ..window import next_open
+from .provider_cancel import early_handoff_due, provider_cancel_request
+from .scheduling import schedule_next
+from .suppressions import suppression_add_in_transaction
+
+S = SendJob.State
+E = Enrollment.Status
+
+
+def dispatch_due(*, limit: int | None = None) -> list[int]:
+    """Move due scheduled jobs to queued; returns their ids (enqueue them after commit)."""
+    limit = limit or settings.OUTREACH_DISPATCH_BATCH
+    with transaction.atomic(durable=True):
+        now = db_now()
+        # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes).
+        jobs = list(
+            SendJob.objects.filter(Q(scheduled_at__lte=now) | early_handoff_due(now=now), state=S.SCHEDULED)
+            .select_for_update(skip_locked=True, of=("self",), no_key=True)
+            .select_related("enrollment__contact", "step")
+            .order_by("scheduled_at", "id")[:limit]
+        )
+        return [job.pk for job in jobs if job_move(job=job, to=S.QUEUED)]
+
+
+def queued_stale(*, older_than_seconds: int) -> list[int]:
+    """Queued jobs that may have been lost from Redis; enqueueing them again is harmless."""
+    cutoff = db_now() - timedelta(seconds=older_than_seconds)
+    return list(SendJob.objects.filter(state=S.QUEUED, queued_at__lt=cutoff).values_list("pk", flat=True))
+
+
+def send_job_claim(*, job_id: int, worker_id: str) -> SendJob | None:
+    """queued -> claimed (ownership for processing, never permission to send); short transaction."""
+    with transaction.atomic(durable=True):
+        job = SendJob.objects.select_related("enrollment__contact", "step").filter(pk=job_id).first()
+        if job is None:
+            return None
+        if job.state != S.QUEUED:
+            # A duplicate or stale RQ job: the database state decides; record the no-op.
+            event_record(kind=Event.CLAIM_NOOP, email=job.enrollment.contact.email, enrollment=job.enrollment_id,
+                         job=job, version_seen=job.version, worker_id=worker_id, state=job.state)
+            return None
+        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        moved = job_move(job=job, to=S.CLAIMED, worker_id=worker_id,
+                         fields={"worker_id": worker_id, "lease_until": lease, "attempts": F("attempts") + 1})
+        if not moved:
+            return None
+    job.refresh_from_db()
+    return job
+
+
+@dataclass(frozen=True)
+class Authorization:
+    outcome: str  # "authorized" | "canceled" | "deferred" | "lost"
+    reason: str = ""
+    version: int = 0
+
+
+def _locked_job(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, Mailbox, SendJob]:
+    """Lock the job's enrollment (and, for the daily cap, its mailbox: the lock order), then read the job fresh.
+
+    A mailbox pause locks the enrollments first, so its paused flag read after
+    the enrollment lock is current without locking the mailbox row.
+    """
+    enrollment_id = SendJob.objects.values_list("enrollment_id", flat=True).get(pk=job_id)
+    enrollment = enrollment_lock(enrollment_id=enrollment_id)
+    mailbox_id = enrollment.sequence.mailbox_id
+    mailbox = mailbox_lock(mailbox_id=mailbox_id) if lock_mailbox else Mailbox.objects.get(pk=mailbox_id)
+    job = SendJob.objects.select_related("step").get(pk=job_id)
+    job._email = enrollment.contact.email  # type: ignore[attr-defined]
+    return enrollment, mailbox, job
+
+
+def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authorization:
+    """The last responsible checkpoint: claimed -> authorized, or -> canceled with a reason.
+
+    One short durable transaction. It locks the enrollment first (the row every
+    stop path locks), then reads everything fresh, so a stop that committed
+    before this lock was granted is seen, and a stop that comes later finds
+    this job already authorized and reports it as not recallable.
+    """
+    with transaction.atomic(durable=True):
+        enrollment, mailbox, job = _locked_job(job_id, lock_mailbox=True)
+        if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
+            event_record(kind=Event.AUTHORIZE_NOOP, email=job._email, enrollment=enrollment, job=job,
+                         version_seen=job.version, worker_id=worker_id, state=job.state, expected_version=version)
+            return Authorization("lost", f"job is {job.state} v{job.version}, expected claimed v{version}")
+
+        reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+        if reason:
+            job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
+                     final_check=True)
+            return Authorization("canceled", reason, job.version)
+
+        now = db_now()
+        # A job handed to an ESP early is checked against the window at its send time.
+        defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at))
+        if defer_until is not None:
+            job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
+                     fields={"scheduled_at": defer_until, "worker_id": "", "lease_until": None},
+                     reason=why, until=defer_until.isoformat())
+            return Authorization("deferred", why, job.version)
+
+        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True)
+        return Authorization("authorized", "", job.version)
+
+
+def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> str:
+    """The reason this job must not be sent, or '' when it may be; enrollment and mailbox locked by the caller."""
+    if enrollment.status == E.STOPPED:
+        return enrollment.stop_reason or "enrollment_stopped"
+    if enrollment.status == E.PAUSED:
+        return "enrollment_paused"
+    if enrollment.status == E.COMPLETED:
+        return "enrollment_completed"
+    if enrollment.sequence.status != Sequence.Status.ACTIVE:
+        return "sequence_paused"
+    if mailbox.paused:
+        return "mailbox_paused"
+    if suppression_active_for(enrollment.contact.email) is not None:
+        return "suppressed"
+    if job.step.position > 1 and not SendJob.objects.filter(
+        enrollment=enrollment, step__position=job.step.position - 1, state__in=(S.SUBMITTED, S.ACCEPTED)
+    ).exclude(provider_cancel_status=ProviderCancel.CONFIRMED).exists():
+        return "previous_step_not_submitted"
+    return ""
+
+
+def _defer_until(*, job: SendJob, mailbox: Mailbox, now: datetime) -> tuple[Any, str]:
+    """(when, why) if the job must wait for the sending window or the daily cap, else (None, '')."""
+    opening = next_open(
+        now, days=mailbox.window_days, start=mailbox.window_start, end=mailbox.window_end,
+        tz=mailbox.window_timezone,
+    )
+    if opening is not None:
+        return opening, "outside_sending_window"
+    # The mailbox row is locked, so two workers cannot both take the last slot.
+    day_ago = now - timedelta(days=1)
+    recent = SendJob.objects.filter(
+        enrollment__sequence__mailbox=mailbox, authorized_at__gt=day_ago, state__in=PASSED_HANDOFF + (S.FAILED,)
+    )
+    if recent.count() >= mailbox.daily_cap:
+        oldest = recent.order_by("authorized_at").values_list("authorized_at", flat=True).first()
+        return oldest + timedelta(days=1, seconds=1), "daily_cap_reached"
+    return None, ""
+
+
+# --- the record of the hand-off ------------------------------------------------------------------
+
+
+def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, provider_message_id: str = "",
+                              provider_request_id: str = "", provider_schedule: dict[str, Any] | None = None) -> bool:
+    """authorized -> submitted with the transport's answer, then schedule the next step; durable transaction."""
+    with transaction.atomic(durable=True):
+        enrollment, mailbox, job = _locked_job(job_id)
+        if job.state != S.AUTHORIZED:
+            # The sweeper may have marked it unknown; the message did leave, so say so.
+            event_record(kind=Event.SUBMIT_AFTER_STATE_CHANGE, email=job._email, enrollment=enrollment, job=job,
+                         version_seen=job.version, worker_id=worker_id, state=job.state, smtp_reply=smtp_reply)
+            return False
+        # Scheduled at a provider: provider_schedule_id, provider_send_at, cancelable_until.
+        schedule = provider_schedule or {}
+        job_move(job=job, to=S.SUBMITTED, worker_id=worker_id,
+                 fields={"smtp_reply": smtp_reply, "provider_message_id": provider_message_id,
+                         "provider_request_id": provider_request_id, "lease_until": None, **schedule},
+                 smtp_reply=smtp_reply, provider_message_id=provider_message_id,
+                 **{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in schedule.items()})
+        active = enrollment.status == E.ACTIVE and enrollment.sequence.status == Sequence.Status.ACTIVE
+        if active and not mailbox.paused:
+            schedule_next(enrollment, reason="previous_step_submitted")
+        elif schedule:
+            # A stop committed while this job was being handed off for later delivery: ask the provider.
+            provider_cancel_request(enrollment=enrollment, reason="stopped_during_hand_off")
+        return True
+
+
+def send_job_record_retry(*, job_id: int, worker_id: str, error: str) -> str:
+    """authorized -> scheduled with backoff (the retry re-enters the guard), or -> failed when exhausted.
+
+    Locks the enrollment like every stop: a stop that committed while the
+    transport was refusing counted this job as in flight; the retry it would
+    otherwise leave behind is canceled here with the stop's reason, in the
+    same transaction, so a stopped enrollment never holds a live job.
+    """
+    with transaction.atomic(durable=True):
+        enrollment, mailbox, job = _locked_job(job_id)
+        if job.state != S.AUTHORIZED:
+            return job.state
+        if job.attempts >= settings.OUTREACH_MAX_ATTEMPTS:
+            job_move(job=job, to=S.FAILED, worker_id=worker_id,
+                     fields={"error": f"gave up after {job.attempts} attempts: {error}", "lease_until": None},
+                     error=error, attempts=job.attempts)
+            return S.FAILED
+        delay = settings.OUTREACH_RETRY_BASE_SECONDS * (2 ** max(job.attempts - 1, 0))
+        when = db_now() + timedelta(seconds=delay)
+        job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_RETRY_SCHEDULED,
+                 fields={"scheduled_at": when, "error": error, "worker_id": "", "lease_until": None},
+                 error=error, attempts=job.attempts, retry_at=when.isoformat())
+        reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+        if reason:
+            job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
+                     after_retry=True)
+            return S.CANCELED
+        return S.SCHEDULED
+
+
+def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_bounce: bool) -> None:
+    """authorized -> failed; a recipient that does not exist is suppressed and its enrollments stopped."""
+    with transaction.atomic(durable=True):
+        enrollment, _, job = _locked_job(job_id)
+        if hard_bounce:
+            # Locks every enrollment of the address (this one is already held: the same order).
+            suppression_add_in_transaction(value=enrollment.contact.email, reason=Suppression.Reason.HARD_BOUNCE,
+                                           note=error, source=f"smtp:job {job.pk}")
+            job.refresh_from_db(fields=["state", "version"])
+        if job.state == S.AUTHORIZED:
+            job_move(job=job, to=S.FAILED, worker_id=worker_id, fields={"error": error, "lease_until": None},
+                     error=error, hard_bounce=hard_bounce)
+
+
+def send_job_record_unknown(*, job_id: int, worker_id: str, error: str) -> None:
+    """authorized -> unknown: the message may or may not have left; never resent automatically."""
+    with transaction.atomic(durable=True):
+        _, _, job = _locked_job(job_id)
+        if job.state == S.AUTHORIZED:
+            job_move(job=job, to=S.UNKNOWN, worker_id=worker_id, fields={"error": error, "lease_until": None},
+                     error=error, evidence="transport did not confirm; check the server's log for the Message-ID",
+                     message_id=job.message_id)
+
+
+def leases_sweep() -> dict[str, Any]:
+    """Expired claims go back to queued (never authorized: safe); expired authorizations become unknown."""
+    requeued: list[int] = []
+    lost = 0
+    with transaction.atomic(durable=True):
+        now = db_now()
+        expired = (
+            SendJob.objects.filter(state__in=(S.CLAIMED, S.AUTHORIZED), lease_until__lt=now)
+            .select_for_update(skip_locked=True, of=("self",), no_key=True)
+            .select_related("enrollment__contact", "step")
+        )
+        for job in expired:
+            if job.state == S.CLAIMED:
+                if job_move(job=job, to=S.QUEUED, event=Event.CLAIM_EXPIRED,
+                            fields={"worker_id": "", "lease_until": None}, lost_worker=job.worker_id):
+                    requeued.append(job.pk)
+            elif job_move(job=job, to=S.UNKNOWN, event=Event.WORKER_LOST,
+                          fields={"error": f"worker {job.worker_id} lost after authorization (lease expired)",
+                                  "lease_until": None},
+                          lost_worker=job.worker_id, authorized_at=iso(job.authorized_at),
+                          message_id=job.message_id,
+                          evidence="authorized but no transport answer recorded; "
+                                   "check the SMTP server log for the Message-ID"):
+                lost += 1
+    return {"requeued": len(requeued), "unknown": lost, "requeued_ids": requeued}

@@ -1,0 +1,203 @@
+"""The one stop path: stop, pause and resume of enrollments, sequences and mailboxes.
+
+Every stop locks the enrollment rows first (`sequences.locks`), then cancels
+each job that has not passed authorization with the send-job state machine's
+guarded move, asks providers to cancel what they hold for later, and counts
+what had already passed the hand-off: it can say what it canceled, never
+recall what left. Suppressions and ingestion stop people through here.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from ..dbclock import db_now
+from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, sequence_lock
+from ..models import Enrollment, SendJob, Sequence
+from ..selectors import suppression_active_for
+from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move, job_move, mailbox_move, sequence_move
+from ..timeline import Event
+from .common import ServiceError, StopSummary, T, operator_log
+from .provider_cancel import provider_cancel_request
+from .scheduling import schedule_next
+
+S = SendJob.State
+E = Enrollment.Status
+
+
+def cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> StopSummary:
+    """Cancel every job of a locked enrollment that has not passed authorization; requires a transaction."""
+    summary = StopSummary()
+    jobs = SendJob.objects.filter(enrollment=enrollment, state__in=CANCELABLE).select_related("step")
+    for job in jobs:
+        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        # A worker may claim the job between our read and our update (claiming
+        # takes no enrollment lock); it cannot authorize it while we hold the
+        # enrollment, so reload and cancel the claimed job.
+        while job.state in CANCELABLE:
+            if job_move(job=job, to=S.CANCELED, fields={"cancel_reason": reason}, reason=reason, actor=actor):
+                summary.canceled += 1
+                summary.job_ids_canceled.append(job.pk)
+                break
+            job.refresh_from_db(fields=["state", "version"])
+    # Scheduled send at a provider: a job already handed to an ESP for later delivery
+    # cannot be canceled here; mark "cancel requested" in this transaction, and an RQ task asks the
+    # provider after commit (never inside a transaction). It still counts as submitted below.
+    provider_cancel_request(enrollment=enrollment, reason=reason, actor=actor)
+    summary.in_flight = SendJob.objects.filter(enrollment=enrollment, state=S.AUTHORIZED).count()
+    summary.submitted = SendJob.objects.filter(
+        enrollment=enrollment, state__in=(S.SUBMITTED, S.ACCEPTED, S.UNKNOWN)
+    ).count()
+    return summary
+
+
+# --- enrollments -------------------------------------------------------------------------
+
+
+def enrollment_stop(*, enrollment_id: int, reason: str, actor: str = "", source: str = "") -> StopSummary:
+    """Stop an enrollment for good and cancel its pending jobs; owns one durable transaction."""
+    with transaction.atomic(durable=True):
+        summary = enrollment_stop_in_transaction(enrollment_id=enrollment_id, reason=reason, actor=actor, source=source)
+        operator_log(actor=actor, action="enrollment_stop", target=f"enrollment {enrollment_id}",
+                     kind=T.ENROLLMENT, target_id=enrollment_id, result=summary.as_dict() | {"reason": reason})
+        return summary
+
+
+def enrollment_stop_in_transaction(
+    *, enrollment_id: int, reason: str, actor: str = "", source: str = ""
+) -> StopSummary:
+    """As enrollment_stop, inside the caller's transaction (e.g. with an inbound ledger row)."""
+    return enrollment_stop_locked(enrollment_lock(enrollment_id=enrollment_id), reason=reason, actor=actor,
+                                  source=source)
+
+
+def enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = "", source: str = "") -> StopSummary:
+    """Stop an enrollment the caller has locked."""
+    if reason not in Enrollment.StopReason.values:
+        raise ServiceError(f"unknown stop reason {reason!r}")
+    if enrollment.status == E.STOPPED:
+        # Idempotent: a second stop changes nothing (and never rewrites the first reason).
+        return StopSummary()
+    summary = cancel_pending(enrollment, reason=reason, actor=actor)
+    summary.enrollments, summary.changed = 1, True
+    enrollment_move(enrollment=enrollment, to=E.STOPPED, event=Event.ENROLLMENT_STOPPED,
+                    fields={"stop_reason": reason, "stopped_at": db_now()},
+                    reason=reason, actor=actor, source=source, **summary.as_dict())
+    return summary
+
+
+def enrollment_pause(*, enrollment_id: int, actor: str = "") -> StopSummary:
+    """Pause one enrollment: cancel what has not passed authorization; durable transaction."""
+    with transaction.atomic(durable=True):
+        summary = enrollment_pause_in_transaction(enrollment_id=enrollment_id, actor=actor)
+        operator_log(actor=actor, action="enrollment_pause", target=f"enrollment {enrollment_id}",
+                     kind=T.ENROLLMENT, target_id=enrollment_id, result=summary.as_dict())
+        return summary
+
+
+def enrollment_pause_in_transaction(*, enrollment_id: int, actor: str = "", source: str = "") -> StopSummary:
+    """As enrollment_pause, inside the caller's transaction."""
+    enrollment = enrollment_lock(enrollment_id=enrollment_id)
+    if enrollment.status != E.ACTIVE:
+        return StopSummary()
+    summary = cancel_pending(enrollment, reason="enrollment_paused", actor=actor)
+    summary.enrollments, summary.changed = 1, True
+    enrollment_move(enrollment=enrollment, to=E.PAUSED, event=Event.ENROLLMENT_PAUSED, actor=actor, source=source,
+                    **summary.as_dict())
+    return summary
+
+
+def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
+    """Resume a paused (or, explicitly, a stopped) enrollment and schedule its next step."""
+    with transaction.atomic(durable=True):
+        enrollment = enrollment_lock(enrollment_id=enrollment_id)
+        if enrollment.status == E.COMPLETED:
+            raise ServiceError(f"{enrollment} is completed; nothing to resume")
+        blocked = suppression_active_for(enrollment.contact.email)
+        if blocked is not None:
+            raise ServiceError(f"{enrollment.contact.email} is suppressed ({blocked.reason}); lift it first")
+        if enrollment.status != E.ACTIVE:
+            enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_RESUMED,
+                            fields={"stop_reason": "", "stopped_at": None}, actor=actor, previous=enrollment.status)
+        job = schedule_next(enrollment, reason="resumed")
+        operator_log(actor=actor, action="enrollment_resume", target=str(enrollment), kind=T.ENROLLMENT,
+                     target_id=enrollment.pk,
+                     result={"scheduled_job": job.pk if job else None, "status": enrollment.status})
+        enrollment.refresh_from_db()
+        return enrollment
+
+
+# --- sequences and mailboxes ------------------------------------------------------------------
+
+
+def sequence_pause(*, sequence_id: int, actor: str = "") -> StopSummary:
+    """Pause a sequence: cancel every job of it not yet authorized; durable transaction."""
+    with transaction.atomic(durable=True):
+        enrollments = enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id))
+        sequence = sequence_lock(sequence_id=sequence_id)
+        summary = StopSummary()
+        if sequence.status == Sequence.Status.ACTIVE:
+            summary = _cancel_all(enrollments, reason="sequence_paused", actor=actor)
+            sequence_move(sequence=sequence, to=Sequence.Status.PAUSED, actor=actor, **summary.as_dict())
+        operator_log(actor=actor, action="sequence_pause", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
+                     target_id=sequence.pk, result=summary.as_dict() | {"status": "paused"})
+        return summary
+
+
+def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
+    """Resume a sequence; schedules the next step of each active enrollment. Returns jobs scheduled."""
+    with transaction.atomic(durable=True):
+        enrollments = enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id, status=E.ACTIVE))
+        sequence = sequence_lock(sequence_id=sequence_id)
+        scheduled = 0
+        if sequence.status == Sequence.Status.PAUSED:
+            scheduled = _schedule_all(enrollments, reason="sequence_resumed")
+            sequence_move(sequence=sequence, to=Sequence.Status.ACTIVE, actor=actor, scheduled=scheduled)
+        operator_log(actor=actor, action="sequence_resume", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
+                     target_id=sequence.pk, result={"scheduled": scheduled, "status": "active"})
+        return scheduled
+
+
+def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
+    """Pause a mailbox: nothing leaves it; jobs not yet authorized are canceled."""
+    with transaction.atomic(durable=True):
+        enrollments = enrollments_lock(Enrollment.objects.filter(sequence__mailbox_id=mailbox_id))
+        mailbox = mailbox_lock(mailbox_id=mailbox_id)
+        summary = StopSummary()
+        if not mailbox.paused:
+            summary = _cancel_all(enrollments, reason="mailbox_paused", actor=actor)
+            mailbox_move(mailbox=mailbox, to=MAILBOX_PAUSED, actor=actor, **summary.as_dict())
+        operator_log(actor=actor, action="mailbox_pause", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
+                     target_id=mailbox.pk, result=summary.as_dict() | {"paused": True})
+        return summary
+
+
+def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
+    """Resume a mailbox; schedules the next step of active enrollments in its active sequences."""
+    with transaction.atomic(durable=True):
+        enrollments = enrollments_lock(
+            Enrollment.objects.filter(
+                sequence__mailbox_id=mailbox_id, status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
+            )
+        )
+        mailbox = mailbox_lock(mailbox_id=mailbox_id)
+        scheduled = 0
+        if mailbox.paused:
+            scheduled = _schedule_all(enrollments, reason="mailbox_resumed")
+            mailbox_move(mailbox=mailbox, to=MAILBOX_ACTIVE, actor=actor, scheduled=scheduled)
+        operator_log(actor=actor, action="mailbox_resume", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
+                     target_id=mailbox.pk, result={"scheduled": scheduled, "paused": False})
+        return scheduled
+
+
+def _cancel_all(enrollments: list[Enrollment], *, reason: str, actor: str) -> StopSummary:
+    """A sequence or mailbox pause: cancel the pending jobs of every (locked) enrollment it covers."""
+    summary = StopSummary(changed=True)
+    for enrollment in enrollments:
+        summary.add(cancel_pending(enrollment, reason=reason, actor=actor))
+    return summary
+
+
+def _schedule_all(enrollments: list[Enrollment], *, reason: str) -> int:
+    """A sequence or mailbox resume: the next step of every (locked) enrollment; returns how many were scheduled."""
+    return sum(schedule_next(enrollment, reason=reason) is not None for enrollment in enrollments)

@@ -1,0 +1,141 @@
+"""The suppression ledger: add (and stop the person everywhere), lift with a justification, import a file.
+
+The ledger is append-only: the latest entry for a value decides. Adding locks
+every enrollment of the address (or of the whole @domain) first, then stops
+them through the one stop path, in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+
+from ..locks import enrollments_lock
+from ..models import Enrollment, Suppression
+from ..selectors import enrollments_for_value, suppression_key, suppression_latest
+from ..timeline import Event, event_record
+from .common import ServiceError, StopSummary, T, operator_log
+from .stops import enrollment_stop_locked
+
+E = Enrollment.Status
+
+# The stop reason an enrollment gets when its address is suppressed for a reason.
+STOP_REASON_FOR_SUPPRESSION = {
+    Suppression.Reason.UNSUBSCRIBE: Enrollment.StopReason.UNSUBSCRIBED,
+    Suppression.Reason.COMPLAINT: Enrollment.StopReason.COMPLAINED,
+    Suppression.Reason.HARD_BOUNCE: Enrollment.StopReason.HARD_BOUNCE,
+    Suppression.Reason.SOFT_BOUNCES: Enrollment.StopReason.SUPPRESSED,
+    Suppression.Reason.MANUAL: Enrollment.StopReason.SUPPRESSED,
+}
+
+
+def suppression_add(
+    *, value: str, reason: str, note: str = "", source: str = "", actor: str = ""
+) -> tuple[Suppression, StopSummary]:
+    """Suppress an address or @domain and stop its enrollments; durable transaction.
+
+    Idempotent: an address already suppressed gets no second entry, but any
+    enrollment of it still active is stopped.
+    """
+    with transaction.atomic(durable=True):
+        return suppression_add_in_transaction(value=value, reason=reason, note=note, source=source, actor=actor)
+
+
+def suppression_add_in_transaction(
+    *, value: str, reason: str, note: str = "", source: str = "", actor: str = ""
+) -> tuple[Suppression, StopSummary]:
+    """As suppression_add, inside the caller's transaction (e.g. with an inbound ledger row)."""
+    value, is_domain = suppression_key(value)
+    _validate_suppression_value(value, is_domain)
+    if reason not in Suppression.Reason.values:
+        raise ServiceError(f"unknown suppression reason {reason!r} (use {', '.join(Suppression.Reason.values)})")
+    enrollments = enrollments_lock(enrollments_for_value(value).exclude(status=E.STOPPED))
+    latest = suppression_latest(value)
+    if latest is not None and latest.action == Suppression.Action.ADD:
+        entry = latest
+    else:
+        entry = Suppression.objects.create(
+            value=value, is_domain=is_domain, action=Suppression.Action.ADD, reason=reason, note=note,
+            source=source, actor=actor,
+        )
+        event_record(kind=Event.SUPPRESSION_ADDED, email=value, value=value, reason=reason, source=source,
+                     actor=actor, entry=entry.pk)
+    summary = StopSummary()
+    stop_reason = STOP_REASON_FOR_SUPPRESSION[entry.reason]
+    for enrollment in enrollments:
+        summary.add(enrollment_stop_locked(enrollment, reason=stop_reason, actor=actor, source=source or "suppression"))
+    operator_log(actor=actor, action="suppression_add", target=value, kind=T.SUPPRESSION,
+                 result=summary.as_dict() | {"entry": entry.pk, "reason": entry.reason})
+    return entry, summary
+
+
+def suppression_lift(*, value: str, note: str, actor: str = "", source: str = "") -> Suppression:
+    """Lift a suppression with a justification: a new ledger entry, history stays."""
+    value, is_domain = suppression_key(value)
+    _validate_suppression_value(value, is_domain)
+    if not note.strip():
+        raise ServiceError("lifting a suppression needs a justification (note)")
+    with transaction.atomic(durable=True):
+        latest = Suppression.objects.select_for_update().filter(value=value).order_by("-id").first()
+        if latest is None or latest.action != Suppression.Action.ADD:
+            raise ServiceError(f"{value} is not suppressed")
+        entry = Suppression.objects.create(
+            value=value, is_domain=is_domain, action=Suppression.Action.LIFT, note=note.strip(), source=source,
+            actor=actor,
+        )
+        event_record(kind=Event.SUPPRESSION_LIFTED, email=value, value=value, note=note, actor=actor, entry=entry.pk)
+        operator_log(actor=actor, action="suppression_lift", target=value, kind=T.SUPPRESSION,
+                     result={"entry": entry.pk, "lifted": latest.pk})
+        return entry
+
+
+def _validate_suppression_value(value: str, is_domain: bool) -> None:
+    try:
+        validate_email(("x" + value) if is_domain else value)
+    except ValidationError:
+        raise ServiceError(f"{value!r} is neither an email address nor an @domain") from None
+
+
+@dataclass
+class ImportRow:
+    line: int
+    value: str
+    reason: str
+    note: str
+
+
+def suppression_import(
+    *, rows: list[ImportRow], actor: str, source: str, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Suppress each row of a file through `suppression_add` (one durable transaction per row).
+
+    A row that fails does not stop the others; its error is reported with its line.
+    """
+    added = already = 0
+    stopped = canceled = submitted = 0
+    errors: list[dict[str, Any]] = []
+    for i, row in enumerate(rows, 1):
+        before = suppression_latest(suppression_key(row.value)[0])
+        try:
+            entry, summary = suppression_add(
+                value=row.value, reason=row.reason, note=row.note, source=f"{source} line {row.line}", actor=actor
+            )
+        except ServiceError as exc:
+            errors.append({"line": row.line, "value": row.value, "error": str(exc)})
+        else:
+            if before is not None and before.pk == entry.pk:
+                already += 1
+            else:
+                added += 1
+            stopped += summary.enrollments
+            canceled += summary.canceled
+            submitted += summary.submitted + summary.in_flight
+        if progress and (i % 25 == 0 or i == len(rows)):
+            progress(i, len(rows))
+    return {"total": len(rows), "added": added, "already": already, "errors": errors,
+            "enrollments_stopped": stopped, "jobs_canceled": canceled, "jobs_cannot_recall": submitted}

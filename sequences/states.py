@@ -1,0 +1,246 @@
+"""Every state machine of the product: its edges in one table, one compare-and-set move that writes its event.
+
+| what                      | field                         | move                   |
+|---------------------------|-------------------------------|------------------------|
+| a send job                | SendJob.state                 | `job_move`             |
+| an enrollment             | Enrollment.status             | `enrollment_move`      |
+| a sequence                | Sequence.status               | `sequence_move`        |
+| a mailbox                 | Mailbox.paused (active/paused)| `mailbox_move`         |
+| a cancel at a provider    | SendJob.provider_cancel_status| `provider_cancel_move` |
+
+No other code writes these fields. A move is an UPDATE guarded by the state
+(and, where the row has one, the version) it was read with; 0 rows updated
+means someone else moved it first, and the move returns False and writes
+nothing: the caller reloads instead of retrying blindly. A successful move
+writes its timeline event in the same transaction and updates the object in
+memory. Every move requires the caller's transaction; the caller holds the
+locks (see `sequences.locks` for their order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import F
+
+from mailboxes.models import Mailbox
+
+from .dbclock import DbClock, iso
+from .models import Enrollment, ProviderCancel, SendJob, Sequence
+from .timeline import Event, event_record
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
+    assert connection.in_atomic_block, f"{machine} transitions run inside a transaction"
+    if to not in edges[current]:
+        raise IllegalTransition(f"{current} -> {to} is not an edge of the {machine} state machine")
+
+
+# --- send jobs -------------------------------------------------------------------------------
+
+S = SendJob.State
+
+JOB_EDGES: dict[str, frozenset[str]] = {
+    S.SCHEDULED: frozenset({S.QUEUED, S.CANCELED}),
+    S.QUEUED: frozenset({S.CLAIMED, S.CANCELED, S.SCHEDULED}),
+    # claimed -> queued: a lost claim (lease expired before authorization) is safe to hand out again.
+    # claimed -> scheduled: outside the sending window or over the daily cap; try again later.
+    S.CLAIMED: frozenset({S.AUTHORIZED, S.CANCELED, S.QUEUED, S.SCHEDULED}),
+    # authorized -> scheduled: the transport refused before accepting (4xx, connection failure);
+    # the retry goes through the guard again and never reuses this authorization.
+    S.AUTHORIZED: frozenset({S.SUBMITTED, S.FAILED, S.UNKNOWN, S.SCHEDULED}),
+    S.SUBMITTED: frozenset({S.ACCEPTED, S.FAILED}),
+    S.ACCEPTED: frozenset({S.FAILED}),  # a later hard bounce (DSN/webhook)
+    S.CANCELED: frozenset(),
+    S.FAILED: frozenset(),
+    S.UNKNOWN: frozenset(),
+}
+
+# Jobs that have not passed the point of no return: a stop cancels them.
+CANCELABLE = (S.SCHEDULED, S.QUEUED, S.CLAIMED)
+# Jobs that passed authorization: a stop cannot recall them.
+PASSED_HANDOFF = (S.AUTHORIZED, S.SUBMITTED, S.ACCEPTED, S.UNKNOWN)
+# Jobs that hold their step: while one exists, no other job of the step is scheduled.
+LIVE = (S.SCHEDULED, S.QUEUED, S.CLAIMED, S.AUTHORIZED)
+
+# The timestamp field each target state stamps with the database clock.
+JOB_STAMP: dict[str, str] = {
+    S.QUEUED: "queued_at",
+    S.CLAIMED: "claimed_at",
+    S.AUTHORIZED: "authorized_at",
+    S.SUBMITTED: "submitted_at",
+    S.CANCELED: "canceled_at",
+    S.FAILED: "finished_at",
+    S.UNKNOWN: "finished_at",
+}
+
+
+def job_move(
+    *,
+    job: SendJob,
+    to: str,
+    event: Event | None = None,
+    worker_id: str = "",
+    fields: dict[str, Any] | None = None,
+    **event_data: Any,
+) -> bool:
+    """Move `job` from the state and version it was read with to `to`; requires a transaction."""
+    _check("send-job", JOB_EDGES, job.state, to)
+    updates: dict[str, Any] = dict(fields or {})
+    if to in JOB_STAMP:
+        updates.setdefault(JOB_STAMP[to], DbClock())
+    moved = SendJob.objects.filter(pk=job.pk, state=job.state, version=job.version).update(
+        state=to, version=F("version") + 1, **updates
+    )
+    if not moved:
+        return False
+    event_record(
+        kind=event or Event(f"job_{to}"),
+        email=_email_of(job),
+        enrollment=job.enrollment_id,
+        job=job.pk,
+        version_seen=job.version,
+        worker_id=worker_id,
+        step=job.step.position,
+        **{"from": job.state, "to": to},
+        **event_data,
+    )
+    job.state, job.version = to, job.version + 1
+    return True
+
+
+def job_created(*, job: SendJob, email: str, **event_data: Any) -> None:
+    """The event of a job born `scheduled` (the one state a job is created in); requires a transaction."""
+    assert job.state == S.SCHEDULED, "a send job is created scheduled"
+    event_record(kind=Event.JOB_SCHEDULED, email=email, enrollment=job.enrollment_id, job=job,
+                 version_seen=job.version, step=job.step.position, **event_data)
+
+
+def _email_of(job: SendJob) -> str:
+    cache = getattr(job, "_email", None)
+    if cache is None:
+        cache = job.enrollment.contact.email
+        job._email = cache  # type: ignore[attr-defined]
+    return cache
+
+
+# --- enrollments -----------------------------------------------------------------------------
+
+E = Enrollment.Status
+
+ENROLLMENT_EDGES: dict[str, frozenset[str]] = {
+    E.ACTIVE: frozenset({E.PAUSED, E.STOPPED, E.COMPLETED}),
+    E.PAUSED: frozenset({E.ACTIVE, E.STOPPED}),
+    E.STOPPED: frozenset({E.ACTIVE}),  # only an operator's explicit resume
+    # -> active: its last message was canceled at the provider, so it is not complete after all.
+    # -> stopped: a later reply, complaint or suppression still stops the person.
+    E.COMPLETED: frozenset({E.ACTIVE, E.STOPPED}),
+}
+
+
+def enrollment_move(
+    *, enrollment: Enrollment, to: str, event: Event, fields: dict[str, Any] | None = None, **event_data: Any
+) -> bool:
+    """Move a locked enrollment from the status and version it was read with; requires a transaction."""
+    _check("enrollment", ENROLLMENT_EDGES, enrollment.status, to)
+    moved = Enrollment.objects.filter(pk=enrollment.pk, status=enrollment.status, version=enrollment.version).update(
+        status=to, version=F("version") + 1, **(fields or {})
+    )
+    if not moved:
+        return False
+    event_record(kind=event, email=enrollment.contact.email, enrollment=enrollment,
+                 version_seen=enrollment.version, **event_data)
+    enrollment.status, enrollment.version = to, enrollment.version + 1
+    return True
+
+
+# --- sequences ---------------------------------------------------------------------------------
+
+SQ = Sequence.Status
+SEQUENCE_EDGES: dict[str, frozenset[str]] = {
+    SQ.ACTIVE: frozenset({SQ.PAUSED}),
+    SQ.PAUSED: frozenset({SQ.ACTIVE}),
+}
+SEQUENCE_EVENT = {SQ.ACTIVE: Event.SEQUENCE_RESUMED, SQ.PAUSED: Event.SEQUENCE_PAUSED}
+
+
+def sequence_move(*, sequence: Sequence, to: str, **event_data: Any) -> bool:
+    """Pause or resume a locked sequence; requires a transaction."""
+    _check("sequence", SEQUENCE_EDGES, sequence.status, to)
+    moved = Sequence.objects.filter(pk=sequence.pk, status=sequence.status, version=sequence.version).update(
+        status=to, version=F("version") + 1
+    )
+    if not moved:
+        return False
+    event_record(kind=SEQUENCE_EVENT[to], version_seen=sequence.version, sequence=sequence.name, **event_data)
+    sequence.status, sequence.version = to, sequence.version + 1
+    return True
+
+
+# --- mailboxes ----------------------------------------------------------------------------------
+
+MAILBOX_ACTIVE, MAILBOX_PAUSED = "active", "paused"
+MAILBOX_EDGES: dict[str, frozenset[str]] = {
+    MAILBOX_ACTIVE: frozenset({MAILBOX_PAUSED}),
+    MAILBOX_PAUSED: frozenset({MAILBOX_ACTIVE}),
+}
+MAILBOX_EVENT = {MAILBOX_ACTIVE: Event.MAILBOX_RESUMED, MAILBOX_PAUSED: Event.MAILBOX_PAUSED}
+
+
+def mailbox_status(mailbox: Mailbox) -> str:
+    return MAILBOX_PAUSED if mailbox.paused else MAILBOX_ACTIVE
+
+
+def mailbox_move(*, mailbox: Mailbox, to: str, **event_data: Any) -> bool:
+    """Pause or resume a locked mailbox; requires a transaction."""
+    _check("mailbox", MAILBOX_EDGES, mailbox_status(mailbox), to)
+    moved = Mailbox.objects.filter(pk=mailbox.pk, paused=mailbox.paused, version=mailbox.version).update(
+        paused=to == MAILBOX_PAUSED, version=F("version") + 1
+    )
+    if not moved:
+        return False
+    event_record(kind=MAILBOX_EVENT[to], version_seen=mailbox.version, mailbox=mailbox.name, **event_data)
+    mailbox.paused, mailbox.version = to == MAILBOX_PAUSED, mailbox.version + 1
+    return True
+
+
+# --- cancels at a provider ----------------------------------------------------------------------
+
+P = ProviderCancel
+NOT_ASKED = ""
+PROVIDER_CANCEL_EDGES: dict[str, frozenset[str]] = {
+    NOT_ASKED: frozenset({P.REQUESTED}),
+    # Only a documented success that came back before cancelable_until is "confirmed".
+    P.REQUESTED: frozenset({P.CONFIRMED, P.REFUSED, P.FAILED}),
+    P.CONFIRMED: frozenset(),
+    P.REFUSED: frozenset(),
+    P.FAILED: frozenset(),
+}
+PROVIDER_CANCEL_EVENT = {
+    P.REQUESTED: Event.PROVIDER_CANCEL_REQUESTED,
+    P.CONFIRMED: Event.PROVIDER_CANCEL_CONFIRMED,
+    P.REFUSED: Event.PROVIDER_CANCEL_REFUSED,
+    P.FAILED: Event.PROVIDER_CANCEL_FAILED,
+}
+
+
+def provider_cancel_move(*, job: SendJob, to: str, detail: str, email: str, **event_data: Any) -> bool:
+    """Record a cancel request or the provider's answer, guarded by the status it was read with."""
+    current = job.provider_cancel_status
+    _check("provider-cancel", PROVIDER_CANCEL_EDGES, current, to)
+    moved = SendJob.objects.filter(pk=job.pk, provider_cancel_status=current).update(
+        provider_cancel_status=to, provider_cancel_detail=detail
+    )
+    if not moved:
+        return False
+    event_record(kind=PROVIDER_CANCEL_EVENT[to], email=email, enrollment=job.enrollment_id, job=job,
+                 version_seen=job.version, detail=detail, schedule_id=job.provider_schedule_id,
+                 provider_send_at=iso(job.provider_send_at), cancelable_until=iso(job.cancelable_until),
+                 **event_data)
+    job.provider_cancel_status, job.provider_cancel_detail = to, detail
+    return True

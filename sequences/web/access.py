@@ -1,0 +1,72 @@
+"""Who may see and do what in the operator UI, and the headers every page carries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpResponseNotAllowed
+
+# --- roles and access ----------------------------------------------------------------
+
+# Permissions the UI checks (the groups that hold them: sequences/migrations/0002_roles.py).
+VIEW = "sequences.view_sequence"
+VIEW_ENROLLMENT = "sequences.view_enrollment"
+VIEW_INCIDENT = "sequences.view_timelineevent"
+VIEW_INBOUND = "mailboxes.view_inboundmessage"
+VIEW_MAILBOX = "mailboxes.view_mailbox"
+VIEW_LEDGER = "sequences.view_suppression"
+VIEW_LOG = "sequences.view_operatoraction"
+OPERATE = "sequences.operate"
+MANAGE_SUPPRESSIONS = "sequences.manage_suppressions"
+
+PERM_TEXT = {
+    OPERATE: "Pausing, resuming and stopping need the operators or admins role.",
+    MANAGE_SUPPRESSIONS: "Adding, lifting, importing and exporting suppressions needs the admins role.",
+}
+
+# Inbound mail and contact fields are hostile input: besides autoescaping, the
+# browser is told to load nothing that is not ours and to run no inline script.
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def ui_view(perm: str, *, methods: tuple[str, ...] = ("GET",)) -> Callable:
+    """Anonymous -> login; permission missing -> 403 page; method not offered -> 405. Sets the CSP header."""
+
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            # Permission before method: a role without access gets the 403 page whatever it sends.
+            if not request.user.has_perm(perm):
+                raise PermissionDenied(PERM_TEXT.get(perm, "Your role does not include this page."))
+            allowed = set(methods) | ({"HEAD"} if "GET" in methods else set())
+            if request.method not in allowed:
+                return HttpResponseNotAllowed(sorted(allowed))
+            response = view(request, *args, **kwargs)
+            if "Content-Security-Policy" not in response:
+                response["Content-Security-Policy"] = CSP
+            return response
+
+        wrapped.required_perm = perm  # type: ignore[attr-defined]
+        return wrapped
+
+    return decorator
+
+
+def page_of(request, items, per_page: int = 50):
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+def query_without_page(request) -> str:
+    params = request.GET.copy()
+    params.pop("page", None)
+    return params.urlencode()
+

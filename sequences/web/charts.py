@@ -1,0 +1,101 @@
+"""The dashboard: counts, jobs whose outcome is unknown, and the sends/replies/bounces chart as SVG geometry."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from mailboxes.models import InboundMessage, Mailbox
+
+from ..models import Enrollment, SendJob, Sequence
+from ..selectors import jobs_with_labels
+from ..states import LIVE
+from .rows import job_rows
+
+S = SendJob.State
+
+
+
+def dashboard() -> dict[str, Any]:
+    enrollments = Counter()
+    stopped_by_reason = Counter()
+    for status, reason, n in Enrollment.objects.values_list("status", "stop_reason").annotate(n=Count("id")):
+        enrollments[status] += n
+        if status == Enrollment.Status.STOPPED:
+            stopped_by_reason[Enrollment.StopReason(reason).label if reason in Enrollment.StopReason.values
+                              else reason] += n
+    jobs = dict(
+        SendJob.objects.filter(state__in=LIVE).values_list("state").annotate(n=Count("id"))
+    )
+    unknown_qs = jobs_with_labels().filter(state=S.UNKNOWN).order_by("-finished_at", "-id")
+    return {
+        "enrollments": [(label, enrollments[value]) for value, label in Enrollment.Status.choices],
+        "stopped_by_reason": sorted(stopped_by_reason.items()),
+        "sequences": dict(Sequence.objects.values_list("status").annotate(n=Count("id"))),
+        "in_flight": [(S(state).label, jobs.get(state, 0)) for state in LIVE],
+        "unknown_rows": job_rows(unknown_qs[:20]),
+        "unknown_total": unknown_qs.count(),
+        "mailboxes": list(Mailbox.objects.order_by("name")),
+        "chart": activity_chart(),
+    }
+
+
+@dataclass
+class Bar:
+    x: float
+    y: float
+    w: float
+    h: float
+    series: str
+    title: str
+
+
+def activity_chart(days: int = 14) -> dict[str, Any]:
+    """Sends, replies and bounces per day (UTC), as bar geometry for a server-rendered SVG."""
+    today = timezone.now().date()
+    start = today - timedelta(days=days - 1)
+    start_dt = datetime.combine(start, datetime.min.time(), tzinfo=timezone.get_current_timezone())
+
+    def per_day(qs, field_name: str) -> dict:
+        return dict(
+            qs.filter(**{f"{field_name}__gte": start_dt})
+            .annotate(day=TruncDate(field_name))
+            .values_list("day")
+            .annotate(n=Count("id"))
+        )
+
+    series = {
+        "sends": per_day(SendJob.objects.exclude(submitted_at=None), "submitted_at"),
+        "replies": per_day(InboundMessage.objects.filter(kind=InboundMessage.Kind.HUMAN_REPLY,
+                                                         duplicate_of=None), "committed_at"),
+        "bounces": per_day(InboundMessage.objects.filter(kind=InboundMessage.Kind.BOUNCE, duplicate_of=None),
+                           "committed_at"),
+    }
+    width, height, left, bottom, top = 640, 180, 32, 24, 10
+    plot_h = height - bottom - top
+    group_w = (width - left) / days
+    bar_w = (group_w - 6) / 3
+    peak = max([1] + [n for data in series.values() for n in data.values()])
+    bars, labels = [], []
+    totals = {name: sum(data.values()) for name, data in series.items()}
+    for i in range(days):
+        day = start + timedelta(days=i)
+        x0 = left + i * group_w + 3
+        for j, name in enumerate(series):
+            n = series[name].get(day, 0)
+            h = plot_h * n / peak
+            bars.append(Bar(x=round(x0 + j * bar_w, 1), y=round(top + plot_h - h, 1), w=round(bar_w - 1, 1),
+                            h=round(h, 1), series=name, title=f"{day:%Y-%m-%d}: {n} {name}"))
+        if i % 2 == 0 or days <= 7:
+            labels.append({"x": round(x0 + group_w / 2 - 3, 1), "text": f"{day:%m-%d}"})
+    return {
+        "width": width, "height": height, "bars": bars, "labels": labels, "peak": peak,
+        "axis_y": top + plot_h, "top": top, "left": left, "label_y": height - 8, "totals": totals,
+        "days": days, "start": start, "end": today,
+    }

@@ -1,0 +1,222 @@
+"""Display rows for the operator UI: jobs with honest labels, timelines, stop results, the operator log.
+
+Reads only. Times shown to people go through `labels.stamp` (database clock, ms, UTC);
+words for what a stop did come from `labels`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import Count, Q
+from django.urls import reverse
+
+from ..labels import job_label_and_tone, stamp, stop_summary_lines
+from ..models import Enrollment, OperatorAction, SendJob, TimelineEvent
+from ..selectors import jobs_with_labels
+from ..services import StopSummary
+from ..states import CANCELABLE, PASSED_HANDOFF
+from ..timeline import Event
+
+S = SendJob.State
+T = OperatorAction.TargetKind
+
+
+@dataclass
+class JobRow:
+    job: SendJob
+    label: str
+    tone: str
+    position: int
+
+
+def job_rows(jobs: Iterable[SendJob]) -> list[JobRow]:
+    """Jobs with their honest labels; the queryset comes from `selectors.jobs_with_labels`."""
+    rows = []
+    for job in jobs:
+        label = job_label_and_tone(job)
+        rows.append(JobRow(job=job, label=label.text, tone=label.tone, position=job.step.position))
+    return rows
+
+
+def latest_job_rows(enrollment_ids: list[int]) -> dict[int, JobRow]:
+    """The most recent job of each enrollment (by step, then id), labelled."""
+    latest: dict[int, SendJob] = {}
+    for job in jobs_with_labels().filter(enrollment_id__in=enrollment_ids).order_by("step__position", "id"):
+        latest[job.enrollment_id] = job
+    return {eid: job_rows([job])[0] for eid, job in latest.items()}
+
+
+# --- timelines ------------------------------------------------------------------------------
+
+_INBOUND_REF = re.compile(r"^inbound:(\d+)$")
+# Shown in their own columns, not repeated among the details.
+_EVENT_SKIP = {"from", "to"}
+
+
+@dataclass
+class EventRow:
+    event: TimelineEvent
+    at: str
+    transition: str
+    details: list[tuple[str, str]] = field(default_factory=list)
+    inbound_ids: list[int] = field(default_factory=list)
+
+
+def event_rows(events: Iterable[TimelineEvent]) -> list[EventRow]:
+    rows = []
+    for event in events:
+        data = event.data or {}
+        transition = f"{data['from']} → {data['to']}" if "from" in data and "to" in data else ""
+        details, inbound = [], []
+        for key in sorted(data):
+            if key in _EVENT_SKIP:
+                continue
+            value = data[key]
+            if value in ("", None, [], {}):
+                continue
+            text = value if isinstance(value, str) else _json_text(value)
+            details.append((key, text))
+            match = _INBOUND_REF.match(text) if isinstance(value, str) else None
+            if match:
+                inbound.append(int(match.group(1)))
+            elif key in ("inbound", "inbound_id", "inbound_message") and isinstance(value, int):
+                inbound.append(value)
+        rows.append(EventRow(event=event, at=stamp(event.at), transition=transition, details=details,
+                             inbound_ids=inbound))
+    return rows
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def enrollment_events(enrollment: Enrollment):
+    """Everything that happened to an enrollment, its jobs, its address, its sequence and mailbox, in commit order."""
+    email = enrollment.contact.email
+    sequence = enrollment.sequence
+    return (
+        TimelineEvent.objects.filter(
+            Q(enrollment=enrollment)
+            | Q(job__enrollment=enrollment)
+            | Q(kind__in=(Event.SUPPRESSION_ADDED, Event.SUPPRESSION_LIFTED),
+                email__in=[email, "@" + enrollment.contact.domain])
+            | Q(kind__in=(Event.SEQUENCE_PAUSED, Event.SEQUENCE_RESUMED), data__sequence=sequence.name)
+            | Q(kind__in=(Event.MAILBOX_PAUSED, Event.MAILBOX_RESUMED), data__mailbox=sequence.mailbox.name)
+        )
+        .filter(at__gte=enrollment.created_at - timedelta(seconds=1))
+        .order_by("at", "id")
+    )
+
+
+def stop_summary_of(enrollment: Enrollment) -> dict[str, Any] | None:
+    """For a stopped or paused enrollment: what its stop canceled and what had already passed the hand-off."""
+    if enrollment.status not in (Enrollment.Status.STOPPED, Enrollment.Status.PAUSED):
+        return None
+    kind = Event.ENROLLMENT_STOPPED if enrollment.status == Enrollment.Status.STOPPED else Event.ENROLLMENT_PAUSED
+    event = TimelineEvent.objects.filter(enrollment=enrollment, kind=kind).order_by("-at", "-id").first()
+    if event is None:
+        return None
+    data = event.data or {}
+    summary = StopSummary(canceled=data.get("canceled", 0), in_flight=data.get("in_flight", 0),
+                          submitted=data.get("submitted", 0))
+    return {
+        "kind": kind,
+        "at": stamp(event.at),
+        "reason": data.get("reason", "") or enrollment.stop_reason,
+        **summary.as_dict(),
+        "lines": stop_summary_lines(summary),
+        "actor": data.get("actor", ""),
+        "source": data.get("source", ""),
+    }
+
+
+# --- what a pause or stop will do (confirmation pages) -------------------------------------
+
+SHOWN_JOBS = 50  # job rows listed after an action; the counts are always complete
+
+
+def jobs_forecast(jobs_qs) -> dict[str, int]:
+    """Counts a stop of these jobs' enrollments would report: canceled, in flight, already submitted."""
+    counts = Counter(dict(jobs_qs.order_by().values_list("state").annotate(n=Count("id"))))
+    return {
+        "cancel": sum(counts[s] for s in CANCELABLE),
+        "claimed": counts[S.CLAIMED],
+        "in_flight": counts[S.AUTHORIZED],
+        "submitted": counts[S.SUBMITTED] + counts[S.ACCEPTED] + counts[S.UNKNOWN],
+    }
+
+
+def passed_handoff_rows(jobs_qs, limit: int = SHOWN_JOBS) -> tuple[list[JobRow], int]:
+    qs = jobs_qs.filter(state__in=PASSED_HANDOFF).order_by("-authorized_at", "-id")
+    return job_rows(qs[:limit]), qs.count()
+
+
+def stop_result(summary: StopSummary, *, action: str, target: str) -> dict[str, Any]:
+    """What a view keeps in the session to show once after the redirect (the counts, and the first jobs)."""
+    return {"action": action, "target": target, **summary.as_dict(), "lines": stop_summary_lines(summary),
+            "job_ids_canceled": summary.job_ids_canceled[:SHOWN_JOBS]}
+
+
+def stop_result_rows(result: dict[str, Any], jobs_qs) -> dict[str, Any]:
+    canceled = job_rows(jobs_with_labels().filter(pk__in=result.get("job_ids_canceled", [])).order_by("id"))
+    handed_off, handed_off_total = passed_handoff_rows(jobs_qs)
+    return {**result, "canceled_rows": canceled, "handed_off_rows": handed_off, "handed_off_total": handed_off_total}
+
+
+# --- operator log -------------------------------------------------------
+
+
+# What an action leaves behind when its result does not say (it always leaves this, or changes nothing).
+_STATE_AFTER = {"enrollment_stop": "stopped", "suppression_add": "suppressed", "suppression_lift": "lifted",
+                "sequence_pause": "paused", "sequence_resume": "active", "enrollment_resume": "active"}
+
+
+@dataclass
+class LogRow:
+    action: OperatorAction
+    at: str
+    result: list[tuple[str, str]]
+    state_after: str
+    link: str | None  # the page of what the action was done to
+
+
+def log_rows(actions: Iterable[OperatorAction]) -> list[LogRow]:
+    rows = []
+    for a in actions:
+        result = a.result or {}
+        if "status" in result:
+            after = str(result["status"])
+        elif "paused" in result:
+            after = "paused" if result["paused"] else "active"
+        elif a.action == "enrollment_pause":
+            after = "paused" if result.get("changed") else "unchanged"
+        else:
+            after = _STATE_AFTER.get(a.action, "")
+        rows.append(LogRow(action=a, at=stamp(a.at), state_after=after,
+                           result=[(k, _json_text(v)) for k, v in result.items() if k not in ("status", "paused")],
+                           link=_target_link(a)))
+    return rows
+
+
+def _target_link(action: OperatorAction) -> str | None:
+    kind, pk = action.target_kind, action.target_id
+    if kind == T.ENROLLMENT and pk:
+        return reverse("enrollment_detail", args=[pk])
+    if kind == T.SEQUENCE and pk:
+        return reverse("sequence_detail", args=[pk])
+    if kind == T.MAILBOX:
+        return reverse("mailbox_list")
+    if kind == T.SUPPRESSION:
+        return f"{reverse('suppression_history')}?{urlencode({'value': action.target})}"
+    return None
+
+
