@@ -54,7 +54,8 @@ class MailboxAdmin(admin.ModelAdmin):
 
 @admin.register(ImapCursor)
 class ImapCursorAdmin(ReadOnlyAdmin):
-    list_display = ("mailbox", "folder", "uidvalidity", "last_uid", "highestmodseq", "rescans", "updated_at")
+    list_display = ("mailbox", "folder", "uidvalidity", "last_uid", "highestmodseq", "rescans", "failures",
+                    "last_error", "updated_at")
 
 
 @admin.register(InboundMessage)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +26,9 @@ from datetime import UTC, datetime
 
 from imapclient import IMAPClient
 from imapclient import exceptions as imap_exc
+
+from .tls import tls_context
+from .transports.base import CheckStep
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class ImapConfig:
     password: str
     security: str = "none"  # "none" | "starttls" | "tls"
     timeout: float = 30.0
+    ca_file: str = ""  # a private CA trusted besides the system's
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_CHOICES:
@@ -128,7 +131,7 @@ class ImapSession:
                 cfg.host,
                 port=cfg.port,
                 ssl=cfg.security == "tls",
-                ssl_context=ssl.create_default_context() if cfg.security == "tls" else None,
+                ssl_context=tls_context(cfg.ca_file) if cfg.security == "tls" else None,
                 timeout=cfg.timeout,
             )
         except (OSError, imap_exc.IMAPClientError) as e:
@@ -141,7 +144,7 @@ class ImapSession:
         try:
             with self._errors(f"connect to {where}"):
                 if cfg.security == "starttls":
-                    client.starttls(ssl.create_default_context())
+                    client.starttls(tls_context(cfg.ca_file))
                 try:
                     client.login(cfg.username, cfg.password)
                 except imap_exc.LoginError as e:
@@ -230,6 +233,38 @@ class ImapSession:
             exists=int(resp[b"EXISTS"]),
         )
         return self.status
+
+    def folders(self) -> list[tuple[str, str]]:
+        """(name, hierarchy delimiter) of every folder the account has (LIST "" *)."""
+        with self._errors("LIST"):
+            listed = self._c.list_folders()
+        return [(_text(name), _text(delimiter or b"")) for _flags, delimiter, name in listed]
+
+    def check(self, folders: list[str]) -> list[CheckStep]:
+        """LIST, then EXAMINE each configured folder; a missing one is named with what it may be called."""
+        steps: list[CheckStep] = []
+        try:
+            listed = self.folders()
+        except ImapError as e:
+            return [CheckStep("LIST", False, str(e))]
+        names = [name for name, _ in listed]
+        delimiter = next((d for _, d in listed if d), "/")
+        steps.append(CheckStep("LIST", True, f"{len(names)} folders, hierarchy delimiter {delimiter!r}"))
+        caps = [c for c in ("IDLE", "CONDSTORE") if self._c.has_capability(c)]
+        steps.append(CheckStep("capabilities", True, ", ".join(caps) or "neither IDLE nor CONDSTORE: polling only"))
+        for folder in folders:
+            if folder not in names:
+                guess = folder_guess(folder, names, delimiter)
+                hint = f" — did you mean {guess}?" if guess else ""
+                steps.append(CheckStep(f"SELECT {folder}", False, f"folder {folder} not found{hint}"))
+                continue
+            try:
+                status = self.select(folder)
+            except ImapError as e:
+                steps.append(CheckStep(f"SELECT {folder}", False, str(e)))
+            else:
+                steps.append(CheckStep(f"SELECT {folder}", True, f"{status.exists} messages"))
+        return steps
 
     def _require_folder(self) -> str:
         if self._folder is None:
@@ -381,6 +416,15 @@ class ImapSession:
             resp = c.append(folder, raw, flags=tuple(flags), msg_time=when)
         m = _APPENDUID_RE.search(resp if isinstance(resp, bytes) else str(resp).encode())
         return int(m.group(1)) if m else None
+
+
+def folder_guess(folder: str, names: list[str], delimiter: str) -> str:
+    """A configured folder's likely real name: under INBOX with the server's delimiter, or a case variant."""
+    for candidate in (f"INBOX{delimiter}{folder}", folder.replace("/", delimiter).replace(".", delimiter)):
+        if candidate in names:
+            return candidate
+    lowered = {name.lower(): name for name in names}
+    return lowered.get(folder.lower(), "") or lowered.get(f"inbox{delimiter}{folder}".lower(), "")
 
 
 def _is_exists(resp) -> bool:

@@ -47,7 +47,16 @@ class Mailbox(models.Model):
     # (0: keep scheduling in our own queue and hand off at send time).
     esp_schedule_ahead_minutes = models.PositiveIntegerField(default=0)
 
-    paused = models.BooleanField(default=False)
+    paused = models.BooleanField(default=False)  # by an operator
+    # Health (sequences.states, the mailbox-health machine): blocked when the mailbox as a whole cannot
+    # send (authentication, TLS, sender policy, a server that stays unreachable). Jobs wait; one probe
+    # at a growing interval, or an operator's check, unblocks it.
+    blocked_at = models.DateTimeField(null=True, blank=True)
+    blocked_reason = models.TextField(blank=True)  # the server's words and a hint, never a secret
+    blocked_probes = models.PositiveIntegerField(default=0)  # failed probes since blocked_at
+    next_probe_at = models.DateTimeField(null=True, blank=True)
+    connect_failures = models.PositiveIntegerField(default=0)  # in a row; reset by a submission
+    ca_file = models.CharField(max_length=500, blank=True)  # a private CA (PEM) trusted for SMTP and IMAP TLS
     # Only a mailbox marked as a drill target may be used by `manage.py drill`.
     is_drill_target = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
@@ -82,6 +91,13 @@ class Mailbox(models.Model):
     def has_imap(self) -> bool:
         return bool(self.imap_host)
 
+    @property
+    def sending_status(self) -> str:
+        """In words: whether mail leaves this mailbox now."""
+        if self.paused:
+            return "paused"
+        return "blocked" if self.blocked_at else "active"
+
 
 class ImapCursor(models.Model):
     """Where the poller is in one folder: advanced in the same transaction that records a message."""
@@ -93,6 +109,9 @@ class ImapCursor(models.Model):
     highestmodseq = models.BigIntegerField(null=True, blank=True)
     rescans = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(null=True, blank=True)
+    # Each folder's own health: one failing folder never stops the others.
+    last_error = models.TextField(blank=True)
+    failures = models.PositiveIntegerField(default=0)  # passes in a row that failed on this folder
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["mailbox", "folder"], name="imapcursor_unique_folder")]

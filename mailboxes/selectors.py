@@ -36,5 +36,7 @@ def transport_for(mailbox: Mailbox) -> SmtpTransport | EspTransport:
             password=secret_from_env(mailbox.smtp_password_env),
             security=mailbox.smtp_security,
             timeout=settings.OUTREACH_SMTP_TIMEOUT,
+            ca_file=mailbox.ca_file,
+            password_env=mailbox.smtp_password_env,
         )
     )

@@ -24,6 +24,7 @@ RAW_SHOWN_BYTES = 256 * 1024
 
 @ui_view(VIEW_MAILBOX)
 def mailbox_list(request):
+    check = request.session.pop("ui-check:mailbox", None)
     result = request.session.pop("ui-result:mailbox", None)
     if result and "job_ids_canceled" in result:
         result = rows.stop_result_rows(
@@ -31,8 +32,20 @@ def mailbox_list(request):
         )
     return render(request, "ui/mailbox_list.html", {
         "mailboxes": Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"),
-        "can_operate": request.user.has_perm(OPERATE), "result": result,
+        "can_operate": request.user.has_perm(OPERATE), "result": result, "check": check,
     })
+
+
+@ui_view(OPERATE, methods=("POST",))
+def mailbox_check(request, pk: int):
+    """Try every step of sending (no message is sent); a blocked mailbox whose check passes is unblocked."""
+    mailbox = get_object_or_404(Mailbox, pk=pk)
+    result = services.mailbox_probe(mailbox_id=pk, actor=request.user.get_username(), forced=True)
+    request.session["ui-check:mailbox"] = {
+        "mailbox": mailbox.name, "text": result.text,
+        "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps],
+    }
+    return redirect("mailbox_list")
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))

@@ -7,7 +7,8 @@ from django.conf import settings
 from rq import cron
 
 from mailboxes.tasks import poll_all
-from sequences.tasks import dispatch
+from sequences.tasks import dispatch, doctor
 
 cron.register(dispatch, queue_name="default", interval=10)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
+cron.register(doctor, queue_name="default", interval=300)

@@ -143,6 +143,13 @@ OUTREACH_LEASE_SECONDS = int(os.environ.get("OUTREACH_LEASE_SECONDS", "300"))
 # Transient SMTP failures are retried this many times, with backoff.
 OUTREACH_MAX_ATTEMPTS = int(os.environ.get("OUTREACH_MAX_ATTEMPTS", "5"))
 OUTREACH_RETRY_BASE_SECONDS = int(os.environ.get("OUTREACH_RETRY_BASE_SECONDS", "60"))
+# A blocked mailbox (authentication, TLS, sender policy, a server that stays unreachable) is probed once
+# after each of these intervals in turn (seconds; the last repeats); its jobs wait meanwhile.
+OUTREACH_PROBE_INTERVALS = [int(x) for x in os.environ.get("OUTREACH_PROBE_INTERVALS", "60,300,900,3600").split(",")]
+# Connection failures in a row (no answer from the server at all) after which the mailbox is blocked.
+OUTREACH_CONNECT_FAILURES_TO_BLOCK = int(os.environ.get("OUTREACH_CONNECT_FAILURES_TO_BLOCK", "3"))
+# A job that meets a blocked mailbox in the final check waits at least this long before it is tried again.
+OUTREACH_BLOCKED_RECHECK_SECONDS = int(os.environ.get("OUTREACH_BLOCKED_RECHECK_SECONDS", "60"))
 OUTREACH_SMTP_TIMEOUT = float(os.environ.get("OUTREACH_SMTP_TIMEOUT", "30"))
 OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
 # Soft bounces in a row that suppress an address.

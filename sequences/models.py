@@ -86,6 +86,7 @@ class Enrollment(models.Model):
         HARD_BOUNCE = "hard_bounce", "Hard bounce"
         SUPPRESSED = "suppressed", "Suppressed"
         OPERATOR = "operator", "Stopped by operator"
+        FAILED = "failed", "A step failed"  # the message could not be sent; an operator may retry it
 
     sequence = models.ForeignKey(Sequence, on_delete=models.PROTECT, related_name="enrollments")
     contact = models.ForeignKey(Contact, on_delete=models.PROTECT, related_name="enrollments")
@@ -167,9 +168,11 @@ class SendJob(models.Model):
         ordering = ["scheduled_at", "id"]
         constraints = [
             # One live job per step. Canceled jobs, and jobs a provider confirmed it canceled before
-            # their send time, stay as history; a resume schedules a new one.
+            # their send time, and failed jobs an operator retried, stay as history; a resume or a retry
+            # schedules a new one.
             models.UniqueConstraint(
-                fields=["enrollment", "step"], condition=~Q(state="canceled") & ~Q(provider_cancel_status="confirmed"),
+                fields=["enrollment", "step"],
+                condition=~Q(state__in=["canceled", "failed"]) & ~Q(provider_cancel_status="confirmed"),
                 name="sendjob_once_per_step",
             ),
             models.CheckConstraint(

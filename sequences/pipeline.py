@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from django.db import connection
 
 from mailboxes.selectors import transport_for
-from mailboxes.transports.base import OutcomeUnknown, PermanentError, RecipientRefused, TransientError
+from mailboxes.transports.base import (
+    MailboxRefused,
+    OutcomeUnknown,
+    PermanentError,
+    RecipientRefused,
+    TransientError,
+)
 
 from . import checkpoints, services
 from .messages import message_prepare
@@ -56,8 +62,13 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
     try:
         submission = transport.send(sender=prepared.sender, recipient=prepared.recipient, message=prepared.data,
                                     **schedule_kw)
+    except MailboxRefused as exc:
+        # The mailbox, not the message: the job waits for the mailbox; nothing is failed.
+        state = services.send_job_record_mailbox_refused(job_id=job_id, worker_id=worker_id, error=str(exc))
+        return Outcome(job_id, state, str(exc))
     except TransientError as exc:
-        state = services.send_job_record_retry(job_id=job_id, worker_id=worker_id, error=str(exc))
+        record = services.send_job_record_unreachable if exc.connection else services.send_job_record_retry
+        state = record(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, state, str(exc))
     except RecipientRefused as exc:
         services.send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=exc.hard)

@@ -5,7 +5,8 @@
 | a send job                | SendJob.state                 | `job_move`             |
 | an enrollment             | Enrollment.status             | `enrollment_move`      |
 | a sequence                | Sequence.status               | `sequence_move`        |
-| a mailbox                 | Mailbox.paused (active/paused)| `mailbox_move`         |
+| a mailbox (operator)      | Mailbox.paused (active/paused)| `mailbox_move`         |
+| a mailbox's health        | Mailbox.blocked_at (ok/blocked)| `mailbox_health_move` |
 | a cancel at a provider    | SendJob.provider_cancel_status| `provider_cancel_move` |
 
 No other code writes these fields. A move is an UPDATE guarded by the state
@@ -206,6 +207,45 @@ def mailbox_move(*, mailbox: Mailbox, to: str, **event_data: Any) -> bool:
         return False
     event_record(kind=MAILBOX_EVENT[to], version_seen=mailbox.version, mailbox=mailbox.name, **event_data)
     mailbox.paused, mailbox.version = to == MAILBOX_PAUSED, mailbox.version + 1
+    return True
+
+
+# --- mailbox health --------------------------------------------------------------------------
+
+HEALTH_OK, HEALTH_BLOCKED = "ok", "blocked"
+HEALTH_EDGES: dict[str, frozenset[str]] = {
+    HEALTH_OK: frozenset({HEALTH_BLOCKED}),
+    # blocked -> blocked: a probe failed again (the next one waits longer).
+    HEALTH_BLOCKED: frozenset({HEALTH_BLOCKED, HEALTH_OK}),
+}
+
+
+def mailbox_health(mailbox: Mailbox) -> str:
+    return HEALTH_BLOCKED if mailbox.blocked_at else HEALTH_OK
+
+
+def mailbox_health_move(*, mailbox: Mailbox, to: str, reason: str = "", next_probe_at=None, **event_data: Any) -> bool:
+    """Block, re-block after a failed probe, or unblock a locked mailbox; requires a transaction."""
+    current = mailbox_health(mailbox)
+    _check("mailbox-health", HEALTH_EDGES, current, to)
+    if to == HEALTH_OK:
+        fields: dict[str, Any] = {"blocked_at": None, "blocked_reason": "", "blocked_probes": 0,
+                                  "next_probe_at": None, "connect_failures": 0}
+        event = Event.MAILBOX_UNBLOCKED
+    elif current == HEALTH_OK:
+        fields = {"blocked_at": DbClock(), "blocked_reason": reason, "blocked_probes": 0,
+                  "next_probe_at": next_probe_at, "connect_failures": 0}
+        event = Event.MAILBOX_BLOCKED
+    else:
+        fields = {"blocked_reason": reason, "blocked_probes": F("blocked_probes") + 1, "next_probe_at": next_probe_at}
+        event = Event.MAILBOX_PROBE_FAILED
+    moved = Mailbox.objects.filter(pk=mailbox.pk, version=mailbox.version).update(version=F("version") + 1, **fields)
+    if not moved:
+        return False
+    event_record(kind=event, version_seen=mailbox.version, mailbox=mailbox.name, reason=reason,
+                 next_probe_at=iso(next_probe_at), **event_data)
+    mailbox.refresh_from_db(fields=["blocked_at", "blocked_reason", "blocked_probes", "next_probe_at",
+                                    "connect_failures", "version"])
     return True
 
 

@@ -11,7 +11,7 @@ from rq import get_current_job
 
 from . import services
 from .pipeline import send_job_process
-from .queues import STALE_AFTER_SECONDS, enqueue_provider_cancel, enqueue_sends, send_enqueued_recently
+from .queues import STALE_AFTER_SECONDS, enqueue_probe, enqueue_provider_cancel, enqueue_sends, send_enqueued_recently
 
 log = logging.getLogger("outreach.tasks")
 
@@ -47,7 +47,27 @@ def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
     # Provider cancel requests whose RQ job was lost: ask again while the send time is ahead.
     for job_id in services.provider_cancels_stale():
         enqueue_provider_cancel(job_id)
-    return {"queued": len(due), "re_enqueued": len(stale) + sweep["requeued"], "marked_unknown": sweep["unknown"]}
+    # Blocked mailboxes whose next probe is due.
+    probes = services.mailbox_probes_due()
+    for mailbox_id in probes:
+        enqueue_probe(mailbox_id)
+    return {"queued": len(due), "re_enqueued": len(stale) + sweep["requeued"], "marked_unknown": sweep["unknown"],
+            "probes": len(probes)}
+
+
+def doctor() -> int:
+    """Periodic: repair active enrollments left without a live job (see services.doctor)."""
+    repaired = [f for f in services.enrollments_doctor(repair=True) if f.done]
+    for finding in repaired:
+        log.warning("enrollment %s (%s): %s -> %s", finding.enrollment_id, finding.email, finding.finding,
+                    finding.action)
+    return len(repaired)
+
+
+def mailbox_probe(mailbox_id: int) -> str:
+    result = services.mailbox_probe(mailbox_id=mailbox_id)
+    log.info("mailbox %s probe: %s", mailbox_id, result.text)
+    return result.outcome
 
 
 def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):

@@ -27,6 +27,10 @@ class Event(StrEnum):
     SEQUENCE_RESUMED = "sequence_resumed"
     MAILBOX_PAUSED = "mailbox_paused"
     MAILBOX_RESUMED = "mailbox_resumed"
+    MAILBOX_BLOCKED = "mailbox_blocked"  # the mailbox as a whole cannot send
+    MAILBOX_PROBE_FAILED = "mailbox_probe_failed"
+    MAILBOX_UNBLOCKED = "mailbox_unblocked"
+    MAILBOX_CONNECT_FAILED = "mailbox_connect_failed"  # the server could not be reached (counted)
     # Send jobs: one per edge of the job state machine (job_<state>), plus the edges with a name of their own
     JOB_SCHEDULED = "job_scheduled"
     JOB_QUEUED = "job_queued"
@@ -39,6 +43,7 @@ class Event(StrEnum):
     JOB_UNKNOWN = "job_unknown"
     JOB_DEFERRED = "job_deferred"  # claimed -> scheduled: sending window or daily cap
     JOB_RETRY_SCHEDULED = "job_retry_scheduled"  # authorized -> scheduled: transient transport error
+    JOB_HELD = "job_held"  # authorized -> scheduled: the mailbox failed as a whole; the message waits for it
     JOB_DELIVERED = "job_delivered"  # submitted -> accepted on a provider's delivery event
     JOB_FAILED_AT_PROVIDER = "job_failed_at_provider"
     CLAIM_EXPIRED = "claim_expired"  # claimed -> queued: the worker's lease ran out before authorization

@@ -17,7 +17,15 @@ from django.db.models import F
 from sequences.dbclock import db_now
 from sequences.timeline import Event, event_record
 
-from ..imap import ImapConfig, ImapError, ImapSession, ImapUidValidityError
+from ..imap import (
+    ImapAuthError,
+    ImapConfig,
+    ImapConnectionError,
+    ImapError,
+    ImapSession,
+    ImapUidValidityError,
+    folder_guess,
+)
 from ..models import ImapCursor, Mailbox
 from ..selectors import secret_from_env
 from .record import inbound_record
@@ -39,7 +47,7 @@ class PollResult:
 def imap_config_for(mailbox: Mailbox) -> ImapConfig:
     return ImapConfig(host=mailbox.imap_host, port=mailbox.imap_port, username=mailbox.imap_username,
                       password=secret_from_env(mailbox.imap_password_env), security=mailbox.imap_security,
-                      timeout=settings.OUTREACH_IMAP_TIMEOUT)
+                      timeout=settings.OUTREACH_IMAP_TIMEOUT, ca_file=mailbox.ca_file)
 
 
 def cursor_for(mailbox: Mailbox, folder: str) -> ImapCursor:
@@ -70,10 +78,25 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
     if not mailbox.has_imap:
         result.error = "no IMAP settings"
         return result
+    folder_errors: list[str] = []
     try:
         with ImapSession(imap_config_for(mailbox)) as session:
             for folder in mailbox.imap_folders or ["INBOX"]:
-                result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress)
+                try:
+                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress)
+                except (ImapConnectionError, ImapAuthError):
+                    raise  # the connection itself: the whole mailbox
+                except ImapError as exc:
+                    # This folder only (missing, not selectable): the others are still read.
+                    error = _folder_error(session, folder, exc)
+                    folder_errors.append(f"folder {folder}: {error}")
+                    result.folders[folder] = {"error": error}
+                    log.warning("poll of mailbox %s folder %s failed: %s", mailbox.name, folder, error)
+                    ImapCursor.objects.filter(pk=cursor_for(mailbox, folder).pk).update(
+                        last_error=error[:2000], failures=F("failures") + 1)
+                else:
+                    ImapCursor.objects.filter(mailbox=mailbox, folder=folder).exclude(failures=0, last_error="").update(
+                        last_error="", failures=0)
     except ImapError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)
@@ -81,8 +104,22 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
                                                      poll_failures=F("poll_failures") + 1)
         raise
     Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
-                                                 last_poll_error="", poll_failures=0)
+                                                 last_poll_error="; ".join(folder_errors)[:2000], poll_failures=0)
     return result
+
+
+def _folder_error(session: ImapSession, folder: str, exc: ImapError) -> str:
+    """The server's words, and the folder's likely real name when it does not exist under the one configured."""
+    try:
+        listed = session.folders()
+    except ImapError:
+        return str(exc)
+    names = [name for name, _ in listed]
+    if folder in names:
+        return str(exc)
+    delimiter = next((d for _, d in listed if d), "/")
+    guess = folder_guess(folder, names, delimiter)
+    return f"folder {folder} not found" + (f" — did you mean {guess}?" if guess else "") + f" ({exc})"
 
 
 def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress) -> dict[str, int]:

@@ -11,6 +11,13 @@ the sender may do next:
 - PermanentError: a 5xx elsewhere (e.g. DATA rejected). Never sent.
 - OutcomeUnknown: the connection failed after the message data was on its way
   (timeout, disconnect). It may have been accepted: never resend automatically.
+- MailboxRefused: the mailbox as a whole cannot send (authentication, TLS or
+  certificate, sender or relay policy). Never sent, and no other message of
+  this mailbox would be either: the mailbox is blocked, the message waits.
+
+A TransientError with `connection=True` (the server could not be reached at
+all) says nothing about the message either; when it persists, the sender
+treats it as the mailbox's failure too.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ class TransportError(Exception):
 
 
 class TransientError(TransportError):
-    pass
+    def __init__(self, message: str, *, code: int | None = None, connection: bool = False):
+        super().__init__(message, code=code)
+        self.connection = connection  # no conversation with the server took place
 
 
 class PermanentError(TransportError):
@@ -42,6 +51,27 @@ class RecipientRefused(PermanentError):
 
 class OutcomeUnknown(TransportError):
     pass
+
+
+class MailboxRefused(TransportError):
+    """Nothing this mailbox sends can leave until someone fixes it; `hint` says what to look at."""
+
+    def __init__(self, message: str, *, code: int | None = None, hint: str = ""):
+        super().__init__(message, code=code)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} — {self.hint}" if self.hint else text
+
+
+@dataclass(frozen=True)
+class CheckStep:
+    """One step of a connection check: what was tried, and the server's words or a hint."""
+
+    step: str  # "connect", "EHLO", "STARTTLS", "AUTH", "MAIL FROM", ...
+    ok: bool
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,4 +104,8 @@ class Transport:
     supports_cancel: bool = False
 
     def send(self, *, sender: str, recipient: str, message: bytes) -> Submission:
+        raise NotImplementedError
+
+    def check(self, *, sender: str) -> list[CheckStep]:
+        """Every step of a submission short of sending a message; stops at the first that fails."""
         raise NotImplementedError

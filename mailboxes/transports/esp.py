@@ -40,6 +40,8 @@ from django.utils.module_loading import import_string
 from urllib3.exceptions import NewConnectionError
 
 from .base import (
+    CheckStep,
+    MailboxRefused,
     OutcomeUnknown,
     PermanentError,
     ProviderSchedule,
@@ -206,6 +208,9 @@ class EspTransport(Transport):
             return OutcomeUnknown(f"{self.esp}: {code} {text}{ids}", code=code)
         if code == 429 or code >= 500:
             return TransientError(f"{self.esp}: {code} {text}", code=code)
+        if code in (401, 403):
+            # The key, not the message: nothing of this mailbox would be accepted.
+            return MailboxRefused(f"{self.esp}: {code} {text}", code=code, hint="check the mailbox's API key")
         return PermanentError(f"{self.esp}: {code} {text}", code=code)
 
     # --- SendGrid batches (anymail has no API for them) -------------------------------
@@ -238,6 +243,12 @@ class EspTransport(Transport):
         return urljoin(base if base.endswith("/") else base + "/", path)
 
     # --- cancel ----------------------------------------------------------------------
+
+    def check(self, *, sender: str) -> list[CheckStep]:
+        """No provider API here checks a key without sending: the next message is the check."""
+        if not self.config.api_key:
+            return [CheckStep("API key", False, "no API key: the mailbox's api_key_env variable is not set")]
+        return [CheckStep("API key", True, f"set; {self.esp} confirms it with the next message")]
 
     def cancel(self, *, schedule_id: str) -> CancelAnswer:
         """Ask the provider to cancel a scheduled send. Only a documented success is `confirmed`."""

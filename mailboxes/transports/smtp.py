@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 import smtplib
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..kinds import HARD_STATUS_CODES
+from ..tls import tls_context
 from .base import (
+    CheckStep,
+    MailboxRefused,
     OutcomeUnknown,
     PermanentError,
     RecipientRefused,
@@ -24,10 +27,37 @@ class SmtpConfig:
     host: str
     port: int
     username: str = ""
-    password: str = ""
+    password: str = field(default="", repr=False)
     security: str = "none"  # none | starttls | tls
     timeout: float = 30.0
     local_hostname: str | None = None
+    ca_file: str = ""  # a private CA to trust besides the system's
+    password_env: str = ""  # the name of the variable the password came from (for hints; never its value)
+
+
+# A 5.7.x refusal in these words is about who sends, not about the recipient.
+SENDER_POLICY = re.compile(
+    r"sender|relay|not owned|client host|authenticat|not (?:permitted|allowed|authori[sz]ed) to send|"
+    r"submission", re.IGNORECASE,
+)
+POLICY_CODE = re.compile(r"\b5\.7\.\d{1,3}\b")
+
+
+def tls_refused(exc: ssl.SSLError, *, ca_file: str, stage: str) -> MailboxRefused:
+    """A TLS failure names the configuration to look at."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
+        if "mismatch" in text.lower():
+            hint = "the certificate names another host: connect with the host name it was issued for"
+        elif ca_file:
+            hint = f"the certificate does not verify against ca_file {ca_file}"
+        else:
+            hint = "certificate signed by an unknown CA (or self-signed) — set ca_file to that CA's certificate"
+    elif "WRONG_VERSION_NUMBER" in text or "wrong version number" in text.lower():
+        hint = 'this port does not speak TLS on connect: use security = "starttls" (usually port 587)'
+    else:
+        hint = "the TLS handshake failed"
+    return MailboxRefused(f"TLS failed at {stage}: {text}", hint=hint)
 
 
 ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
@@ -47,7 +77,7 @@ def _text(reply: bytes | str) -> str:
 
 
 class SmtpTransport(Transport):
-    """Submits one message over SMTP with smtplib, reporting where a failure happened."""
+    """Submits one message over SMTP with smtplib, reporting where a failure happened and its scope."""
 
     supports_scheduled_send = False  # SMTP has no "deliver later"
     supports_cancel = False  # nothing to cancel once DATA is accepted
@@ -56,48 +86,141 @@ class SmtpTransport(Transport):
         self.config = config
 
     def send(self, *, sender: str, recipient: str, message: bytes) -> Submission:
+        client = self._open()
+        try:
+            return self._converse(client, sender, recipient, message)
+        finally:
+            _close(client)
+
+    def check(self, *, sender: str) -> list[CheckStep]:
+        """connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM the mailbox address, RSET: no message is sent."""
+        steps: list[CheckStep] = []
+        try:
+            client = self._open(steps)
+        except TransportError as exc:
+            return steps + [CheckStep(steps_failed_at(steps, self.config), False, str(exc))]
+        try:
+            code, reply = client.mail(sender)
+            if code != 250:
+                refusal = self._mail_refusal(code, reply, sender)
+                return steps + [CheckStep("MAIL FROM", False, str(refusal))]
+            steps.append(CheckStep("MAIL FROM", True, f"{code} {_text(reply)}"))
+            code, reply = client.rset()
+            steps.append(CheckStep("RSET", code == 250, f"{code} {_text(reply)}"))
+        except (OSError, smtplib.SMTPException) as exc:
+            steps.append(CheckStep("MAIL FROM", False, f"{type(exc).__name__}: {exc}"))
+        finally:
+            _close(client)
+        return steps
+
+    # --- the session up to MAIL FROM ---------------------------------------------------
+
+    def _open(self, steps: list[CheckStep] | None = None) -> smtplib.SMTP:
+        """Connect, greet, secure and authenticate; every failure is raised with its scope."""
         cfg = self.config
+        record = steps.append if steps is not None else (lambda step: None)
+        if cfg.username and not cfg.password:
+            # Found before any login attempt: a missing secret must not cost a failed AUTH at the server.
+            where = f"the environment variable {cfg.password_env}" if cfg.password_env else "password_env"
+            raise MailboxRefused(f"no password for {cfg.username}: {where} is not set",
+                                 hint="set it in the environment of the worker")
         try:
             if cfg.security == "tls":
                 client: smtplib.SMTP = smtplib.SMTP_SSL(
                     cfg.host, cfg.port, timeout=cfg.timeout, local_hostname=cfg.local_hostname,
-                    context=ssl.create_default_context(),
+                    context=tls_context(cfg.ca_file),
                 )
             else:
                 client = smtplib.SMTP(cfg.host, cfg.port, timeout=cfg.timeout, local_hostname=cfg.local_hostname)
+        except ssl.SSLError as exc:
+            raise tls_refused(exc, ca_file=cfg.ca_file, stage="connect") from exc
+        except smtplib.SMTPConnectError as exc:
+            text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
+            if 500 <= exc.smtp_code < 600:
+                raise MailboxRefused(f"the server refused the connection: {text}",
+                                     hint="the server does not accept mail from this host") from exc
+            raise TransientError(f"the server refused the connection for now: {text}", connection=True) from exc
         except (OSError, smtplib.SMTPException) as exc:
-            raise TransientError(f"cannot connect to {cfg.host}:{cfg.port}: {exc}") from exc
-        try:
-            return self._converse(client, sender, recipient, message)
-        finally:
-            try:
-                client.quit()
-            except Exception:  # noqa: BLE001 - the outcome is already decided
-                client.close()
-
-    def _converse(self, client: smtplib.SMTP, sender: str, recipient: str, message: bytes) -> Submission:
-        cfg = self.config
+            raise TransientError(f"cannot connect to {cfg.host}:{cfg.port}: {exc}{self._port_hint()}",
+                                 connection=True) from exc
+        record(CheckStep("connect", True, f"{cfg.host}:{cfg.port}" + (" (TLS)" if cfg.security == "tls" else "")))
         try:
             client.ehlo_or_helo_if_needed()
+            record(CheckStep("EHLO", True, _text(client.ehlo_resp or b"").splitlines()[0] if client.ehlo_resp else ""))
             if cfg.security == "starttls":
-                client.starttls(context=ssl.create_default_context())
+                if not client.has_extn("starttls"):
+                    raise MailboxRefused("the server does not offer STARTTLS",
+                                         hint='use security = "tls" (port 465) or "none"')
+                try:
+                    client.starttls(context=tls_context(cfg.ca_file))
+                except ssl.SSLError as exc:
+                    raise tls_refused(exc, ca_file=cfg.ca_file, stage="STARTTLS") from exc
                 client.ehlo()
+                record(CheckStep("STARTTLS", True, "encrypted"))
             if cfg.username:
-                client.login(cfg.username, cfg.password)
+                self._authenticate(client)
+                record(CheckStep("AUTH", True, f"logged in as {cfg.username}"))
+        except TransportError:
+            _close(client)
+            raise
+        except (OSError, smtplib.SMTPException) as exc:
+            _close(client)
+            raise TransientError(f"SMTP failed before DATA: {exc}") from exc
+        return client
+
+    def _authenticate(self, client: smtplib.SMTP) -> None:
+        """One AUTH attempt with one mechanism: smtplib's login() tries every mechanism in turn,
+        which doubles the failed logins a provider counts against the account."""
+        cfg = self.config
+        if not client.has_extn("auth"):
+            if cfg.security == "none" and client.has_extn("starttls"):
+                hint = 'the server offers AUTH only after STARTTLS: set security = "starttls"'
+            else:
+                hint = "the server offers no AUTH on this port"
+            raise MailboxRefused("SMTP AUTH is not offered by the server", hint=hint)
+        offered = client.esmtp_features["auth"].upper().split()
+        mechanism = next((m for m in ("PLAIN", "LOGIN") if m in offered), None)
+        if mechanism is None:
+            raise MailboxRefused(f"no AUTH mechanism in common (the server offers {' '.join(offered)})",
+                                 hint="PLAIN or LOGIN over TLS is needed")
+        client.user, client.password = cfg.username, cfg.password
+        try:
+            client.auth(mechanism, getattr(client, f"auth_{mechanism.lower()}"), initial_response_ok=True)
+        except smtplib.SMTPAuthenticationError as exc:
+            text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
+            if 400 <= exc.smtp_code < 500:
+                raise TransientError(f"authentication deferred: {text}", code=exc.smtp_code) from exc
+            where = f"the password in {cfg.password_env}" if cfg.password_env else "the username and password"
+            raise MailboxRefused(f"authentication failed: {text}", code=exc.smtp_code,
+                                 hint=f"check {where}") from exc
+
+    def _port_hint(self) -> str:
+        cfg = self.config
+        if cfg.port == 465 and cfg.security != "tls":
+            return ' (port 465 expects security = "tls")'
+        if cfg.port == 587 and cfg.security == "tls":
+            return ' (port 587 expects security = "starttls")'
+        return ""
+
+    # --- the message ---------------------------------------------------------------------
+
+    def _converse(self, client: smtplib.SMTP, sender: str, recipient: str, message: bytes) -> Submission:
+        try:
             code, reply = client.mail(sender)
             if code != 250:
-                raise self._refusal(code, reply, "MAIL FROM")
+                raise self._mail_refusal(code, reply, sender)
             code, reply = client.rcpt(recipient)
             if code not in (250, 251):
                 if 500 <= code < 600:
                     text = _text(reply)
+                    if POLICY_CODE.search(text) and SENDER_POLICY.search(text):
+                        # Postfix's reject_sender_login_mismatch answers at RCPT: the sender's scope.
+                        raise MailboxRefused(f"{code} {text} (at RCPT TO)", code=code,
+                                             hint=f"the server does not let this account send as {sender}")
                     raise RecipientRefused(f"{code} {text}", code=code, hard=is_hard_bounce(code, text))
                 raise self._refusal(code, reply, "RCPT TO")
         except TransportError:
             raise
-        except smtplib.SMTPAuthenticationError as exc:
-            raise PermanentError(f"authentication failed: {exc.smtp_code} {_text(exc.smtp_error)}",
-                                 code=exc.smtp_code) from exc
         except (OSError, smtplib.SMTPException) as exc:
             # Nothing of the message has been sent yet.
             raise TransientError(f"SMTP failed before DATA: {exc}") from exc
@@ -113,6 +236,13 @@ class SmtpTransport(Transport):
             raise self._refusal(code, reply, "DATA")
         return Submission(reply=f"{code} {_text(reply)}")
 
+    def _mail_refusal(self, code: int, reply: bytes | str, sender: str) -> TransportError:
+        if 500 <= code < 600:
+            # A refused sender refuses every message of this mailbox.
+            return MailboxRefused(f"{code} {_text(reply)} (at MAIL FROM)", code=code,
+                                  hint=f"the server does not let this account send as {sender}")
+        return self._refusal(code, reply, "MAIL FROM")
+
     @staticmethod
     def _refusal(code: int, reply: bytes | str, stage: str) -> TransportError:
         text = f"{code} {_text(reply)} (at {stage})"
@@ -121,3 +251,16 @@ class SmtpTransport(Transport):
         return PermanentError(text, code=code)
 
 
+def steps_failed_at(steps: list[CheckStep], cfg: SmtpConfig) -> str:
+    """The name of the step after the last one that succeeded."""
+    order = ["connect", "EHLO"] + (["STARTTLS"] if cfg.security == "starttls" else []) + (
+        ["AUTH"] if cfg.username else [])
+    done = {s.step for s in steps}
+    return next((name for name in order if name not in done), "MAIL FROM")
+
+
+def _close(client: smtplib.SMTP) -> None:
+    try:
+        client.quit()
+    except Exception:  # noqa: BLE001 - the outcome is already decided
+        client.close()

@@ -11,6 +11,8 @@ worker while it is inside DATA, then let the server keep the message.
 from __future__ import annotations
 
 import asyncio
+import logging
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from proving.harness.stack import free_port
 
@@ -50,6 +53,7 @@ class Behaviour:
     # A reply for the first RCPT of each address only (a greylisting server: 451 once, then accepted),
     # so a retry meets a server that has recovered.
     first_rcpt_reply: str | None = None
+    mail_reply: str | None = None  # e.g. "553 5.7.1 <x>: Sender address rejected: not owned by user y"
     data_reply: str | None = None  # e.g. "554 5.6.0 rejected"
     data_delay: float = 0.0  # seconds to stall before answering DATA (async; never blocks the loop)
     drop_in_data: bool = False  # close the connection after the data arrived, before answering
@@ -59,6 +63,13 @@ class Behaviour:
 class _Handler:
     def __init__(self, server: SmtpServer):
         self.server = server
+
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        if self.server.behaviour.mail_reply:
+            return self.server.behaviour.mail_reply
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         behaviour = self.server.behaviour
@@ -102,7 +113,10 @@ class SmtpServer:
     """Start with start() / stop() or as a context manager; `port` is free on loopback unless given."""
 
     def __init__(self, *, port: int | None = None, host: str = "127.0.0.1", behaviour: Behaviour | None = None,
-                 keep_messages: bool = True, capture_dir: Path | None = None, log: TextIO | None = None):
+                 keep_messages: bool = True, capture_dir: Path | None = None, log: TextIO | None = None,
+                 credentials: dict[str, str] | None = None, starttls: ssl.SSLContext | None = None):
+        """`credentials` (user -> password): AUTH PLAIN/LOGIN required before MAIL, each attempt counted in
+        `auth_attempts`. `starttls`: a server TLS context; STARTTLS is then required."""
         self.port = port or free_port()
         self.host = host
         self.behaviour = behaviour or Behaviour()
@@ -116,7 +130,25 @@ class SmtpServer:
         self.holding = False
         self._released = threading.Event()
         self._lock = threading.Lock()
-        self._controller = Controller(_Handler(self), hostname=host, port=self.port, server_hostname=SERVER_HOSTNAME)
+        self.credentials = credentials
+        self.auth_attempts = 0
+        options: dict = {}
+        if credentials is not None:
+            options.update(authenticator=self._authenticate, auth_required=True, auth_require_tls=starttls is not None)
+        if starttls is not None:
+            options.update(tls_context=starttls, require_starttls=True)
+            # A client that refuses the certificate is what TLS tests expect; aiosmtpd logs each as a traceback.
+            logging.getLogger("mail.log").setLevel(logging.CRITICAL)
+        self._controller = Controller(_Handler(self), hostname=host, port=self.port, server_hostname=SERVER_HOSTNAME,
+                                      **options)
+
+    def _authenticate(self, server, session, envelope, mechanism, auth_data) -> AuthResult:
+        with self._lock:
+            self.auth_attempts += 1
+        ok = (isinstance(auth_data, LoginPassword) and self.credentials is not None
+              and self.credentials.get(auth_data.login.decode()) == auth_data.password.decode())
+        # handled=False: aiosmtpd answers 235 or 535 itself (handled=True would leave the client waiting).
+        return AuthResult(success=ok, handled=False)
 
     def _record(self, envelope) -> None:
         with self._lock:

@@ -6,7 +6,9 @@
 | `suppressions`    | the ledger: add (stops the person everywhere), lift, import                   |
 | `enrollments`     | contacts and enrolling them                                                   |
 | `scheduling`      | the next step's job, or completion                                            |
+| `doctor`          | active enrollments without a live job: explained or repaired                   |
 | `sending`         | dispatch, claim, the final check (`send_job_authorize`), the record of a send |
+| `mailbox_health`  | a mailbox that fails as a whole: block, hold its jobs, probe, unblock         |
 | `provider_cancel` | scheduled sends at a provider and their cancels                               |
 | `provider_events` | providers' tracking events                                                    |
 
@@ -14,7 +16,15 @@ Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 """
 
 from .common import ServiceError, StopSummary
+from .doctor import Finding, enrollments_doctor
 from .enrollments import contact_upsert, enrollment_create
+from .mailbox_health import (
+    ProbeResult,
+    mailbox_probe,
+    mailbox_probes_due,
+    send_job_record_mailbox_refused,
+    send_job_record_unreachable,
+)
 from .provider_cancel import (
     enrollment_after_provider_answer,
     provider_cancel_request,
@@ -44,6 +54,7 @@ from .stops import (
     enrollment_stop_in_transaction,
     mailbox_pause,
     mailbox_resume,
+    send_job_retry,
     sequence_pause,
     sequence_resume,
 )
@@ -56,12 +67,13 @@ from .suppressions import (
 )
 
 __all__ = [
-    "Authorization", "ImportRow", "ServiceError", "StopSummary", "TrackingEvent",
+    "Authorization", "Finding", "ImportRow", "ProbeResult", "ServiceError", "StopSummary", "TrackingEvent",
     "contact_upsert", "dispatch_due", "enrollment_after_provider_answer", "enrollment_create", "enrollment_pause",
     "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
-    "final_check", "leases_sweep", "mailbox_pause", "mailbox_resume", "provider_cancel_request",
-    "provider_cancels_stale", "provider_event_record", "provider_send_at_for", "queued_stale", "send_job_authorize",
-    "send_job_claim", "send_job_provider_cancel", "send_job_record_failed", "send_job_record_retry",
-    "send_job_record_submitted", "send_job_record_unknown", "sequence_pause", "sequence_resume", "suppression_add",
-    "suppression_add_in_transaction", "suppression_import", "suppression_lift",
+    "enrollments_doctor", "final_check", "leases_sweep", "mailbox_pause", "mailbox_probe", "mailbox_probes_due",
+    "mailbox_resume", "provider_cancel_request", "provider_cancels_stale", "provider_event_record",
+    "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",
+    "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry", "send_job_record_submitted",
+    "send_job_record_unknown", "send_job_record_unreachable", "send_job_retry", "sequence_pause", "sequence_resume",
+    "suppression_add", "suppression_add_in_transaction", "suppression_import", "suppression_lift",
 ]

@@ -24,8 +24,10 @@ def new_message_id(mailbox: Mailbox) -> str:
 def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     """Create the job for the enrollment's next step, or complete it; enrollment locked by the caller."""
     jobs = list(
-        SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step")
+        SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step").order_by("id")
     )
+    # Only the latest job of each step speaks for it: an operator's retry of a failed job supersedes it.
+    jobs = list({job.step_id: job for job in jobs}.values())
     if any(j.state in LIVE for j in jobs):
         return None  # one is already on its way
     if any(j.provider_cancel_status == ProviderCancel.REQUESTED for j in jobs):
@@ -48,11 +50,16 @@ def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     # A step scheduled at a provider leaves at provider_send_at, not when it was handed off.
     base = max((j.provider_send_at or j.submitted_at for j in sent if j.submitted_at), default=None)
     due = (base or now) + timedelta(seconds=step.wait_seconds)
+    return schedule_step(enrollment, step=step, at=max(due, now), reason=reason)
+
+
+def schedule_step(enrollment: Enrollment, *, step: Step, at, reason: str) -> SendJob:
+    """A new job for one step of a locked enrollment, due at `at`."""
     job = SendJob.objects.create(
         enrollment=enrollment,
         step=step,
         state=S.SCHEDULED,
-        scheduled_at=max(due, now),
+        scheduled_at=at,
         message_id=new_message_id(enrollment.sequence.mailbox),
     )
     job_created(job=job, email=enrollment.contact.email, scheduled_at=job.scheduled_at.isoformat(), reason=reason)

@@ -28,10 +28,16 @@ from ..timeline import Event, event_record
 from ..window import next_open
 from .provider_cancel import early_handoff_due, provider_cancel_request
 from .scheduling import schedule_next
+from .stops import enrollment_stop_after_failure
 from .suppressions import suppression_add_in_transaction
 
 S = SendJob.State
 E = Enrollment.Status
+HELD = "mailbox blocked: "  # the error of a job waiting for its mailbox; released when the mailbox is unblocked
+
+
+def held_error(reason: str) -> str:
+    return (HELD + reason)[:2000]
 
 
 def dispatch_due(*, limit: int | None = None) -> list[int]:
@@ -82,7 +88,7 @@ class Authorization:
     version: int = 0
 
 
-def _locked_job(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, Mailbox, SendJob]:
+def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, Mailbox, SendJob]:
     """Lock the job's enrollment (and, for the daily cap, its mailbox: the lock order), then read the job fresh.
 
     A mailbox pause locks the enrollments first, so its paused flag read after
@@ -106,7 +112,7 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
     this job already authorized and reports it as not recallable.
     """
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = _locked_job(job_id, lock_mailbox=True)
+        enrollment, mailbox, job = job_locked(job_id, lock_mailbox=True)
         if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
             event_record(kind=Event.AUTHORIZE_NOOP, email=job._email, enrollment=enrollment, job=job,
                          version_seen=job.version, worker_id=worker_id, state=job.state, expected_version=version)
@@ -119,11 +125,22 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
             return Authorization("canceled", reason, job.version)
 
         now = db_now()
+        if mailbox.blocked_at is not None:
+            # The mailbox cannot send at all: wait for its next probe, and make no login attempt meanwhile.
+            recheck = now + timedelta(seconds=settings.OUTREACH_BLOCKED_RECHECK_SECONDS)
+            until = max(mailbox.next_probe_at or now, recheck)
+            job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
+                     fields={"scheduled_at": until, "worker_id": "", "lease_until": None,
+                             "error": held_error(mailbox.blocked_reason), "attempts": F("attempts") - 1},
+                     reason="mailbox_blocked", until=until.isoformat())
+            return Authorization("deferred", "mailbox_blocked", job.version)
         # A job handed to an ESP early is checked against the window at its send time.
         defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at))
         if defer_until is not None:
+            # A deferral is not a sending attempt: it does not count against OUTREACH_MAX_ATTEMPTS.
             job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
-                     fields={"scheduled_at": defer_until, "worker_id": "", "lease_until": None},
+                     fields={"scheduled_at": defer_until, "worker_id": "", "lease_until": None,
+                             "attempts": F("attempts") - 1},
                      reason=why, until=defer_until.isoformat())
             return Authorization("deferred", why, job.version)
 
@@ -179,7 +196,7 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
                               provider_request_id: str = "", provider_schedule: dict[str, Any] | None = None) -> bool:
     """authorized -> submitted with the transport's answer, then schedule the next step; durable transaction."""
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = _locked_job(job_id)
+        enrollment, mailbox, job = job_locked(job_id)
         if job.state != S.AUTHORIZED:
             # The sweeper may have marked it unknown; the message did leave, so say so.
             event_record(kind=Event.SUBMIT_AFTER_STATE_CHANGE, email=job._email, enrollment=enrollment, job=job,
@@ -193,6 +210,9 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
                  smtp_reply=smtp_reply, provider_message_id=provider_message_id,
                  **{k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in schedule.items()})
         active = enrollment.status == E.ACTIVE and enrollment.sequence.status == Sequence.Status.ACTIVE
+        if mailbox.connect_failures:
+            # The server answered: the failures to reach it were not persistent.
+            Mailbox.objects.filter(pk=mailbox.pk, connect_failures__gt=0).update(connect_failures=0)
         if active and not mailbox.paused:
             schedule_next(enrollment, reason="previous_step_submitted")
         elif schedule:
@@ -210,45 +230,53 @@ def send_job_record_retry(*, job_id: int, worker_id: str, error: str) -> str:
     same transaction, so a stopped enrollment never holds a live job.
     """
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = _locked_job(job_id)
+        enrollment, mailbox, job = job_locked(job_id)
         if job.state != S.AUTHORIZED:
             return job.state
-        if job.attempts >= settings.OUTREACH_MAX_ATTEMPTS:
-            job_move(job=job, to=S.FAILED, worker_id=worker_id,
-                     fields={"error": f"gave up after {job.attempts} attempts: {error}", "lease_until": None},
-                     error=error, attempts=job.attempts)
-            return S.FAILED
-        delay = settings.OUTREACH_RETRY_BASE_SECONDS * (2 ** max(job.attempts - 1, 0))
-        when = db_now() + timedelta(seconds=delay)
-        job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_RETRY_SCHEDULED,
-                 fields={"scheduled_at": when, "error": error, "worker_id": "", "lease_until": None},
-                 error=error, attempts=job.attempts, retry_at=when.isoformat())
-        reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
-        if reason:
-            job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
-                     after_retry=True)
-            return S.CANCELED
-        return S.SCHEDULED
+        return retry_locked(enrollment=enrollment, mailbox=mailbox, job=job, worker_id=worker_id, error=error)
+
+
+def retry_locked(*, enrollment: Enrollment, mailbox: Mailbox, job: SendJob, worker_id: str, error: str) -> str:
+    """The retry of an authorized job whose enrollment the caller has locked."""
+    if job.attempts >= settings.OUTREACH_MAX_ATTEMPTS:
+        job_move(job=job, to=S.FAILED, worker_id=worker_id,
+                 fields={"error": f"gave up after {job.attempts} attempts: {error}", "lease_until": None},
+                 error=error, attempts=job.attempts)
+        enrollment_stop_after_failure(enrollment, job=job)
+        return S.FAILED
+    delay = settings.OUTREACH_RETRY_BASE_SECONDS * (2 ** max(job.attempts - 1, 0))
+    when = db_now() + timedelta(seconds=delay)
+    job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_RETRY_SCHEDULED,
+             fields={"scheduled_at": when, "error": error, "worker_id": "", "lease_until": None},
+             error=error, attempts=job.attempts, retry_at=when.isoformat())
+    reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+    if reason:
+        job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
+                 after_retry=True)
+        return S.CANCELED
+    return S.SCHEDULED
 
 
 def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_bounce: bool) -> None:
     """authorized -> failed; a recipient that does not exist is suppressed and its enrollments stopped."""
     with transaction.atomic(durable=True):
-        enrollment, _, job = _locked_job(job_id)
+        enrollment, _, job = job_locked(job_id)
         if hard_bounce:
             # Locks every enrollment of the address (this one is already held: the same order).
             suppression_add_in_transaction(value=enrollment.contact.email, reason=Suppression.Reason.HARD_BOUNCE,
                                            note=error, source=f"smtp:job {job.pk}")
             job.refresh_from_db(fields=["state", "version"])
+            enrollment.refresh_from_db(fields=["status", "stop_reason", "version"])
         if job.state == S.AUTHORIZED:
             job_move(job=job, to=S.FAILED, worker_id=worker_id, fields={"error": error, "lease_until": None},
                      error=error, hard_bounce=hard_bounce)
+            enrollment_stop_after_failure(enrollment, job=job)
 
 
 def send_job_record_unknown(*, job_id: int, worker_id: str, error: str) -> None:
     """authorized -> unknown: the message may or may not have left; never resent automatically."""
     with transaction.atomic(durable=True):
-        _, _, job = _locked_job(job_id)
+        _, _, job = job_locked(job_id)
         if job.state == S.AUTHORIZED:
             job_move(job=job, to=S.UNKNOWN, worker_id=worker_id, fields={"error": error, "lease_until": None},
                      error=error, evidence="transport did not confirm; check the server's log for the Message-ID",

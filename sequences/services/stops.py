@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from mailboxes.models import Mailbox
+
 from ..dbclock import db_now
 from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, sequence_lock
 from ..models import Enrollment, SendJob, Sequence
@@ -19,7 +21,7 @@ from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move
 from ..timeline import Event
 from .common import ServiceError, StopSummary, T, operator_log
 from .provider_cancel import provider_cancel_request
-from .scheduling import schedule_next
+from .scheduling import schedule_next, schedule_step
 
 S = SendJob.State
 E = Enrollment.Status
@@ -116,15 +118,57 @@ def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
         blocked = suppression_active_for(enrollment.contact.email)
         if blocked is not None:
             raise ServiceError(f"{enrollment.contact.email} is suppressed ({blocked.reason}); lift it first")
+        failed_step = enrollment.status == E.STOPPED and enrollment.stop_reason == Enrollment.StopReason.FAILED
         if enrollment.status != E.ACTIVE:
             enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_RESUMED,
                             fields={"stop_reason": "", "stopped_at": None}, actor=actor, previous=enrollment.status)
-        job = schedule_next(enrollment, reason="resumed")
+        # Resuming after a failed step is a retry of that step (through the final check, like any send).
+        job = _retry_failed_locked(enrollment, actor=actor) if failed_step else None
+        job = job or schedule_next(enrollment, reason="resumed")
         operator_log(actor=actor, action="enrollment_resume", target=str(enrollment), kind=T.ENROLLMENT,
                      target_id=enrollment.pk,
                      result={"scheduled_job": job.pk if job else None, "status": enrollment.status})
         enrollment.refresh_from_db()
         return enrollment
+
+
+def send_job_retry(*, job_id: int, actor: str = "") -> SendJob:
+    """An operator retries a failed job: a new job for its step, due now; the enrollment runs again."""
+    with transaction.atomic(durable=True):
+        enrollment_id = SendJob.objects.values_list("enrollment_id", flat=True).get(pk=job_id)
+        enrollment = enrollment_lock(enrollment_id=enrollment_id)
+        job = SendJob.objects.select_related("step").get(pk=job_id)
+        if job.state != S.FAILED:
+            raise ServiceError(f"job {job_id} is {job.state}: only a failed job can be retried")
+        if SendJob.objects.filter(enrollment=enrollment, step=job.step, pk__gt=job.pk).exists():
+            raise ServiceError(f"job {job_id} was retried already")
+        blocked = suppression_active_for(enrollment.contact.email)
+        if blocked is not None:
+            raise ServiceError(f"{enrollment.contact.email} is suppressed ({blocked.reason}); lift it first")
+        if enrollment.status == E.STOPPED and enrollment.stop_reason != Enrollment.StopReason.FAILED:
+            raise ServiceError(f"{enrollment} was stopped ({enrollment.stop_reason}); resume it explicitly")
+        if enrollment.status in (E.STOPPED, E.COMPLETED):
+            enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_RESUMED,
+                            fields={"stop_reason": "", "stopped_at": None}, actor=actor, previous=enrollment.status,
+                            retry_of=job.pk)
+        retry = schedule_step(enrollment, step=job.step, at=db_now(), reason=f"retry of job {job.pk}")
+        operator_log(actor=actor, action="job_retry", target=str(enrollment), kind=T.ENROLLMENT,
+                     target_id=enrollment.pk, result={"failed_job": job.pk, "scheduled_job": retry.pk})
+        return retry
+
+
+def _retry_failed_locked(enrollment: Enrollment, *, actor: str) -> SendJob | None:
+    failed = (SendJob.objects.filter(enrollment=enrollment, state=S.FAILED).select_related("step")
+              .order_by("-id").first())
+    if failed is None or SendJob.objects.filter(enrollment=enrollment, step=failed.step, pk__gt=failed.pk).exists():
+        return None
+    return schedule_step(enrollment, step=failed.step, at=db_now(), reason=f"retry of job {failed.pk}")
+
+
+def enrollment_stop_after_failure(enrollment: Enrollment, *, job: SendJob) -> None:
+    """A step that cannot be sent stops its (locked) enrollment: never left active with nothing to do."""
+    if enrollment.status in (E.ACTIVE, E.PAUSED):
+        enrollment_stop_locked(enrollment, reason=Enrollment.StopReason.FAILED, source=f"job {job.pk} failed")
 
 
 # --- sequences and mailboxes ------------------------------------------------------------------
@@ -182,6 +226,9 @@ def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
         )
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         scheduled = 0
+        if mailbox.blocked_at is not None:
+            # Resuming is a reason to look again: the next dispatcher pass probes it.
+            Mailbox.objects.filter(pk=mailbox.pk).update(next_probe_at=db_now())
         if mailbox.paused:
             scheduled = _schedule_all(enrollments, reason="mailbox_resumed")
             mailbox_move(mailbox=mailbox, to=MAILBOX_ACTIVE, actor=actor, scheduled=scheduled)

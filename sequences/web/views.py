@@ -248,6 +248,19 @@ def enrollment_resume(request, pk: int):
     return _enrollment_confirm(request, enrollment, "enrollment_resume")
 
 
+@ui_view(OPERATE, methods=("POST",))
+def job_retry(request, pk: int):
+    """Send a failed step again: a new job, due now, through the final check like any other."""
+    job = get_object_or_404(SendJob, pk=pk)
+    try:
+        retry = services.send_job_retry(job_id=pk, actor=_actor(request))
+    except services.ServiceError as exc:
+        messages.error(request, f"Job {pk} was not retried: {exc}")
+    else:
+        messages.success(request, f"Job {pk} is retried as job {retry.pk}, due now; it is checked before it is sent.")
+    return redirect("enrollment_detail", pk=job.enrollment_id)
+
+
 # --- incidents ------------------------------------------------------------------------------------
 
 

@@ -209,3 +209,22 @@ def test_auth_failure_is_shown_as_mailbox_health(imap_mailbox, dovecot, monkeypa
         poll(imap_mailbox)
     imap_mailbox.refresh_from_db()
     assert "ImapAuthError" in imap_mailbox.last_poll_error and imap_mailbox.poll_failures == 1
+
+
+def test_a_missing_folder_is_named_with_its_likely_name_and_the_others_are_still_read(imap_mailbox, dovecot):
+    enrollment, job = send_first_step(imap_mailbox)
+    dovecot.append("alice", "INBOX", mails.reply(to_message_id=job.message_id))
+    imap_mailbox.imap_folders = ["Junk", "INBOX"]  # "Junk" does not exist; it comes first
+    imap_mailbox.save(update_fields=["imap_folders"])
+
+    result = poll(imap_mailbox)
+
+    assert result.folders["INBOX"]["recorded"] == 1
+    assert "folder Junk not found" in result.folders["Junk"]["error"]
+    enrollment.refresh_from_db()
+    assert enrollment.status == Enrollment.Status.STOPPED  # the reply in INBOX was read
+    cursor = ImapCursor.objects.get(mailbox=imap_mailbox, folder="Junk")
+    assert cursor.failures == 1 and "not found" in cursor.last_error
+    imap_mailbox.refresh_from_db()
+    assert "folder Junk: folder Junk not found" in imap_mailbox.last_poll_error
+    assert imap_mailbox.poll_failures == 0  # the mailbox itself answered

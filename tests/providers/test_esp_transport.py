@@ -154,14 +154,17 @@ def test_a_4xx_fails_the_job_without_suppressing(provider_api):
     assert services.dispatch_due() == []
 
 
-def test_a_wrong_api_key_fails_the_job(provider_api, monkeypatch):
+def test_a_wrong_api_key_blocks_the_mailbox_and_fails_no_job(provider_api, monkeypatch):
     monkeypatch.setenv("OUTREACH_TEST_ESP_KEY", "not-the-key")
     mailbox = esp_mailbox(provider_api, "brevo")
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "key@example.com")
 
     job, outcome = send_next(enrollment)
 
-    assert outcome.state == S.FAILED and "401" in job.error
+    # The key, not the message: the job waits for the mailbox, which is blocked until a check passes.
+    assert outcome.state == S.SCHEDULED and "401" in job.error and "check the mailbox's API key" in job.error
+    mailbox.refresh_from_db()
+    assert mailbox.sending_status == "blocked" and "401" in mailbox.blocked_reason
 
 
 def test_504_from_a_gateway_is_unknown(provider_api):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.db import connection
 
@@ -146,7 +148,7 @@ def test_550_user_unknown_fails_and_suppresses_the_address(mailbox, smtp_server)
 
 def test_550_policy_refusal_fails_without_suppressing(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "policy@example.com")
-    smtp_server.behaviour.rcpt_reply = "550 5.7.1 relaying denied"
+    smtp_server.behaviour.rcpt_reply = "550 5.7.1 <policy@example.com>: Recipient address rejected: Access denied"
     services.dispatch_due()
     assert send_job_process(job_id=first_job(enrollment).pk, worker_id="w1").state == S.FAILED
     assert not Suppression.objects.exists()
@@ -226,3 +228,49 @@ def test_daily_cap_defers_the_job_past_the_cap(mailbox, smtp_server):
     assert [o.state for o in outcomes] == [S.SUBMITTED, "deferred"]
     assert outcomes[1].detail == "daily_cap_reached"
     assert len(smtp_server.received) == 1
+
+
+def test_a_failed_step_stops_the_enrollment_and_a_retry_sends_it_and_continues(mailbox, smtp_server):
+    from django.core.management import call_command
+
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "content@example.com")
+    smtp_server.behaviour.data_reply = "554 5.6.0 message content rejected"
+    (job_id,) = services.dispatch_due()
+    assert send_job_process(job_id=job_id, worker_id="w1").state == S.FAILED
+    enrollment.refresh_from_db()
+    assert (enrollment.status, enrollment.stop_reason) == (Enrollment.Status.STOPPED, "failed")
+
+    smtp_server.behaviour.data_reply = None
+    out = io.StringIO()
+    call_command("retry", str(job_id), stdout=out)
+    assert f"job {job_id}: retried as job" in out.getvalue()
+    enrollment.refresh_from_db()
+    assert enrollment.status == Enrollment.Status.ACTIVE
+    for _ in range(2):
+        (due,) = services.dispatch_due()
+        assert send_job_process(job_id=due, worker_id="w1").state == S.SUBMITTED
+    enrollment.refresh_from_db()
+    assert enrollment.status == Enrollment.Status.COMPLETED
+    assert len(smtp_server.received) == 2
+    with pytest.raises(services.ServiceError, match="retried already"):
+        services.send_job_retry(job_id=job_id)
+
+
+def test_doctor_leaves_no_active_enrollment_without_a_job_or_a_reason(mailbox, smtp_server):
+    from django.core.management import call_command
+
+    failed = enroll(make_sequence(mailbox=mailbox, steps=1), "failed@example.com")
+    idle = enroll(make_sequence(mailbox=mailbox, steps=2), "idle@example.com")
+    # Rows as an earlier version left them: a failed job under an active enrollment, and an active
+    # enrollment whose only job was canceled (bare updates stand in for that history).
+    SendJob.objects.filter(enrollment=failed).update(state=S.FAILED, error="535 authentication failed")
+    SendJob.objects.filter(enrollment=idle).update(state=S.CANCELED, cancel_reason="legacy")
+
+    out = io.StringIO()
+    call_command("doctor", "--dry-run", stdout=out)
+    assert "2 active enrollment(s) without a live job; 2 would be repaired" in out.getvalue()
+    call_command("doctor", stdout=out)
+    failed.refresh_from_db()
+    assert (failed.status, failed.stop_reason) == (Enrollment.Status.STOPPED, "failed")
+    assert SendJob.objects.filter(enrollment=idle, state=S.SCHEDULED).count() == 1
+    assert services.enrollments_doctor(repair=False) == []

@@ -23,7 +23,7 @@ def test_dispatch_enqueues_after_commit_and_a_worker_sends(mailbox, smtp_server,
     sequence = make_sequence(mailbox=mailbox, steps=1)
     for i in range(3):
         enroll(sequence, f"rq{i}@example.com")
-    assert dispatch() == {"queued": 3, "re_enqueued": 0, "marked_unknown": 0}
+    assert dispatch() == {"queued": 3, "re_enqueued": 0, "marked_unknown": 0, "probes": 0}
     assert django_rq.get_queue("send").count == 3
     work("send")
     assert len(smtp_server.received) == 3
@@ -38,7 +38,7 @@ def test_jobs_lost_from_redis_are_enqueued_again_and_sent_once(mailbox, smtp_ser
     assert dispatch(stale_after_seconds=0)["re_enqueued"] == 0
     assert django_rq.get_queue("send").count == 1
     redis_conn.flushdb()  # Redis lost everything; the database still says "queued"
-    assert dispatch(stale_after_seconds=0) == {"queued": 0, "re_enqueued": 1, "marked_unknown": 0}
+    assert dispatch(stale_after_seconds=0) == {"queued": 0, "re_enqueued": 1, "marked_unknown": 0, "probes": 0}
     work("send")
     # A duplicate enqueue is harmless too: the second delivery finds the job submitted.
     job = SendJob.objects.get()

@@ -12,6 +12,9 @@ kill       SIGKILL a worker (its whole process group) at `claimed`, `prepared`,
            exactly once. After: `unknown`, labelled, never resent.
 smtp       451 then accepted; 451 every time; 550 at RCPT; 554 at DATA; the
            connection closed mid-DATA; DATA stalled past the client timeout.
+mailbox    a wrong password and an untrusted certificate: the mailbox is
+           blocked, nothing fails, a probe after the fix unblocks it and every
+           message goes out once.
 redis      a run of N sends: the private Redis is flushed at 1/3, killed and
            restarted empty at 2/3; the dispatcher's stale re-enqueue recovers.
 postgres   a run of N/2 sends against a private cluster, restarted
@@ -47,6 +50,7 @@ from django.test.utils import override_settings
 from proving.drills.audit import Audit
 from proving.drills.faults.base import DRILLS, Ctx, Row
 from proving.drills.faults.inbound import drill_big_headers, drill_fuzz, drill_imap
+from proving.drills.faults.mailbox import drill_mailbox
 from proving.drills.faults.workers import drill_kill, drill_postgres, drill_redis, drill_smtp
 from proving.harness.stack import DrillError, PrivatePostgres, PrivateRedis, dedicated_database, make_tempdir
 
@@ -93,6 +97,7 @@ def run(*, quick: bool, only: tuple[str, ...] | None, kills: int | None, sends: 
                 plan: list[tuple[str, Callable[[], list[Row]]]] = [
                     ("kill", lambda: drill_kill(ctx, kills=kills)),
                     ("smtp", lambda: drill_smtp(ctx, n=min(kills, 5))),
+                    ("mailbox", lambda: drill_mailbox(ctx, n=10 if quick else 50)),
                     ("redis", lambda: drill_redis(ctx, n=sends)),
                     ("imap", lambda: drill_imap(ctx, n=imap_replies, kills=1 if quick else 3)),
                     ("fuzz", lambda: drill_fuzz(ctx, count=fuzz)),

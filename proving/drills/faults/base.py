@@ -23,7 +23,7 @@ from sequences.queues import enqueue_sends
 from sequences.tasks import dispatch
 
 S = SendJob.State
-DRILLS = ("kill", "smtp", "redis", "postgres", "imap", "fuzz", "bigheader")
+DRILLS = ("kill", "smtp", "mailbox", "redis", "postgres", "imap", "fuzz", "bigheader")
 CHECKPOINTS = ("claimed", "prepared", "authorized", "data", "submitted")
 FINAL = (S.SUBMITTED, S.ACCEPTED, S.CANCELED, S.FAILED, S.UNKNOWN)
 # Seconds after which the dispatcher re-enqueues a queued job (production: 600, passes every 10 s). Short
