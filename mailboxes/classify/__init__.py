@@ -1,8 +1,9 @@
 """Inbound-mail classifier: pure functions, no ORM, no network. One module per check.
 
 ``classify(raw)`` sorts one inbound message into a ``Classification``:
-complaint, bounce (hard/soft), auto_reply, unsubscribe_request,
-human_reply or unrelated. The checks run in order of trust:
+complaint, auth_failure, bounce (hard/soft), auto_reply,
+unsubscribe_request, human_reply or unrelated, and names the ``rule`` that
+decided. The checks run in order of trust:
 
 1. complaint   RFC 5965 ARF, then recurring non-ARF feedback formats     complaint.py
 2. bounce      RFC 3464 DSN fields, then recurring non-standard bounce   bounce.py, bounce_prose.py,
@@ -30,8 +31,10 @@ Decisions worth knowing (each is commented where it is enforced):
 - "Account disabled/inactive/suspended" wording (RFC 3463 X.2.1) is soft (it
   can be switched back on); "account closed/deleted" is hard. A "user
   unknown" given in reply to DATA rather than RCPT TO is soft (a filter).
-- ARF ``Feedback-Type: auth-failure`` (RFC 6591) is ``unrelated``, not a
-  complaint.
+- ARF ``Feedback-Type: auth-failure`` (RFC 6591) is ``auth_failure``: not
+  a complaint (nobody asked to stop, nothing is suppressed), but recorded
+  with its recipient because it means our SPF/DKIM is failing. An ARF
+  ``opt-out`` / ``opt-out-list`` report is an ``unsubscribe_request``.
 - Newsletters and list traffic (List-Id / List-Unsubscribe / Precedence:
   list) are ``unrelated``; ``X-Auto-Response-Suppress`` alone is *not* an
   auto-reply signal.
@@ -71,7 +74,9 @@ def classify(raw: bytes) -> Classification:
             msg = parse_for_classify(b"Content-Type: text/plain; charset=utf-8\n\n" + raw)
         return _sanitize(_classify(msg, raw))
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
-        return Classification(kind=Kind.UNRELATED, reason=f"internal error: {type(exc).__name__}")
+        return Classification(
+            kind=Kind.UNRELATED, reason=f"internal error: {type(exc).__name__}", rule="internal_error"
+        )
 
 
 _CONTROL_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -58,9 +58,12 @@ def _dsn_bounce(msg: Message, notification: str) -> Classification | None:
                 kind=Kind.UNRELATED,
                 original_message_ids=tuple(ids),
                 reason=f"RFC 3464 DSN reports success (Action: {delivered[0]})",
+                rule="dsn_success",
             )
         return None  # a report without per-recipient fields: try the prose
-    return bounce_result(failures, ids, source="RFC 3464 DSN", extra_codes=status_codes_in(notification))
+    return bounce_result(
+        failures, ids, source="RFC 3464 DSN", rule="dsn", extra_codes=status_codes_in(notification)
+    )
 
 
 def _dsn_failures(records: list[dict[str, str]], notification: str) -> tuple[list[Failure], list[str]]:
@@ -143,6 +146,7 @@ def _ses_notification(msg: Message, notification: str) -> Classification | None:
             recipients=tuple(unique(addresses_in(",".join(recipients)))),
             original_message_ids=tuple(ids),
             reason=f"Amazon SES complaint notification ({complaint.get('complaintFeedbackType') or 'no type'})",
+            rule="ses_complaint",
         )
     if kind != "bounce":
         return None
@@ -159,7 +163,9 @@ def _ses_notification(msg: Message, notification: str) -> Classification | None:
         failures.append(Failure(recipient=address[0] if address else "", status=status, text=text))
     if not failures:
         return None
-    return bounce_result(failures, ids, source=f"Amazon SES bounce notification ({bounce.get('bounceType')})")
+    return bounce_result(
+        failures, ids, source=f"Amazon SES bounce notification ({bounce.get('bounceType')})", rule="ses_bounce"
+    )
 
 
 def _loads_prefix(text: str) -> object:

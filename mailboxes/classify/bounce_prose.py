@@ -79,15 +79,17 @@ def prose_bounce(msg: Message, notification: str) -> Classification | None:
     failures = _prose_failures(msg, notification, failed_header)
     ids = unique(embedded_message_ids(msg, returned_copy_text(msg)) + own_reply_ids(msg))
     source = "X-Failed-Recipients" if failed_header else "bounce prose"
+    rule = "x_failed_recipients" if failed_header else "bounce_prose"
     if not failures:
         recipients = _flufl_recipients(msg) or embedded_recipients(msg) or _inline_original_to(msg)
         failures = [Failure(recipient=r, status="", text=notification, context=notification) for r in recipients]
         source += " (recipient from fallback)"
+        rule += "_fallback"
     if not failures:
         failures = [Failure(recipient="", status="", text=notification, context=notification)]
     for failure in failures:
         failure.status = failure.status or _pick_status(status_codes_in(failure.text))
-    return bounce_result(failures, ids, source=source, extra_codes=status_codes_in(notification))
+    return bounce_result(failures, ids, source=source, rule=rule, extra_codes=status_codes_in(notification))
 
 
 def looks_like_bounce(msg: Message, notification: str) -> bool:

@@ -41,14 +41,18 @@ def check_human(mail: Inbound) -> Classification:
     msg, text = mail.msg, mail.reply_text
     ids = tuple(own_reply_ids(msg))
     subject = header_of(msg, "Subject")
-    reason = ""
+    rule = reason = ""
     if _UNSUBSCRIBE_SUBJECT_RE.search(subject):
-        reason = f"subject asks to unsubscribe: {subject[:80]}"
+        rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
     elif phrase := _unsubscribe_phrase(text):
-        reason = f"reply asks to stop: {phrase!r}"
+        rule, reason = "unsubscribe_text", f"reply asks to stop: {phrase!r}"
     if reason:
-        return Classification(kind=Kind.UNSUBSCRIBE_REQUEST, original_message_ids=ids, reason=reason, reply_text=text)
-    return Classification(kind=Kind.HUMAN_REPLY, original_message_ids=ids, reason="person's mail", reply_text=text)
+        return Classification(
+            kind=Kind.UNSUBSCRIBE_REQUEST, original_message_ids=ids, reason=reason, reply_text=text, rule=rule
+        )
+    return Classification(
+        kind=Kind.HUMAN_REPLY, original_message_ids=ids, reason="person's mail", reply_text=text, rule="human"
+    )
 
 
 def _unsubscribe_phrase(text: str) -> str:

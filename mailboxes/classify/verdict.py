@@ -197,7 +197,7 @@ def _only_transient_replies(text: str, status: str) -> bool:
 
 
 def bounce_result(
-    failures: list[Failure], ids: list[str], *, source: str, extra_codes: list[str] | None = None
+    failures: list[Failure], ids: list[str], *, source: str, rule: str, extra_codes: list[str] | None = None
 ) -> Classification:
     verdicts = [_bounce_verdict(f) for f in failures]
     recipients, types = [], []
@@ -219,4 +219,5 @@ def bounce_result(
         original_message_ids=tuple(ids),
         reason=f"{source}{action}{status} ({verdicts[0].why})",
         recipient_types=tuple(types),
+        rule=rule,
     )

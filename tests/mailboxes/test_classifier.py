@@ -18,7 +18,17 @@ from hypothesis import strategies as st
 
 from mailboxes.classify import Classification, classify
 from mailboxes.classify.quotes import extract_reply_text
-from mailboxes.kinds import AUTO_REPLY, BOUNCE, COMPLAINT, HARD, HUMAN_REPLY, SOFT, UNRELATED, UNSUBSCRIBE_REQUEST
+from mailboxes.kinds import (
+    AUTH_FAILURE,
+    AUTO_REPLY,
+    BOUNCE,
+    COMPLAINT,
+    HARD,
+    HUMAN_REPLY,
+    SOFT,
+    UNRELATED,
+    UNSUBSCRIBE_REQUEST,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "classifier"
 
@@ -299,11 +309,13 @@ def test_arf_complaint_names_the_original_rcpt_to() -> None:
     assert "Feedback-Type: abuse" in result.reason
 
 
-def test_arf_auth_failure_report_is_not_a_complaint() -> None:
+def test_arf_auth_failure_report_is_its_own_kind_not_a_complaint() -> None:
     # RFC 6591 authentication-failure reports use ARF but nobody complained.
     raw = fixture("arf_complaint.eml").replace(b"Feedback-Type: abuse", b"Feedback-Type: auth-failure")
+    result = classify(raw)
 
-    assert classify(raw).kind == UNRELATED
+    assert (result.kind, result.rule) == (AUTH_FAILURE, "arf_auth_failure")
+    assert result.recipients == ("annoyed.person@isp.example",)
 
 
 def test_hotmail_non_arf_complaint() -> None:
