@@ -89,7 +89,13 @@ def _dsn_failures(records: list[dict[str, str]], notification: str) -> tuple[lis
         if ";" in diagnostic[:30]:  # "smtp; 550 5.1.1 ..." (RFC 3464 §2.3.6)
             diagnostic = diagnostic.split(";", 1)[1]
         failures.append(
-            Failure(recipient=recipient, status=status, text=diagnostic.strip(), action=action or "failed")
+            Failure(
+                recipient=recipient,
+                status=status,
+                text=diagnostic.strip(),
+                action=action or "failed",
+                dsn_status=status,
+            )
         )
     attach_prose(failures, notification)
     for failure in failures:
