@@ -9,7 +9,8 @@ decided. The checks run in order of trust:
 2. bounce      RFC 3464 DSN fields, then recurring non-standard bounce   bounce.py, bounce_prose.py,
                prose; hard or soft per recipient                         verdict.py
 3. auto_reply  RFC 3834 headers, vendor headers, out-of-office subjects, autoreply.py, challenge.py
-               challenge-response systems
+               challenge-response systems; a mail client's unsubscribe   reply.py
+               mail (Auto-Submitted, yet the person's request) first
 4. unrelated   newsletters / mailing-list traffic (not a response to us) unrelated.py
 5. unsubscribe_request / human_reply  on the new text of a person's mail reply.py, quotes.py
 
@@ -55,7 +56,7 @@ from .bounce import check_bounce
 from .complaint import check_complaint
 from .inbound import Inbound
 from .mime import parse_for_classify
-from .reply import check_human
+from .reply import check_client_unsubscribe, check_human
 from .result import Classification
 from .unrelated import check_unrelated
 
@@ -104,7 +105,8 @@ def _sanitize(result: Classification) -> Classification:
 
 def _classify(msg: Message, raw: bytes) -> Classification:
     mail = Inbound(msg)
-    for check in (check_complaint, check_bounce, check_auto_reply, check_unrelated):
+    checks = (check_complaint, check_bounce, check_client_unsubscribe, check_auto_reply, check_unrelated)
+    for check in checks:
         result = check(mail)
         if result is not None:
             return result
