@@ -16,6 +16,9 @@ class Kind(models.TextChoices):
     COMPLAINT = "complaint", "Complaint"
     UNSUBSCRIBE_REQUEST = "unsubscribe_request", "Unsubscribe request"
     UNRELATED = "unrelated", "Unrelated"
+    # RFC 6591 report that our mail failed SPF/DKIM at the receiver: no one
+    # complained, nothing is suppressed, but an admin must see it.
+    AUTH_FAILURE = "auth_failure", "Authentication failure report"
     # Never a classifier answer: ingestion's verdict on a message it could not parse.
     QUARANTINED = "quarantined", "Quarantined (could not be parsed)"
 
@@ -47,5 +50,6 @@ BOUNCE = Kind.BOUNCE.value
 COMPLAINT = Kind.COMPLAINT.value
 UNSUBSCRIBE_REQUEST = Kind.UNSUBSCRIBE_REQUEST.value
 UNRELATED = Kind.UNRELATED.value
+AUTH_FAILURE = Kind.AUTH_FAILURE.value
 HARD = BounceType.HARD.value
 SOFT = BounceType.SOFT.value

@@ -1,14 +1,16 @@
 """Inbound-mail classifier: pure functions, no ORM, no network. One module per check.
 
 ``classify(raw)`` sorts one inbound message into a ``Classification``:
-complaint, bounce (hard/soft), auto_reply, unsubscribe_request,
-human_reply or unrelated. The checks run in order of trust:
+complaint, auth_failure, bounce (hard/soft), auto_reply,
+unsubscribe_request, human_reply or unrelated, and names the ``rule`` that
+decided. The checks run in order of trust:
 
 1. complaint   RFC 5965 ARF, then recurring non-ARF feedback formats     complaint.py
 2. bounce      RFC 3464 DSN fields, then recurring non-standard bounce   bounce.py, bounce_prose.py,
                prose; hard or soft per recipient                         verdict.py
 3. auto_reply  RFC 3834 headers, vendor headers, out-of-office subjects, autoreply.py, challenge.py
-               challenge-response systems
+               challenge-response systems; a mail client's unsubscribe   reply.py
+               mail (Auto-Submitted, yet the person's request) first
 4. unrelated   newsletters / mailing-list traffic (not a response to us) unrelated.py
 5. unsubscribe_request / human_reply  on the new text of a person's mail reply.py, quotes.py
 
@@ -30,8 +32,10 @@ Decisions worth knowing (each is commented where it is enforced):
 - "Account disabled/inactive/suspended" wording (RFC 3463 X.2.1) is soft (it
   can be switched back on); "account closed/deleted" is hard. A "user
   unknown" given in reply to DATA rather than RCPT TO is soft (a filter).
-- ARF ``Feedback-Type: auth-failure`` (RFC 6591) is ``unrelated``, not a
-  complaint.
+- ARF ``Feedback-Type: auth-failure`` (RFC 6591) is ``auth_failure``: not
+  a complaint (nobody asked to stop, nothing is suppressed), but recorded
+  with its recipient because it means our SPF/DKIM is failing. An ARF
+  ``opt-out`` / ``opt-out-list`` report is an ``unsubscribe_request``.
 - Newsletters and list traffic (List-Id / List-Unsubscribe / Precedence:
   list) are ``unrelated``; ``X-Auto-Response-Suppress`` alone is *not* an
   auto-reply signal.
@@ -52,7 +56,7 @@ from .bounce import check_bounce
 from .complaint import check_complaint
 from .inbound import Inbound
 from .mime import parse_for_classify
-from .reply import check_human
+from .reply import check_client_unsubscribe, check_human
 from .result import Classification
 from .unrelated import check_unrelated
 
@@ -71,7 +75,9 @@ def classify(raw: bytes) -> Classification:
             msg = parse_for_classify(b"Content-Type: text/plain; charset=utf-8\n\n" + raw)
         return _sanitize(_classify(msg, raw))
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
-        return Classification(kind=Kind.UNRELATED, reason=f"internal error: {type(exc).__name__}")
+        return Classification(
+            kind=Kind.UNRELATED, reason=f"internal error: {type(exc).__name__}", rule="internal_error"
+        )
 
 
 _CONTROL_CHARS_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -99,7 +105,8 @@ def _sanitize(result: Classification) -> Classification:
 
 def _classify(msg: Message, raw: bytes) -> Classification:
     mail = Inbound(msg)
-    for check in (check_complaint, check_bounce, check_auto_reply, check_unrelated):
+    checks = (check_complaint, check_bounce, check_client_unsubscribe, check_auto_reply, check_unrelated)
+    for check in checks:
         result = check(mail)
         if result is not None:
             return result

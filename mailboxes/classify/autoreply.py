@@ -47,41 +47,42 @@ _AUTOREPLY_HEADERS = ("X-Autoreply", "X-Autorespond", "X-Autoresponder", "X-Auto
 
 
 def check_auto_reply(mail: Inbound) -> Classification | None:
-    reason = _auto_reply_reason(mail)
+    rule, reason = _auto_reply_reason(mail)
     if not reason:
         return None
     ids = tuple(unique(own_reply_ids(mail.msg) + embedded_message_ids(mail.msg)))
-    return Classification(kind=Kind.AUTO_REPLY, original_message_ids=ids, reason=reason)
+    return Classification(kind=Kind.AUTO_REPLY, original_message_ids=ids, reason=reason, rule=rule)
 
 
-def _auto_reply_reason(mail: Inbound) -> str:
+def _auto_reply_reason(mail: Inbound) -> tuple[str, str]:
+    """(rule, reason), or ("", "") when nothing marks the mail as automatic."""
     msg = mail.msg
     if mail.challenge_response:
-        return "challenge-response system"
+        return "challenge_response", "challenge-response system"
     auto_submitted = header_of(msg, "Auto-Submitted").lower()
     # RFC 3834 §5: any value other than "no" marks an automatic message.
     if auto_submitted and not auto_submitted.startswith("no"):
-        return f"RFC 3834 Auto-Submitted: {auto_submitted}"
+        return "auto_submitted", f"RFC 3834 Auto-Submitted: {auto_submitted}"
     for name in _AUTOREPLY_HEADERS:
         value = header_of(msg, name).lower()
         if value and value not in {"no", "false", "0"}:
-            return f"{name} header"
+            return "autoreply_header", f"{name} header"
     # X-Auto-Response-Suppress is deliberately not a signal on its own: it
     # asks *other* servers not to auto-reply ([MS-OXCMAIL] §2.1.3.2.20) and
     # Exchange puts it on plenty of mail written by people.
     subject = header_of(msg, "Subject")
     if _OOO_SUBJECT_RE.search(subject) or _OOO_SUBJECT_PREFIX_RE.search(subject):
-        return f"out-of-office subject: {subject[:80]}"
+        return "ooo_subject", f"out-of-office subject: {subject[:80]}"
     precedence = header_of(msg, "Precedence").lower()
     is_list = bool(header_of(msg, "List-Id") or header_of(msg, "List-Unsubscribe"))
     # Autoresponders mark their own mail Precedence: bulk/junk (RFC 3834 §3.1.8
     # asks responders to honour it); with list headers it is a newsletter.
     if precedence in {"bulk", "junk", "auto_reply", "auto-reply"} and not is_list:
-        return f"Precedence: {precedence}"
+        return "precedence", f"Precedence: {precedence}"
     if _OOO_BODY_RE.search(mail.reply_text[:3000]):
-        return "out-of-office wording"
+        return "ooo_wording", "out-of-office wording"
     # RFC 3834 §3.3 / RFC 5321 §4.5.5: automatic mail goes out with a null
     # return path; a person's mail never does.
     if is_null_sender(msg):
-        return "null return path (Return-Path: <>)"
-    return ""
+        return "null_sender", "null return path (Return-Path: <>)"
+    return "", ""

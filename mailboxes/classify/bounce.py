@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from email.message import Message
 
 from ..kinds import Kind
@@ -10,6 +11,7 @@ from .bounce_prose import looks_like_bounce, prose_bounce
 from .evidence import (
     EMAIL_RE,
     addresses_in,
+    decode_local_parts,
     embedded_message_ids,
     normalize_msgid,
     own_reply_ids,
@@ -18,7 +20,7 @@ from .evidence import (
     unique,
 )
 from .inbound import Inbound
-from .mime import DSN_TYPES, ctype_of, part_text, walk
+from .mime import DSN_TYPES, MAX_SCAN, ctype_of, part_text, walk
 from .result import Classification
 from .verdict import Failure, attach_prose, bounce_result
 
@@ -58,9 +60,12 @@ def _dsn_bounce(msg: Message, notification: str) -> Classification | None:
                 kind=Kind.UNRELATED,
                 original_message_ids=tuple(ids),
                 reason=f"RFC 3464 DSN reports success (Action: {delivered[0]})",
+                rule="dsn_success",
             )
         return None  # a report without per-recipient fields: try the prose
-    return bounce_result(failures, ids, source="RFC 3464 DSN", extra_codes=status_codes_in(notification))
+    return bounce_result(
+        failures, ids, source="RFC 3464 DSN", rule="dsn", extra_codes=status_codes_in(notification)
+    )
 
 
 def _dsn_failures(records: list[dict[str, str]], notification: str) -> tuple[list[Failure], list[str]]:
@@ -86,7 +91,13 @@ def _dsn_failures(records: list[dict[str, str]], notification: str) -> tuple[lis
         if ";" in diagnostic[:30]:  # "smtp; 550 5.1.1 ..." (RFC 3464 §2.3.6)
             diagnostic = diagnostic.split(";", 1)[1]
         failures.append(
-            Failure(recipient=recipient, status=status, text=diagnostic.strip(), action=action or "failed")
+            Failure(
+                recipient=recipient,
+                status=status,
+                text=diagnostic.strip(),
+                action=action or "failed",
+                dsn_status=status,
+            )
         )
     attach_prose(failures, notification)
     for failure in failures:
@@ -98,7 +109,7 @@ def _dsn_address(value: str) -> str:
     """ "rfc822; user@example.com" -> "user@example.com" (RFC 3464 §2.3.2)."""
     if not value:
         return ""
-    _, _, address = value.rpartition(";")
+    _, _, address = decode_local_parts(value).rpartition(";")
     address = address.strip().strip("<>").strip().lower()
     if "@" not in address:
         return ""
@@ -123,14 +134,12 @@ def _remote_status(status: str, diagnostic_codes: list[str]) -> str:
 # --- 2b. Amazon SES notifications delivered as e-mail (SNS subscription)
 
 
+_SES_START_RE = re.compile(r'\{\s*"(?:notificationType|eventType|Type)"\s*:')
+
+
 def _ses_notification(msg: Message, notification: str) -> Classification | None:
-    start = notification.find('{"notificationType"')
-    if start < 0:
-        start = notification.find('{"eventType"')
-    if start < 0:
-        return None
-    data = _loads_prefix(notification[start:])
-    if not isinstance(data, dict):
+    data = _ses_payload(notification)
+    if data is None:
         return None
     kind = str(data.get("notificationType") or data.get("eventType") or "").lower()
     mail = data.get("mail") if isinstance(data.get("mail"), dict) else {}
@@ -143,6 +152,7 @@ def _ses_notification(msg: Message, notification: str) -> Classification | None:
             recipients=tuple(unique(addresses_in(",".join(recipients)))),
             original_message_ids=tuple(ids),
             reason=f"Amazon SES complaint notification ({complaint.get('complaintFeedbackType') or 'no type'})",
+            rule="ses_complaint",
         )
     if kind != "bounce":
         return None
@@ -152,14 +162,45 @@ def _ses_notification(msg: Message, notification: str) -> Classification | None:
         if not isinstance(rcpt, dict):
             continue
         text = str(rcpt.get("diagnosticCode") or "")
-        status = _remote_status(str(rcpt.get("status") or ""), status_codes_in(text))
+        listed = status_codes_in(str(rcpt.get("status") or ""))
+        status = _remote_status(listed[0] if listed else "", status_codes_in(text))
         if not status and str(bounce.get("bounceType")) == "Transient":
             status = "4.0.0"
         address = addresses_in(str(rcpt.get("emailAddress", "")))
-        failures.append(Failure(recipient=address[0] if address else "", status=status, text=text))
+        action = str(rcpt.get("action") or "failed").lower()
+        failures.append(
+            Failure(
+                recipient=address[0] if address else "",
+                status=status,
+                text=text,
+                action=action if action in {"failed", "delayed"} else "failed",
+                dsn_status=listed[0] if listed else "",
+            )
+        )
     if not failures:
         return None
-    return bounce_result(failures, ids, source=f"Amazon SES bounce notification ({bounce.get('bounceType')})")
+    return bounce_result(
+        failures, ids, source=f"Amazon SES bounce notification ({bounce.get('bounceType')})", rule="ses_bounce"
+    )
+
+
+def _ses_payload(notification: str) -> dict | None:
+    """The SES event, bare or inside an SNS envelope (JSON whose "Message" is JSON)."""
+    for match in _SES_START_RE.finditer(notification[:MAX_SCAN]):
+        data = _loads_prefix(notification[match.start() :])
+        if not isinstance(data, dict):
+            continue
+        if data.get("Type") == "Notification" and isinstance(data.get("Message"), str):
+            # Amazon SNS delivers the SES event as a JSON string in "Message".
+            try:
+                data = json.loads(data["Message"])
+            except ValueError:
+                continue
+            if not isinstance(data, dict):
+                continue
+        if data.get("notificationType") or data.get("eventType"):
+            return data
+    return None
 
 
 def _loads_prefix(text: str) -> object:

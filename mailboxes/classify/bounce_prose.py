@@ -33,6 +33,7 @@ _BOUNCE_SUBJECT_RE = re.compile(
     r"|delivery fail|failure notice|failed delivery|delivery failure|non[- ]?delivery|could not be delivered"
     r"|not delivered|delivery problem|mail system error|delivery status|delayed mail|mail failure"
     r"|returned to sender|error sending your mail|unzustellbar|nicht zustellbar|non remis|non recapitabile"
+    r"|could not send message for past|still undelivered|delivery delayed|delayed delivery|message delayed"
     r"|no entregado|onbestelbaar|não entregue",
     re.I,
 )
@@ -67,6 +68,7 @@ _BOUNCE_BODY_RE = re.compile(
     r"|delivery (to .{1,80} )?(has been )?delayed"
     r"|(still being|will be) retried"
     r"|not yet been delivered"
+    r"|still undelivered after|will keep trying until|this is a warning message only|could not send message for past"
     r"|following recipients? (could not|cannot) be reached",
     re.I,
 )
@@ -79,15 +81,44 @@ def prose_bounce(msg: Message, notification: str) -> Classification | None:
     failures = _prose_failures(msg, notification, failed_header)
     ids = unique(embedded_message_ids(msg, returned_copy_text(msg)) + own_reply_ids(msg))
     source = "X-Failed-Recipients" if failed_header else "bounce prose"
+    rule = "x_failed_recipients" if failed_header else "bounce_prose"
     if not failures:
         recipients = _flufl_recipients(msg) or embedded_recipients(msg) or _inline_original_to(msg)
         failures = [Failure(recipient=r, status="", text=notification, context=notification) for r in recipients]
         source += " (recipient from fallback)"
+        rule += "_fallback"
     if not failures:
         failures = [Failure(recipient="", status="", text=notification, context=notification)]
+    delay = _is_delay_warning(notification)
     for failure in failures:
         failure.status = failure.status or _pick_status(status_codes_in(failure.text))
-    return bounce_result(failures, ids, source=source, extra_codes=status_codes_in(notification))
+        if delay:
+            failure.action = "delayed"
+    if delay:
+        source, rule = f"{source} (delay warning)", f"{rule}_delay"
+    return bounce_result(failures, ids, source=source, rule=rule, extra_codes=status_codes_in(notification))
+
+
+# A warning while the MTA is still retrying: the prose counterpart of RFC 3464
+# "Action: delayed" (Sendmail's "THIS IS A WARNING MESSAGE ONLY", Postfix's
+# "Delayed Mail (still being retried)", Exim's "has not yet been delivered").
+_DELAY_RE = re.compile(
+    r"warning message only|you do not need to resend|still undelivered after|will keep trying until"
+    r"|could not send message for past|still being retried|has not yet been delivered|will be retried"
+    r"|delivery (to .{1,80} )?(has been )?delayed|will (continue to )?(retry|try again) (for|until)",
+    re.I,
+)
+# Wording that the MTA gave up: a failure, even if it also mentions retrying.
+_GAVE_UP_RE = re.compile(
+    r"permanent(ly)? (fatal )?(error|failure|failed)|given up|giving up|gave up|fatal error"
+    r"|could not be delivered|was not delivered|undeliverable|returned to sender|delivery has failed",
+    re.I,
+)
+
+
+def _is_delay_warning(notification: str) -> bool:
+    head = notification[:20_000]
+    return bool(_DELAY_RE.search(head)) and not _GAVE_UP_RE.search(head)
 
 
 def looks_like_bounce(msg: Message, notification: str) -> bool:

@@ -36,10 +36,18 @@ def _feedback_report_part(msg: Message) -> Message | None:
     return None
 
 
-# RFC 5965 §7.3 feedback types that are user complaints. "auth-failure"
-# (RFC 6591) reports a DKIM/SPF failure, not a person pressing "spam", and
-# "delivery" reports are not complaints either.
-_NOT_COMPLAINT_FEEDBACK = {"auth-failure", "delivery", "not-spam"}
+# Feedback types (RFC 5965 §7.3 registry) that are not a person's complaint.
+# "not-spam" and "delivery" come from the ARF drafts and report no problem.
+_NOT_COMPLAINT_FEEDBACK = {"delivery", "not-spam"}
+# RFC 6591: a receiver's report that our mail failed SPF/DKIM/ADSP. Nobody
+# complained, so nothing is suppressed; but it names the recipient and the
+# failing message, and means our authentication is broken: its own kind.
+_AUTH_FAILURE_FEEDBACK = {"auth-failure", "dkim", "spf"}
+# The ARF drafts' "opt-out" / "opt-out-list" types: the recipient asked to
+# stop through the feedback loop, an unsubscribe request, not a spam
+# complaint. (The drafts' Removal-Recipient field names the address to drop;
+# abuse reports carry it too, so it names the recipient, not the kind.)
+_OPT_OUT_FEEDBACK = {"opt-out", "opt-out-list", "unsubscribe"}
 
 
 def _arf_complaint(msg: Message, report: Message) -> Classification | None:
@@ -57,19 +65,34 @@ def _arf_complaint(msg: Message, report: Message) -> Classification | None:
             kind=Kind.UNRELATED,
             original_message_ids=tuple(ids),
             reason=f"RFC 5965 ARF Feedback-Type: {feedback_type} is not a complaint",
+            rule="arf_not_complaint",
         )
-    recipients: list[str] = []
-    for value in fields.get("original-rcpt-to", "").split("\n"):
-        recipients.extend(addresses_in(value))
-    source = "Original-Rcpt-To"
+    removal = _field_addresses(fields, "removal-recipient")
+    recipients, source = removal, "Removal-Recipient"
+    if not recipients:
+        recipients, source = _field_addresses(fields, "original-rcpt-to"), "Original-Rcpt-To"
     if not recipients:
         recipients, source = embedded_recipients(msg), "embedded To"
+    if feedback_type in _AUTH_FAILURE_FEEDBACK:
+        kind, rule, standard = Kind.AUTH_FAILURE, "arf_auth_failure", "RFC 6591"
+    elif feedback_type in _OPT_OUT_FEEDBACK:
+        kind, rule, standard = Kind.UNSUBSCRIBE_REQUEST, "arf_opt_out", "ARF opt-out report"
+    else:
+        kind, rule, standard = Kind.COMPLAINT, "arf", "RFC 5965 ARF"
     return Classification(
-        kind=Kind.COMPLAINT,
+        kind=kind,
         recipients=tuple(unique(recipients)),
         original_message_ids=tuple(ids),
-        reason=f"RFC 5965 ARF Feedback-Type: {feedback_type or 'missing'}; recipient from {source}",
+        reason=f"{standard} Feedback-Type: {feedback_type or 'missing'}; recipient from {source}",
+        rule=rule,
     )
+
+
+def _field_addresses(fields: dict[str, str], name: str) -> list[str]:
+    found: list[str] = []
+    for value in fields.get(name, "").split("\n"):
+        found.extend(addresses_in(value))
+    return unique(found)
 
 
 # Hotmail/Outlook.com JMRP forwards the complained-about mail with this header
@@ -93,6 +116,7 @@ def _non_arf_complaint(msg: Message) -> Classification | None:
                 recipients=tuple(unique(addresses_in(value))),
                 original_message_ids=tuple(unique(ids + own_reply_ids(msg))),
                 reason=f"Hotmail/Outlook JMRP complaint ({_JMRP_HEADER})",
+                rule="jmrp",
             )
     sender = ",".join(addresses_in(header_of(msg, "From")))
     if _NON_ARF_SENDERS.search(sender) and _COMPLAINT_SUBJECT.search(header_of(msg, "Subject")):
@@ -102,5 +126,6 @@ def _non_arf_complaint(msg: Message) -> Classification | None:
                 recipients=tuple(embedded_recipients(msg)),
                 original_message_ids=tuple(unique(embedded_message_ids(msg) + own_reply_ids(msg))),
                 reason=f"non-ARF feedback-loop report from {sender}",
+                rule="non_arf_fbl",
             )
     return None

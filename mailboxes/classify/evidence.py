@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email
+import email.header
 import email.policy
 import email.utils
 import re
@@ -13,6 +14,7 @@ from .mime import ATTACHED_MESSAGE_TYPES, HEADERS_TYPES, MAX_SCAN, ctype_of, hea
 
 
 def addresses_in(value: str) -> list[str]:
+    value = decode_local_parts(value)
     try:
         pairs = email.utils.getaddresses([value])
     except Exception:
@@ -21,10 +23,35 @@ def addresses_in(value: str) -> list[str]:
     return found or [m.lower() for m in EMAIL_RE.findall(value)]
 
 
+# An RFC 2047 encoded-word as a local part (RFC 2047 §5 forbids it, some
+# MTAs write it anyway): matched whole, never from the "utf-8?B?" inside it.
+_ENCODED_WORD = r"=\?[A-Za-z0-9_.:-]{1,40}\?[BbQq]\?[^?\s]{0,200}\?="
 EMAIL_RE = re.compile(
-    r"[A-Za-z0-9][A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?"
+    rf"(?:{_ENCODED_WORD}|[A-Za-z0-9][A-Za-z0-9.!#$%&'*+/=?^_`{{|}}~-]{{0,63}})"
+    r"@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)+"
 )
+_ENCODED_LOCAL_RE = re.compile(rf"{_ENCODED_WORD}(?=@)")
+_LOCAL_PART_RE = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}")
+
+
+def decode_local_parts(text: str) -> str:
+    """Decode RFC 2047 encoded-words used as local parts ("=?utf-8?B?ai5kb2U=?=@x" -> "j.doe@x").
+
+    Kept whole when the decoded text is not a plain local part.
+    """
+    if "=?" not in text:
+        return text
+    return _ENCODED_LOCAL_RE.sub(_decoded_local_part, text)
+
+
+def _decoded_local_part(match: re.Match[str]) -> str:
+    try:
+        (data, charset), *rest = email.header.decode_header(match.group(0))
+        decoded = data.decode(charset or "ascii") if isinstance(data, bytes) else data
+    except Exception:
+        return match.group(0)
+    return decoded if not rest and _LOCAL_PART_RE.fullmatch(decoded) else match.group(0)
 _MSGID_RE = re.compile(r"<[^<>\s]{1,250}@[^<>\s]{1,250}>")
 # RFC 3463 enhanced status code; not part of an IP address or version number.
 _STATUS_RE = re.compile(r"(?<![\w.])([245])\.(\d{1,3})\.(\d{1,3})(?!\.?\d)(?!\w)")

@@ -6,6 +6,7 @@ from email.message import Message
 from functools import cached_property
 
 from .challenge import is_challenge_response
+from .evidence import decode_local_parts
 from .quotes import extract_reply_text
 from .text import body_text, notification_text
 
@@ -18,7 +19,9 @@ class Inbound:
 
     @cached_property
     def notification(self) -> str:
-        return notification_text(self.msg)
+        # Encoded-word local parts decoded once, so the prose names the same
+        # address as the DSN fields.
+        return decode_local_parts(notification_text(self.msg))
 
     @cached_property
     def challenge_response(self) -> bool:

@@ -18,6 +18,9 @@ class Classification:
     # multi-recipient DSN can mix "user unknown" and "mailbox full"; the
     # overall ``bounce_type`` is HARD only when every failed recipient is hard.
     recipient_types: tuple[str, ...] = ()
+    # Which rule decided the kind ("dsn", "arf", "auto_submitted", ...): a
+    # stable name the benchmark scores rule by rule and an admin can filter on.
+    rule: str = ""
 
     def __post_init__(self) -> None:
         # Plain stored values, not enum members: a Classification is data that

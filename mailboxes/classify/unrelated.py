@@ -26,10 +26,12 @@ def check_unrelated(mail: Inbound) -> Classification | None:
     # mark and was claimed by the auto-reply check.)
     listed = header_of(msg, "List-Id") or header_of(msg, "List-Unsubscribe")
     if listed or header_of(msg, "Precedence").lower() == "list":
-        return Classification(kind=Kind.UNRELATED, reason="newsletter / mailing-list traffic")
+        return Classification(kind=Kind.UNRELATED, reason="newsletter / mailing-list traffic", rule="list_traffic")
     sender = ",".join(addresses_in(header_of(msg, "From")))
     if _NO_REPLY_LOCAL_RE.search(sender):
-        return Classification(kind=Kind.UNRELATED, reason=f"notification from a no-reply sender ({sender})")
+        return Classification(
+            kind=Kind.UNRELATED, reason=f"notification from a no-reply sender ({sender})", rule="no_reply_sender"
+        )
     if not mail.reply_text.strip() and not header_of(msg, "Subject"):
-        return Classification(kind=Kind.UNRELATED, reason="empty message")
+        return Classification(kind=Kind.UNRELATED, reason="empty message", rule="empty")
     return None

@@ -18,6 +18,7 @@ class Failure:
     context: str = ""  # surrounding prose: which SMTP command failed, etc.
     action: str = ""  # RFC 3464 Action, "" outside a DSN
     whole: str = ""  # all the prose, when this is the only failure
+    dsn_status: str = ""  # the DSN's own per-recipient Status field (RFC 3464 §2.3.4), "" outside a DSN
 
 
 def attach_prose(failures: list[Failure], notification: str) -> None:
@@ -129,6 +130,8 @@ _HARD_WEAK_RE = re.compile(
     r"(closed|terminated|discontinued|removed|deleted)",
     re.I,
 )
+# RFC 3463 X.1.1 (bad mailbox) / X.1.6 (moved): a DSN Status naming the address itself.
+_ADDRESS_CODES = {"5.1.1", "5.1.6"}
 # RFC 3463 X.1.7 / X.1.8: the *sender's* address is bad.
 _SENDER_CODES = {"5.1.7", "5.1.8", "4.1.7", "4.1.8"}
 # RFC 5321 §3.3: addresses are judged at RCPT TO. A "user unknown" returned
@@ -143,16 +146,16 @@ _AFTER_DATA_RE = re.compile(
 # "no valid recipients" as the DATA reply shows the rejection was at RCPT.
 _AT_RCPT_RE = re.compile(
     r"in reply to rcpt to\s+command|after rcpt to|does not like recipient|did not like our rcpt to"
-    r"|>>> rcpt to:[^\n]*\n\s*<<< [45]\d\d|no valid recipients",
+    r"|>>> rcpt to:[^\n]*\n\s*<<< [45]\d\d|no valid recipients|need rcpt|all rcpt commands were rejected",
     re.I,
 )
 
 
 def _bounce_verdict(failure: Failure) -> _Verdict:
-    verdict = _judge(failure.status, failure.action, failure.text[:20_000], failure.context[:20_000])
+    verdict = _judge(failure, failure.text[:20_000], failure.context[:20_000])
     if verdict is _UNEXPLAINED and failure.whole and failure.whole != failure.text:
         # The reason may sit above the recipient line ("Mailbox full: <addr>").
-        verdict = _judge(failure.status, failure.action, failure.whole[:20_000], failure.whole[:20_000])
+        verdict = _judge(failure, failure.whole[:20_000], failure.whole[:20_000])
     return verdict
 
 
@@ -161,20 +164,54 @@ def _bounce_verdict(failure: Failure) -> _Verdict:
 _UNEXPLAINED = _Verdict(BounceType.SOFT, "permanent failure without a recognised address reason")
 
 
-def _judge(status: str, action: str, text: str, context: str) -> _Verdict:
+# RFC 3463 codes that name a mailbox which exists but cannot take this mail
+# now; the code outranks wording such as "user unknown" elsewhere in the
+# report (Sendmail, for one, adds its own "User unknown" line to any refusal).
+_MAILBOX_STATE_CODES = {
+    "5.2.1": "mailbox disabled (RFC 3463 X.2.1)",
+    "5.2.2": "mailbox full / over quota",
+    "5.2.3": "message too large",
+    "5.3.4": "message too large",
+}
+
+
+def _code_overrides_text(status: str, text: str) -> bool:
+    """True unless the reply carrying *status* itself gives an address reason.
+
+    Codes first, prose as the tie-breaker (RFC 3463): only the words of the
+    very reply that holds the code ("550 5.2.1 <x>... User Unknown") can
+    contradict it; a "user unknown" on another line cannot.
+    """
+    if status not in _MAILBOX_STATE_CODES or status == "5.2.2":
+        return status in _MAILBOX_STATE_CODES
+    for line in text.splitlines():
+        if status in line:
+            reply = line[line.index(status) :]
+            if _HARD_STRONG_RE.search(reply):
+                return False
+    return True
+
+
+def _judge(failure: Failure, text: str, context: str) -> _Verdict:
+    status, action = failure.status, failure.action
     context = context or text
     if action == "delayed":
         return _Verdict(BounceType.SOFT, "DSN Action: delayed")
+    # RFC 3463 §3.1: class 4 is a transient condition, even when the MTA has
+    # given up (Action: failed) - still a failed delivery, never a hard one.
     if status.startswith("4") or _only_transient_replies(text, status):
         return _Verdict(BounceType.SOFT, "transient (4.x.x) failure")
     if status in _SENDER_CODES or _ABOUT_US_RE.search(text):
         return _Verdict(BounceType.SOFT, "rejected because of the sender, not the address")
-    if _MAILBOX_FULL_RE.search(text) or status == "5.2.2":
+    if _code_overrides_text(status, text):
+        return _Verdict(BounceType.SOFT, _MAILBOX_STATE_CODES[status])
+    if _MAILBOX_FULL_RE.search(text):
         return _Verdict(BounceType.SOFT, "mailbox full / over quota")
-    if status in {"5.2.3", "5.3.4"}:
-        return _Verdict(BounceType.SOFT, "message too large")
     hard = _HARD_STRONG_RE.search(text)
-    if hard and _AFTER_DATA_RE.search(context) and not _AT_RCPT_RE.search(context):
+    # An explicit per-recipient DSN Status naming a bad address outranks the
+    # transcript: with PIPELINING the RCPT replies are printed after ">>> DATA".
+    explicit = failure.dsn_status in _ADDRESS_CODES
+    if hard and not explicit and _AFTER_DATA_RE.search(context) and not _AT_RCPT_RE.search(context):
         return _Verdict(BounceType.SOFT, f"'{hard.group(0).lower()}' after DATA: content filter, not the address")
     if hard:
         return _Verdict(BounceType.HARD, hard.group(0).lower())
@@ -197,7 +234,7 @@ def _only_transient_replies(text: str, status: str) -> bool:
 
 
 def bounce_result(
-    failures: list[Failure], ids: list[str], *, source: str, extra_codes: list[str] | None = None
+    failures: list[Failure], ids: list[str], *, source: str, rule: str, extra_codes: list[str] | None = None
 ) -> Classification:
     verdicts = [_bounce_verdict(f) for f in failures]
     recipients, types = [], []
@@ -219,4 +256,5 @@ def bounce_result(
         original_message_ids=tuple(ids),
         reason=f"{source}{action}{status} ({verdicts[0].why})",
         recipient_types=tuple(types),
+        rule=rule,
     )

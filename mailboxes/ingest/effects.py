@@ -61,12 +61,19 @@ def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification
     return _describe("paused (auto-reply)", summary)
 
 
+def _auth_failure(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    # RFC 6591: nobody complained, so nothing stops and nothing is suppressed;
+    # the words in the ledger tell an admin that our SPF/DKIM is failing.
+    return "authentication failure report (RFC 6591) recorded: check SPF/DKIM; nothing suppressed"
+
+
 EFFECTS: dict[str, Effect] = {
     Kind.HUMAN_REPLY: _stop_replied,
     Kind.UNSUBSCRIBE_REQUEST: _suppress,
     Kind.COMPLAINT: _suppress,
     Kind.BOUNCE: _bounce,
     Kind.AUTO_REPLY: _auto_reply,
+    Kind.AUTH_FAILURE: _auth_failure,
     # UNRELATED: recorded only.
 }
 

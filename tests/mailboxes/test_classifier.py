@@ -18,7 +18,17 @@ from hypothesis import strategies as st
 
 from mailboxes.classify import Classification, classify
 from mailboxes.classify.quotes import extract_reply_text
-from mailboxes.kinds import AUTO_REPLY, BOUNCE, COMPLAINT, HARD, HUMAN_REPLY, SOFT, UNRELATED, UNSUBSCRIBE_REQUEST
+from mailboxes.kinds import (
+    AUTH_FAILURE,
+    AUTO_REPLY,
+    BOUNCE,
+    COMPLAINT,
+    HARD,
+    HUMAN_REPLY,
+    SOFT,
+    UNRELATED,
+    UNSUBSCRIBE_REQUEST,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "classifier"
 
@@ -299,11 +309,13 @@ def test_arf_complaint_names_the_original_rcpt_to() -> None:
     assert "Feedback-Type: abuse" in result.reason
 
 
-def test_arf_auth_failure_report_is_not_a_complaint() -> None:
+def test_arf_auth_failure_report_is_its_own_kind_not_a_complaint() -> None:
     # RFC 6591 authentication-failure reports use ARF but nobody complained.
     raw = fixture("arf_complaint.eml").replace(b"Feedback-Type: abuse", b"Feedback-Type: auth-failure")
+    result = classify(raw)
 
-    assert classify(raw).kind == UNRELATED
+    assert (result.kind, result.rule) == (AUTH_FAILURE, "arf_auth_failure")
+    assert result.recipients == ("annoyed.person@isp.example",)
 
 
 def test_hotmail_non_arf_complaint() -> None:
@@ -602,3 +614,144 @@ def test_newsletter_full_of_delivery_words_but_no_bounce_signal_is_unrelated() -
     msg["List-Unsubscribe"] = "<mailto:leave@news.example>"
     msg.set_content("Our office has moved. Unknown user stories inside.\n" * 200)
     assert classify(msg.as_bytes()).kind == UNRELATED
+
+
+# ---------------------------------------------------------------------------
+# Patterns that recur across senders: one fixture each
+
+
+def test_pipelined_sendmail_dsn_status_5_1_1_outranks_the_after_data_transcript() -> None:
+    # The RCPT reply printed after ">>> DATA", then "503 Need RCPT": the DSN's
+    # own Status 5.1.1 names the address (RFC 3464 §2.3.4, RFC 3463 X.1.1).
+    result = classify(fixture("sendmail_pipelining_5_1_1.eml"))
+
+    assert (result.kind, result.bounce_type, result.rule) == (BOUNCE, HARD, "dsn")
+    assert result.recipients == ("no.such.person@dest.example",)
+
+
+def test_arf_opt_out_report_is_an_unsubscribe_request_for_the_removal_recipient() -> None:
+    result = classify(fixture("opt_out_feedback.eml"))
+
+    assert (result.kind, result.rule) == (UNSUBSCRIBE_REQUEST, "arf_opt_out")
+    assert result.recipients == ("leaving.reader@isp.example",)
+    assert result.original_message_ids == ("<step2.enr55.fb01@outreach.example>",)
+
+
+def test_abuse_report_with_a_removal_recipient_stays_a_complaint() -> None:
+    raw = fixture("opt_out_feedback.eml").replace(b"Feedback-Type: opt-out", b"Feedback-Type: abuse")
+    result = classify(raw)
+
+    assert (result.kind, result.recipients) == (COMPLAINT, ("leaving.reader@isp.example",))
+
+
+def test_mail_client_one_click_unsubscribe_is_not_an_auto_reply() -> None:
+    result = classify(fixture("mail_client_unsubscribe.eml"))
+
+    assert (result.kind, result.rule) == (UNSUBSCRIBE_REQUEST, "client_unsubscribe")
+
+
+def test_auto_submitted_newsletter_mentioning_unsubscribe_is_not_an_unsubscribe_request() -> None:
+    raw = mail(
+        """
+From: News <news@vendor.example>
+To: sales@outreach.example
+Subject: This week's digest
+Auto-Submitted: auto-generated
+List-Id: <digest.vendor.example>
+List-Unsubscribe: <mailto:unsubscribe@vendor.example>
+""",
+        "Top stories. You received this because you subscribed; to unsubscribe from this list, click here.\n",
+    )
+
+    assert classify(raw).kind != UNSUBSCRIBE_REQUEST
+
+
+def test_rfc6591_auth_failure_report_names_recipient_and_message() -> None:
+    result = classify(fixture("auth_failure_report.eml"))
+
+    assert (result.kind, result.rule) == (AUTH_FAILURE, "arf_auth_failure")
+    assert result.recipients == ("checked.reader@receiver.example",)
+    assert result.original_message_ids == ("<step1.enr70.af01@outreach.example>",)
+
+
+def test_ses_bounce_inside_an_sns_notification_is_a_bounce() -> None:
+    # JSON inside JSON: SNS's "Message" field holds the SES event as a string.
+    result = classify(fixture("ses_sns_wrapped_bounce.eml"))
+
+    assert (result.kind, result.bounce_type, result.rule) == (BOUNCE, HARD, "ses_bounce")
+    assert result.recipients == ("gone.person@dest.example",)
+    assert result.status_codes == ("5.1.1",)
+    assert result.original_message_ids == ("<step2.enr31.b0b0@outreach.example>",)
+
+
+@pytest.mark.parametrize(
+    ("status", "action", "diagnostic", "expected"),
+    [
+        # RFC 3463 X.2.1 / X.2.2: the mailbox exists; the code outranks the prose.
+        ("5.2.1", "failed", "550 5.2.1 The email account that you tried to reach is disabled", SOFT),
+        ("5.2.2", "failed", "552 5.2.2 Mailbox over quota (user unknown on backup)", SOFT),
+        # ... unless the very reply carrying the code names a bad address.
+        ("5.2.1", "failed", "550 5.2.1 <someone@dest.example>... User Unknown", HARD),
+        # A 4.x.x under Action: failed: the MTA gave up, still a transient reason.
+        ("4.4.7", "failed", "Delivery time expired", SOFT),
+    ],
+)
+def test_status_code_first_prose_as_tie_breaker(status: str, action: str, diagnostic: str, expected: str) -> None:
+    raw = mail(
+        """
+From: MAILER-DAEMON@mx.sender.example
+To: bounces@outreach.example
+Subject: Undelivered Mail Returned to Sender
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=delivery-status; boundary="b"
+""",
+        f"""
+--b
+Content-Type: text/plain
+
+Your message could not be delivered.
+    Sendmail adds: 550 5.1.1 <someone@dest.example>... User unknown
+
+--b
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mx.sender.example
+
+Final-Recipient: rfc822; someone@dest.example
+Action: {action}
+Status: {status}
+Diagnostic-Code: smtp; {diagnostic}
+
+--b--
+""",
+    )
+    result = classify(raw)
+
+    assert (result.kind, result.recipients) == (BOUNCE, ("someone@dest.example",))
+    assert result.bounce_type == expected, result.reason
+
+
+def test_delay_warning_without_a_dsn_part_is_a_soft_bounce_not_an_auto_reply() -> None:
+    result = classify(fixture("delay_warning_no_dsn.eml"))
+
+    assert (result.kind, result.bounce_type, result.rule) == (BOUNCE, SOFT, "bounce_prose_delay")
+    assert result.recipients == ("slow.server@lagging.example",)
+
+
+def test_encoded_word_local_part_is_decoded_not_cut() -> None:
+    result = classify(fixture("encoded_local_part.eml"))
+
+    assert (result.kind, result.bounce_type) == (BOUNCE, HARD)
+    assert result.recipients == ("j.doe@dest.example",)
+
+
+def test_encoded_word_local_part_that_is_not_a_plain_local_part_is_kept_whole() -> None:
+    raw = fixture("encoded_local_part.eml").replace(b"ai5kb2U=", b"5pel5pys")  # decodes to non-ASCII
+    result = classify(raw)
+
+    assert result.recipients == ("=?utf-8?b?5pel5pys?=@dest.example",)
+
+
+def test_every_classification_names_its_rule() -> None:
+    for path in sorted(FIXTURES.glob("*.eml")):
+        assert classify(path.read_bytes()).rule, path.name

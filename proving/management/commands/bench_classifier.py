@@ -38,6 +38,17 @@ KIND_TO_CLASS = {
     "unsubscribe_request": "human_reply",
     "bounce": "bounce",
     "unrelated": "unrelated",
+    "auth_failure": "auth_failure",
+}
+# The corpus labels every feedback-loop report "complaint" and names its ARF
+# Feedback-Type. Two types are not complaints and have their own answer: an
+# opt-out report (ARF drafts) is the recipient's unsubscribe request, and an
+# RFC 6591 auth-failure report is an authentication failure nobody complained
+# about. For those rows only that kind agrees; calling one a complaint is a miss.
+FEEDBACK_TYPE_KIND = {
+    "opt-out": "unsubscribe_request",
+    "opt-out-list": "unsubscribe_request",
+    "auth-failure": "auth_failure",
 }
 # Recipient sources that come from a standard field (RFC 3464 Final-Recipient,
 # Exim's X-Failed-Recipients, RFC 5965 Original-Rcpt-To); the others are
@@ -111,6 +122,7 @@ def _expected_class(rows: list[dict[str, str]]) -> str:
     if rows[0].get("expected_class"):
         return rows[0]["expected_class"]
     labels = {SISIMAI_CLASS.get(r.get("hard_or_soft", ""), "") for r in rows} - {""}
+    # sisimai marks an ARF report "complaint" whatever its type; the Feedback-Type decides.
     if "bounce" in labels:
         return "bounce"
     return sorted(labels)[0] if labels else ""
@@ -176,6 +188,9 @@ class _State:
         self.unsubscribe_in_human = 0
         self.misses: list[dict[str, str]] = []
         self.slowest = (0.0, "")
+        # rule -> {n, scored, agree, hs_n, hs_ok}: how often each rule decided and how often it agreed.
+        self.rules: dict[str, Counter[str]] = defaultdict(Counter)
+        self.feedback_types: Counter[str] = Counter()
 
     def result(self, root: Path, sets: list[str], seconds: float) -> dict[str, Any]:
         return {
@@ -194,6 +209,8 @@ class _State:
             "complaint_recipient_accuracy": _ratio(self.complaint_recipients),
             "reply_text_exact": _ratio(self.reply_text),
             "unsubscribe_in_human_set": self.unsubscribe_in_human,
+            "per_rule": _rule_table(self.rules),
+            "complaint_feedback_types": dict(sorted(self.feedback_types.items())),
             "misses": self.misses,
         }
 
@@ -223,14 +240,23 @@ def _score_file(state: _State, set_dir: Path, name: str, rows: list[dict[str, st
     expected = _expected_class(rows)
     got = KIND_TO_CLASS.get(ours.kind, ours.kind)
     flufl_bounce = bool(temporary or permanent)
+    rule = state.rules[ours.rule or "(none)"]
+    rule["n"] += 1
     if expected in CLASSES:
+        agreed = _agrees(expected, rows, ours.kind, got)
+        if expected == "complaint":
+            state.feedback_types[f"{_feedback_type(rows) or '(none)'}->{ours.kind}"] += 1
+        rule["scored"] += 1
+        rule["agree"] += agreed
         table = state.agree[expected]
         table["n"] += 1
-        table["ours"] += got == expected
+        table["ours"] += agreed
         table["flufl"] += flufl_bounce if expected == "bounce" else 0
         table["flufl_not_bounce"] += not flufl_bounce
-        if got != expected:
-            state.misses.append({"file": label, "expected": expected, "got": ours.kind, "reason": ours.reason})
+        if not agreed:
+            state.misses.append(
+                {"file": label, "expected": expected, "got": ours.kind, "reason": ours.reason, "rule": ours.rule}
+            )
         if expected == "human_reply" and ours.kind == "unsubscribe_request":
             state.unsubscribe_in_human += 1
     elif expected:
@@ -238,6 +264,16 @@ def _score_file(state: _State, set_dir: Path, name: str, rows: list[dict[str, st
 
     for row in rows:
         _score_row(state, label, row, ours, temporary, permanent)
+
+
+def _feedback_type(rows: list[dict[str, str]]) -> str:
+    return (rows[0].get("feedback_type") or "").strip().lower()
+
+
+def _agrees(expected: str, rows: list[dict[str, str]], kind: str, got: str) -> bool:
+    if expected == "complaint" and _feedback_type(rows) in FEEDBACK_TYPE_KIND:
+        return kind == FEEDBACK_TYPE_KIND[_feedback_type(rows)]
+    return got == expected
 
 
 def _score_row(
@@ -248,6 +284,8 @@ def _score_row(
     if hard_or_soft in (HARD, SOFT):
         predicted = _our_type(ours, candidates)
         state.confusion["ours"][f"{hard_or_soft}->{predicted}"] += 1
+        state.rules[ours.rule or "(none)"]["hs_n"] += 1
+        state.rules[ours.rule or "(none)"]["hs_ok"] += predicted == hard_or_soft
         state.confusion["flufl"][f"{hard_or_soft}->{_flufl_type(temporary, permanent, candidates)}"] += 1
         if predicted != hard_or_soft:
             state.misses.append(
@@ -256,6 +294,7 @@ def _score_row(
                     "expected": hard_or_soft,
                     "got": predicted,
                     "reason": ours.reason,
+                    "rule": ours.rule,
                     "sisimai_reason": row.get("reason", ""),
                 }
             )
@@ -339,6 +378,22 @@ def _class_table(agree: dict[str, Counter[str]]) -> dict[str, Any]:
     return table
 
 
+def _rule_table(rules: dict[str, Counter[str]]) -> dict[str, Any]:
+    """Per deciding rule: files decided, class agreement on labelled files, hard/soft agreement on rows."""
+    table = {}
+    for name, counts in sorted(rules.items(), key=lambda item: (-item[1]["n"], item[0])):
+        table[name] = {
+            "decided": counts["n"],
+            "scored": counts["scored"],
+            "agree": counts["agree"],
+            "agree_rate": round(counts["agree"] / counts["scored"], 4) if counts["scored"] else None,
+            "hard_soft_n": counts["hs_n"],
+            "hard_soft_ok": counts["hs_ok"],
+            "hard_soft_rate": round(counts["hs_ok"] / counts["hs_n"], 4) if counts["hs_n"] else None,
+        }
+    return table
+
+
 def _confusion(counter: Counter[str]) -> dict[str, Any]:
     matrix = {f"{e}->{p}": counter[f"{e}->{p}"] for e in (HARD, SOFT) for p in (HARD, SOFT, "not_bounce")}
     n = sum(matrix.values())
@@ -398,6 +453,11 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
             + "; ".join(f"{label}: {dict(kinds)}" for label, kinds in result["other_labels"].items())
         )
     lines.append(f"  human_reply files classified unsubscribe_request: {result['unsubscribe_in_human_set']}")
+    if result.get("complaint_feedback_types"):
+        lines.append(
+            "  complaint set, Feedback-Type -> our kind: "
+            + "; ".join(f"{pair}: {n}" for pair, n in result["complaint_feedback_types"].items())
+        )
 
     lines += ["", "Hard/soft on sisimai rows labelled hard or soft (expected -> predicted)"]
     for who in ("ours", "flufl"):
@@ -436,6 +496,19 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
     ]
     for crashed in result["crashed_files"]:
         lines.append(f"  crash: {crashed}")
+    lines += [
+        "",
+        "Per rule (the rule that decided the kind)",
+        f"  {'rule':<28} {'files':>5}   {'class agreement':>17}   {'hard/soft rows':>16}",
+    ]
+    for name, row in result["per_rule"].items():
+        agree = f"{row['agree']:>4}/{row['scored']:<4} {_pct(row['agree_rate'])}" if row["scored"] else f"{'-':>17}"
+        hard_soft = (
+            f"{row['hard_soft_ok']:>4}/{row['hard_soft_n']:<4} {_pct(row['hard_soft_rate'])}"
+            if row["hard_soft_n"]
+            else f"{'-':>16}"
+        )
+        lines.append(f"  {name:<28} {row['decided']:>5}   {agree}   {hard_soft}")
     if show_misses:
         lines += ["", f"Disagreements ({len(result['misses'])})"]
         lines += [f"  {json.dumps(miss, ensure_ascii=False)}" for miss in result["misses"]]

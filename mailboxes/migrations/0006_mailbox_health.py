@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('mailboxes', '0004_correlation_rule_without_token'),
+        ('mailboxes', '0005_inboundmessage_kind_auth_failure'),
     ]
 
     operations = [
