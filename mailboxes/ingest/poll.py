@@ -17,8 +17,9 @@ from django.db.models import F
 from sequences.dbclock import db_now
 from sequences.timeline import Event, event_record
 
-from ..imap import ImapConfig, ImapError, ImapSession, ImapUidValidityError
+from ..imap import ImapAuthError, ImapConfig, ImapError, ImapSession, ImapUidValidityError
 from ..models import ImapCursor, Mailbox
+from ..secrets import SecretRefused
 from ..selectors import secret_from_env
 from .record import inbound_record
 
@@ -74,11 +75,13 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         with ImapSession(imap_config_for(mailbox)) as session:
             for folder in mailbox.imap_folders or ["INBOX"]:
                 result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress)
-    except ImapError as exc:
+    except (ImapError, SecretRefused) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)
         Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_error=result.error[:2000],
                                                      poll_failures=F("poll_failures") + 1)
+        if isinstance(exc, SecretRefused):  # a password env var outside the allow-list: nothing was sent
+            raise ImapAuthError(str(exc)) from exc
         raise
     Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
                                                  last_poll_error="", poll_failures=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import smtplib
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..kinds import HARD_STATUS_CODES
 from .base import (
@@ -24,7 +24,7 @@ class SmtpConfig:
     host: str
     port: int
     username: str = ""
-    password: str = ""
+    password: str = field(default="", repr=False)  # never in a repr, log line or traceback
     security: str = "none"  # none | starttls | tls
     timeout: float = 30.0
     local_hostname: str | None = None
