@@ -235,6 +235,12 @@ OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", st
 # (https://user:password@host/webhooks/anymail/<esp>/tracking/). Unset, a
 # random secret nobody knows is used, so the webhooks refuse every request
 # instead of accepting anyone's.
+# ESPs whose tracking webhooks are mounted; each must be fully configured (a system check refuses to start otherwise).
+OUTREACH_WEBHOOK_ESPS = [esp.strip() for esp in os.environ.get("OUTREACH_WEBHOOK_ESPS", "sendgrid,brevo").split(",")
+                         if esp.strip()]
+# Mailbox secret env var names allowed besides OUTREACH_SECRET_* (mailboxes/secrets.py).
+OUTREACH_SECRET_ENV_ALLOW = [n.strip() for n in os.environ.get("OUTREACH_SECRET_ENV_ALLOW", "").split(",") if n.strip()]
+
 ANYMAIL = {
     "WEBHOOK_SECRET": os.environ.get("OUTREACH_WEBHOOK_SECRET") or f"unset:{_secrets.token_urlsafe(32)}",
     # Seconds to wait for an ESP's answer to a hand-off or a cancel; past it the outcome is unknown.

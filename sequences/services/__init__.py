@@ -22,7 +22,7 @@ from .provider_cancel import (
     provider_send_at_for,
     send_job_provider_cancel,
 )
-from .provider_events import TrackingEvent, provider_event_record
+from .provider_events import TrackingEvent, provider_event_record, provider_event_reject
 from .sending import (
     Authorization,
     dispatch_due,
@@ -60,7 +60,8 @@ __all__ = [
     "contact_upsert", "dispatch_due", "enrollment_after_provider_answer", "enrollment_create", "enrollment_pause",
     "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
     "final_check", "leases_sweep", "mailbox_pause", "mailbox_resume", "provider_cancel_request",
-    "provider_cancels_stale", "provider_event_record", "provider_send_at_for", "queued_stale", "send_job_authorize",
+    "provider_cancels_stale", "provider_event_record", "provider_event_reject", "provider_send_at_for",
+    "queued_stale", "send_job_authorize",
     "send_job_claim", "send_job_provider_cancel", "send_job_record_failed", "send_job_record_retry",
     "send_job_record_submitted", "send_job_record_unknown", "sequence_pause", "sequence_resume", "suppression_add",
     "suppression_add_in_transaction", "suppression_import", "suppression_lift",
