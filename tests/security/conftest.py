@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from proving.harness.provider_api import API_KEY, ProviderApi
+from tests.providers.conftest import rq_default  # noqa: F401 - RQ on this suite's Redis db, emptied around tests
 from tests.providers.helpers import KEY_ENV, WEBHOOK_SECRET
 from tests.ui.conftest import roles, users  # noqa: F401 - the UI's role fixtures
 
@@ -18,13 +18,3 @@ def provider_api(settings, monkeypatch):
                         "SENDGRID_API_URL": api.url("sendgrid"), "BREVO_API_URL": api.url("brevo")}
     yield api
     api.stop()
-
-
-@pytest.fixture(autouse=True)
-def rq_default(settings):
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/14"
-    settings.RQ_QUEUES = {name: {"URL": url, "DEFAULT_TIMEOUT": 600} for name in ("send", "ingest", "default")}
-    conn = redis.Redis.from_url(url)
-    conn.flushdb()
-    yield conn
-    conn.flushdb()
