@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 
 from sequences import services
@@ -9,10 +10,28 @@ from sequences.admin import ReadOnlyAdmin, report_stop
 from sequences.labels import stamp
 
 from .models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
+from .secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
+
+
+class MailboxForm(forms.ModelForm):
+    """The *_env fields name an environment variable from the allow-list (mailboxes/secrets.py)."""
+
+    class Meta:
+        model = Mailbox
+        # The admin's fieldsets choose the fields; esp_api_url is not among them (an ESP's API URL is fixed).
+        fields = tuple(ENV_FIELDS)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ENV_FIELDS:
+            if name in self.fields:
+                self.fields[name].validators.append(validate_secret_env_name)
+                self.fields[name].help_text = f"The name of an environment variable starting with {PREFIX}."
 
 
 @admin.register(Mailbox)
 class MailboxAdmin(admin.ModelAdmin):
+    form = MailboxForm
     list_display = ("name", "address", "transport_kind", "paused", "last_poll_at", "poll_failures")
     list_filter = ("paused", "transport_kind")
     search_fields = ("name", "address")
@@ -23,7 +42,7 @@ class MailboxAdmin(admin.ModelAdmin):
         (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
         ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
                              "smtp_security")}),
-        ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_api_url", "esp_schedule_ahead_minutes")}),
+        ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_schedule_ahead_minutes")}),
         ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
                                "is_drill_target")}),
         ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",

@@ -42,7 +42,8 @@ class Mailbox(models.Model):
                                       default="smtp")
     esp_name = models.CharField(max_length=40, blank=True)  # e.g. "sendgrid", "brevo"
     esp_api_key_env = models.CharField(max_length=100, blank=True)
-    esp_api_url = models.CharField(max_length=255, blank=True)  # override of the ESP's API base URL
+    # Ignored: an ESP's API URL is fixed (mailboxes.transports.esp.API_URLS) or set in settings, never per mailbox.
+    esp_api_url = models.CharField(max_length=255, blank=True)
     # Hand messages to the ESP at most this many minutes before their send time
     # (0: keep scheduling in our own queue and hand off at send time).
     esp_schedule_ahead_minutes = models.PositiveIntegerField(default=0)

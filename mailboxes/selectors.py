@@ -2,41 +2,58 @@
 
 from __future__ import annotations
 
-import os
-
 from anymail.utils import get_anymail_setting
 from django.conf import settings
 
 from .models import Mailbox
-from .transports.esp import EspConfig, EspTransport
+from .secrets import SecretRefused, secret_from_env
+from .transports.base import CheckStep, MailboxRefused, Submission, Transport
+from .transports.esp import EspConfig, EspTransport, esp_api_url
 from .transports.smtp import SmtpConfig, SmtpTransport
 
-
-def secret_from_env(var_name: str) -> str:
-    """Passwords are never stored: the mailbox names the env var that holds one."""
-    return os.environ.get(var_name, "") if var_name else ""
+__all__ = ["RefusedTransport", "secret_from_env", "transport_for"]
 
 
-def transport_for(mailbox: Mailbox) -> SmtpTransport | EspTransport:
-    if mailbox.transport_kind == "anymail":
-        # An ESP through django-anymail; the request timeout is anymail's REQUESTS_TIMEOUT setting.
-        return EspTransport(
-            EspConfig(
-                esp=mailbox.esp_name,
-                api_key=secret_from_env(mailbox.esp_api_key_env),
-                api_url=mailbox.esp_api_url,
-                timeout=float(get_anymail_setting("requests_timeout", default=30)),
+class RefusedTransport(Transport):
+    """A mailbox whose secret may not be read: nothing is sent or asked anywhere, and the reason says why.
+
+    The mailbox's problem, not the message's: sending blocks the mailbox (its jobs wait) until it is fixed.
+    """
+
+    def __init__(self, mailbox: str, problem: str):
+        self.problem = f"mailbox {mailbox}: {problem}"
+
+    def send(self, *, sender: str, recipient: str, message: bytes, **kwargs) -> Submission:
+        raise MailboxRefused(self.problem, hint="name a variable that starts with OUTREACH_SECRET_")
+
+    def check(self, *, sender: str) -> list[CheckStep]:
+        return [CheckStep("secret", False, self.problem)]
+
+
+def transport_for(mailbox: Mailbox) -> Transport:
+    try:
+        if mailbox.transport_kind == "anymail":
+            # An ESP through django-anymail; the API base URL comes from the ESP's fixed table (or the
+            # OUTREACH_ESP_API_URLS setting), never from the mailbox; the timeout is anymail's REQUESTS_TIMEOUT.
+            return EspTransport(
+                EspConfig(
+                    esp=mailbox.esp_name,
+                    api_key=secret_from_env(mailbox.esp_api_key_env),
+                    api_url=esp_api_url(mailbox.esp_name),
+                    timeout=float(get_anymail_setting("requests_timeout", default=30)),
+                )
+            )
+        return SmtpTransport(
+            SmtpConfig(
+                host=mailbox.smtp_host,
+                port=mailbox.smtp_port,
+                username=mailbox.smtp_username,
+                password=secret_from_env(mailbox.smtp_password_env),
+                security=mailbox.smtp_security,
+                timeout=settings.OUTREACH_SMTP_TIMEOUT,
+                ca_file=mailbox.ca_file,
+                password_env=mailbox.smtp_password_env,
             )
         )
-    return SmtpTransport(
-        SmtpConfig(
-            host=mailbox.smtp_host,
-            port=mailbox.smtp_port,
-            username=mailbox.smtp_username,
-            password=secret_from_env(mailbox.smtp_password_env),
-            security=mailbox.smtp_security,
-            timeout=settings.OUTREACH_SMTP_TIMEOUT,
-            ca_file=mailbox.ca_file,
-            password_env=mailbox.smtp_password_env,
-        )
-    )
+    except SecretRefused as exc:
+        return RefusedTransport(mailbox.name, str(exc))

@@ -2,7 +2,7 @@
 
 Inbound mail is hostile input: subject, From name, headers and body are shown
 as escaped text only; no HTML part is ever rendered and nothing remote loads
-(see sequences.web.access.CSP). Mailbox secrets never appear: only the names of their env vars.
+(SECURE_CSP in outreach/settings.py). Mailbox secrets never appear: only the names of their env vars.
 """
 
 from __future__ import annotations

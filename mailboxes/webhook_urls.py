@@ -5,6 +5,10 @@ missing or wrong password with 400. A 401 with WWW-Authenticate is what basic
 auth means (some ESPs send credentials only when challenged), so each view is
 wrapped here; anymail's own check still runs behind this one. With no secret
 configured every POST is refused: the webhooks are never open to anyone.
+
+Only the tracking webhooks of the ESPs in OUTREACH_WEBHOOK_ESPS are mounted
+(inbound-mail webhooks never are); `mailboxes.checks` refuses to start when one
+of them lacks a setting anymail needs (Mailgun's signing key, Mandrill's key).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import functools
 
 from anymail.urls import urlpatterns as anymail_urlpatterns
 from anymail.utils import get_anymail_setting, get_request_basic_auth
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
 from django.urls import URLPattern
@@ -43,7 +48,14 @@ def challenge_unauthenticated(view):
     return login_not_required(csrf_exempt(wrapped))
 
 
+def tracking_patterns(esps) -> list[URLPattern]:
+    """anymail's tracking URL patterns of these ESPs (Mandrill's combined URL included); no inbound ones."""
+    wanted = {esp.lower() for esp in esps}
+    return [p for p in anymail_urlpatterns
+            if str(p.pattern).split("/", 1)[0] in wanted and "inbound" not in str(p.pattern)]
+
+
 urlpatterns = [
     URLPattern(p.pattern, challenge_unauthenticated(p.callback), p.default_args, p.name)
-    for p in anymail_urlpatterns
+    for p in tracking_patterns(settings.OUTREACH_WEBHOOK_ESPS)
 ]

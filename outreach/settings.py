@@ -3,14 +3,23 @@
 DATABASE_URL  postgres://user:pass@host:port/name (production, tests) or
               sqlite:///path (zero-config local run; default var/outreach.sqlite3)
 REDIS_URL     redis://host:port/db (default redis://127.0.0.1:6379/0)
-DJANGO_SECRET_KEY, DEBUG, ALLOWED_HOSTS, OUTREACH_PUBLIC_URL
+DJANGO_SECRET_KEY  the signing key; unset, the key `scripts/run` keeps in var/secret_key
+DEBUG         off unless set to 1 (a developer's explicit choice)
+OUTREACH_HTTPS  1 (the default with DEBUG off): Secure cookies, HSTS, redirect to https;
+              0 for a plain-http run on loopback (`scripts/run` sets it)
+OUTREACH_BEHIND_PROXY  1: trust X-Forwarded-Proto: https from the reverse proxy (SECURE_PROXY_SSL_HEADER)
+ALLOWED_HOSTS, OUTREACH_PUBLIC_URL
 """
 
 from __future__ import annotations
 
 import os
+import secrets as _secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OUTREACH_VAR_DIR", BASE_DIR / "var"))
@@ -51,8 +60,25 @@ def database_from_url(url: str) -> dict:
     raise ValueError(f"DATABASE_URL must be postgres://... or sqlite:///..., got {url!r}")
 
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY_FILE = VAR_DIR / "secret_key"  # written once by scripts/run, mode 0600
+
+
+def secret_key() -> str:
+    """The key from the environment, else the per-install file; with DEBUG off and neither, refuse to start."""
+    key = os.environ.get("DJANGO_SECRET_KEY", "").strip()
+    if not key and SECRET_KEY_FILE.is_file():
+        key = SECRET_KEY_FILE.read_text().strip()
+    if key:
+        return key
+    if DEBUG:
+        # A developer's DEBUG run without scripts/run: a key of this process only, never a known one.
+        return _secrets.token_urlsafe(50)
+    raise SystemExit(f"outreach: DJANGO_SECRET_KEY is not set and {SECRET_KEY_FILE} does not exist; "
+                     "set DJANGO_SECRET_KEY (or start with scripts/run, which generates one)")
+
+
+SECRET_KEY = secret_key()
 ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
 
 INSTALLED_APPS = [
@@ -65,6 +91,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_rq",
     "anymail",
+    "axes",
     "sequences",
     "mailboxes",
     "proving",
@@ -72,13 +99,23 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "outreach.middleware.RejectInvalidQueryMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
+]
+
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out username or address before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "outreach.urls"
@@ -94,6 +131,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -120,6 +158,44 @@ STATIC_ROOT = VAR_DIR / "staticfiles"  # `manage.py collectstatic` fills it for 
 # Serve straight from static/ when collectstatic has not run (local run, tests).
 WHITENOISE_USE_FINDERS = True
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+# --- HTTP hardening ------------------------------------------------------
+# Inbound mail and contact fields are hostile input: besides autoescaping, every
+# page (UI, login, admin, errors, the public unsubscribe page) tells the browser
+# to load nothing that is not ours and to run no inline script.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "script-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+# Served over https (the default unless DEBUG): cookies only over https, HSTS, http redirected.
+OUTREACH_HTTPS = env_bool("OUTREACH_HTTPS", not DEBUG)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = OUTREACH_HTTPS
+SECURE_HSTS_SECONDS = int(os.environ.get("OUTREACH_HSTS_SECONDS", "31536000")) if OUTREACH_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OUTREACH_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("OUTREACH_HSTS_PRELOAD", True)
+# Behind a TLS-terminating reverse proxy that sets X-Forwarded-Proto (and strips a client's own).
+if env_bool("OUTREACH_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Login throttling (django-axes): a username, or an address, is locked out after
+# AXES_FAILURE_LIMIT failed logins, on the UI's login form and the admin's alike.
+# Unlock: `python manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS` or `axes_reset`.
+AXES_FAILURE_LIMIT = int(os.environ.get("OUTREACH_LOGIN_FAILURE_LIMIT", "5"))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("OUTREACH_LOGIN_COOLOFF_MINUTES", "60")))
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+# The client address is REMOTE_ADDR: behind a proxy, the proxy must set it (e.g. gunicorn --forwarded-allow-ips).
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
@@ -166,7 +242,11 @@ OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", st
 # (https://user:password@host/webhooks/anymail/<esp>/tracking/). Unset, a
 # random secret nobody knows is used, so the webhooks refuse every request
 # instead of accepting anyone's.
-import secrets as _secrets  # noqa: E402
+# ESPs whose tracking webhooks are mounted; each must be fully configured (a system check refuses to start otherwise).
+OUTREACH_WEBHOOK_ESPS = [esp.strip() for esp in os.environ.get("OUTREACH_WEBHOOK_ESPS", "sendgrid,brevo").split(",")
+                         if esp.strip()]
+# Mailbox secret env var names allowed besides OUTREACH_SECRET_* (mailboxes/secrets.py).
+OUTREACH_SECRET_ENV_ALLOW = [n.strip() for n in os.environ.get("OUTREACH_SECRET_ENV_ALLOW", "").split(",") if n.strip()]
 
 ANYMAIL = {
     "WEBHOOK_SECRET": os.environ.get("OUTREACH_WEBHOOK_SECRET") or f"unset:{_secrets.token_urlsafe(32)}",

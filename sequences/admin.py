@@ -8,6 +8,8 @@ services as the UI (so the operator log and the timeline record them).
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 
 from . import services
@@ -210,3 +212,48 @@ class OperatorActionAdmin(ReadOnlyAdmin):
     @admin.display(description="At (database clock)", ordering="at")
     def at_ms(self, action: OperatorAction) -> str:
         return stamp(action.at)
+
+
+# --- users -------------------------------------------------------------------------------
+
+
+class UserAdmin(DjangoUserAdmin):
+    """Admins manage operators and staff, but never grant more than they hold.
+
+    Only a superuser may set superuser status or single permissions, or edit a
+    superuser at all (a password reset would take the account over). Anyone else
+    may give only groups whose every permission they hold themselves.
+    """
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            fields += ["is_superuser", "user_permissions"]
+        return fields
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "groups" and not request.user.is_superuser:
+            kwargs["queryset"] = grantable_groups(request.user)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+def grantable_groups(user) -> QuerySet[Group]:
+    """The groups all of whose permissions USER holds."""
+    held = user.get_all_permissions()
+    ids = [group.pk for group in Group.objects.prefetch_related("permissions__content_type")
+           if {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()} <= held]
+    return Group.objects.filter(pk__in=ids)
+
+
+admin.site.unregister(User)
+admin.site.register(User, UserAdmin)

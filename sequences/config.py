@@ -20,6 +20,7 @@ from django.db import transaction
 from django.template import TemplateSyntaxError
 
 from mailboxes.models import Mailbox
+from mailboxes.secrets import mailbox_config_problems
 
 from .messages import ENGINE
 from .models import Sequence, Step
@@ -208,6 +209,8 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         out["esp_api_key_env"] = reader.get(transport, f"{path}.transport", "api_key_env", str, "")
         out["esp_api_url"] = reader.get(transport, f"{path}.transport", "api_url", str, "")
         out["esp_schedule_ahead_minutes"] = reader.get(transport, f"{path}.transport", "schedule_ahead_minutes", int, 0)
+    for key, value, problem in mailbox_config_problems(out):
+        reader.error(f"{path}.{key}", problem, value)
     return out
 
 

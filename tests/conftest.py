@@ -51,9 +51,9 @@ def redis_conn(settings):
 @pytest.fixture
 def imap_mailbox(mailbox, dovecot, monkeypatch):
     """The SMTP test mailbox, reading replies from alice's IMAP account on the test Dovecot."""
-    monkeypatch.setenv("TEST_IMAP_PASSWORD", "alicepw")
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")
     mailbox.imap_host, mailbox.imap_port = dovecot.host, dovecot.port
-    mailbox.imap_username, mailbox.imap_password_env = "alice", "TEST_IMAP_PASSWORD"
+    mailbox.imap_username, mailbox.imap_password_env = "alice", "OUTREACH_SECRET_TEST_IMAP"
     mailbox.imap_folders = ["INBOX"]
     mailbox.save()
     return mailbox

@@ -27,6 +27,7 @@ from ..imap import (
     folder_guess,
 )
 from ..models import ImapCursor, Mailbox
+from ..secrets import SecretRefused
 from ..selectors import secret_from_env
 from .record import inbound_record
 
@@ -86,7 +87,7 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
                     result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress)
                 except (ImapConnectionError, ImapAuthError):
                     raise  # the connection itself: the whole mailbox
-                except ImapError as exc:
+                except (ImapError, SecretRefused) as exc:
                     # This folder only (missing, not selectable): the others are still read.
                     error = _folder_error(session, folder, exc)
                     folder_errors.append(f"folder {folder}: {error}")
@@ -97,11 +98,13 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
                 else:
                     ImapCursor.objects.filter(mailbox=mailbox, folder=folder).exclude(failures=0, last_error="").update(
                         last_error="", failures=0)
-    except ImapError as exc:
+    except (ImapError, SecretRefused) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)
         Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_error=result.error[:2000],
                                                      poll_failures=F("poll_failures") + 1)
+        if isinstance(exc, SecretRefused):  # a password env var outside the allow-list: nothing was sent
+            raise ImapAuthError(str(exc)) from exc
         raise
     Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
                                                  last_poll_error="; ".join(folder_errors)[:2000], poll_failures=0)

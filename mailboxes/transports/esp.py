@@ -19,7 +19,7 @@ delivery at T. The provider may still cancel it until `cancelable_until`
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email import message_from_bytes, policy
 from email.utils import formataddr, parseaddr
@@ -83,6 +83,21 @@ PASSED_HEADERS = ("Message-ID", "In-Reply-To", "References", "List-Unsubscribe",
 REQUEST_ID_HEADERS = ("X-Message-Id", "X-Request-Id", "Request-Id", "CF-Ray")
 
 
+# Where each provider's API lives. A mailbox never chooses (its API key would go wherever it
+# pointed); only a deployment's settings may override one (ANYMAIL["<ESP>_API_URL"]). ESPs not
+# listed use the default of anymail's backend for them, which is fixed in the same way.
+API_URLS: dict[str, str] = {
+    "sendgrid": "https://api.sendgrid.com/v3/",
+    "brevo": "https://api.brevo.com/v3/",
+}
+
+
+def esp_api_url(esp: str) -> str:
+    """The API base URL for ESP: the settings' override, else the fixed table ("" = anymail's default)."""
+    esp = esp.lower()
+    return _anymail_api_url(esp) or API_URLS.get(esp, "")
+
+
 def supports_scheduled_cancel(esp: str) -> bool:
     """Only providers whose cancel we implement (the CANCEL_WINDOWS table) may be handed a message early."""
     return esp.lower() in CANCEL_WINDOWS
@@ -91,8 +106,8 @@ def supports_scheduled_cancel(esp: str) -> bool:
 @dataclass(frozen=True)
 class EspConfig:
     esp: str  # anymail's backend module name: "sendgrid", "brevo", "postmark", ...
-    api_key: str
-    api_url: str = ""  # "" = anymail's setting or the provider's default
+    api_key: str = field(repr=False)  # never in a repr, log line or traceback
+    api_url: str = ""  # esp_api_url(esp); "" = the default of anymail's backend
     timeout: float = 30.0
 
 
@@ -238,8 +253,7 @@ class EspTransport(Transport):
                 "Accept": "application/json"}
 
     def _url(self, path: str) -> str:
-        defaults = {"sendgrid": "https://api.sendgrid.com/v3/", "brevo": "https://api.brevo.com/v3/"}
-        base = self.config.api_url or _anymail_api_url(self.esp) or defaults[self.esp]
+        base = self.config.api_url or esp_api_url(self.esp)
         return urljoin(base if base.endswith("/") else base + "/", path)
 
     # --- cancel ----------------------------------------------------------------------

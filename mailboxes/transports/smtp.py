@@ -27,7 +27,7 @@ class SmtpConfig:
     host: str
     port: int
     username: str = ""
-    password: str = field(default="", repr=False)
+    password: str = field(default="", repr=False)  # never in a repr, log line or traceback
     security: str = "none"  # none | starttls | tls
     timeout: float = 30.0
     local_hostname: str | None = None

@@ -62,13 +62,13 @@ def write_maildir(server, user: str, messages: Iterable[bytes], *, newest: float
 
 
 def imap_fields(server, user: str) -> dict:
-    """Mailbox IMAP settings for USER on SERVER; the password is read from OUTREACH_BENCH_IMAP_PASSWORD."""
+    """Mailbox IMAP settings for USER on SERVER; the password is read from OUTREACH_SECRET_BENCH_IMAP."""
     return {"imap_host": server.host, "imap_port": server.port, "imap_username": user,
-            "imap_password_env": "OUTREACH_BENCH_IMAP_PASSWORD", "imap_folders": ["INBOX"]}
+            "imap_password_env": "OUTREACH_SECRET_BENCH_IMAP", "imap_folders": ["INBOX"]}
 
 
 def child_env(password: str) -> dict[str, str]:
-    return dict(os.environ, OUTREACH_BENCH_IMAP_PASSWORD=password)
+    return dict(os.environ, OUTREACH_SECRET_BENCH_IMAP=password)
 
 
 def first_select(server, user: str) -> tuple[int, float]:

@@ -32,7 +32,7 @@ from .provider_cancel import (
     provider_send_at_for,
     send_job_provider_cancel,
 )
-from .provider_events import TrackingEvent, provider_event_record
+from .provider_events import TrackingEvent, provider_event_record, provider_event_reject
 from .sending import (
     Authorization,
     dispatch_due,
@@ -72,8 +72,9 @@ __all__ = [
     "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
     "enrollments_doctor", "final_check", "leases_sweep", "mailbox_pause", "mailbox_probe", "mailbox_probes_due",
     "mailbox_resume", "provider_cancel_request", "provider_cancels_stale", "provider_event_record",
-    "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",
-    "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry", "send_job_record_submitted",
-    "send_job_record_unknown", "send_job_record_unreachable", "send_job_retry", "sequence_pause", "sequence_resume",
-    "suppression_add", "suppression_add_in_transaction", "suppression_import", "suppression_lift",
+    "provider_event_reject", "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim",
+    "send_job_provider_cancel", "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry",
+    "send_job_record_submitted", "send_job_record_unknown", "send_job_record_unreachable", "send_job_retry",
+    "sequence_pause", "sequence_resume", "suppression_add", "suppression_add_in_transaction", "suppression_import",
+    "suppression_lift",
 ]

@@ -4,10 +4,18 @@ Each event is recorded once per (provider, event id) in the ProviderEvent
 ledger and applied through the suppression ledger and the send-job state
 machine, which has no backward edges: an event that arrives after a later
 one is recorded with "no effect".
+
+An event acts only on evidence that we sent: it must name a job by its
+provider message id, and its recipient (when it gives one) must be that job's
+contact. Anything else is recorded with why it did nothing. An event never
+names a domain.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -52,6 +60,60 @@ REJECT_SUPPRESSION = {
 }
 
 
+# NUL (which PostgreSQL refuses in text) and the other control characters but tab, newline, return.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def tracking_event_problem(event: TrackingEvent) -> str:
+    """Why EVENT is malformed and must be rejected, or ""."""
+    for name in ("provider", "event_id", "event_type", "message_id", "recipient", "reject_reason", "description"):
+        if CONTROL.search(getattr(event, name)):
+            return f"{name} holds a control character"
+    if _has_control(event.raw):
+        return "the payload holds a control character"
+    recipient = normalize_email(event.recipient)
+    if recipient and (recipient.startswith("@") or "@" not in recipient):
+        return f"recipient {recipient[:100]!r} is not one address (an event never names a domain)"
+    return ""
+
+
+def provider_event_reject(*, provider: str, raw: Any, reason: str) -> str:
+    """Record a malformed event as rejected (once per payload); it changes nothing else. Returns the effect."""
+    clean = _without_control(raw if isinstance(raw, dict) else {"payload": raw})
+    digest = hashlib.sha256(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()
+    recipient = str(clean.get("email") or clean.get("recipient") or "")[:320]
+    effect = f"rejected: {reason}; nothing applied"
+    with transaction.atomic(durable=True):
+        _, created = ProviderEvent.objects.get_or_create(
+            provider=_without_control(provider)[:40], event_id=f"rejected:sha256:{digest}",
+            defaults={"event_type": "malformed", "recipient": recipient, "raw": clean, "effect": effect},
+        )
+    return effect if created else "duplicate"
+
+
+def _has_control(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(CONTROL.search(value))
+    if isinstance(value, dict):
+        return any(_has_control(k) or _has_control(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_control(v) for v in value)
+    return False
+
+
+def _without_control(value: Any) -> Any:
+    """VALUE with every control character replaced by U+FFFD, so that it can be stored and shown."""
+    if isinstance(value, str):
+        return CONTROL.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_control(str(k)): _without_control(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_control(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return _without_control(str(value))
+
+
 def provider_event_record(*, event: TrackingEvent) -> str:
     """Record one tracking event once per (provider, event id) and apply it; one durable transaction.
 
@@ -84,7 +146,12 @@ def provider_event_record(*, event: TrackingEvent) -> str:
 
 
 def _event_apply(event: TrackingEvent, job: SendJob | None) -> str:
-    email = normalize_email(event.recipient or (job.enrollment.contact.email if job else ""))
+    if job is None:
+        return "no job has this provider message id: nothing applied"
+    email = normalize_email(job.enrollment.contact.email)
+    recipient = normalize_email(event.recipient)
+    if recipient and recipient != email:
+        return f"recipient {recipient} is not the contact of job {job.pk}: nothing applied"
     source = f"webhook:{event.provider}:{event.event_id}"[:200]
     note = event.description or event.event_type
     kind = event.event_type

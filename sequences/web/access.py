@@ -1,4 +1,8 @@
-"""Who may see and do what in the operator UI, and the headers every page carries."""
+"""Who may see and do what in the operator UI.
+
+Every page's Content-Security-Policy comes from SECURE_CSP (outreach/settings.py) through Django's
+ContentSecurityPolicyMiddleware, for the UI, the login, the admin, error pages and the public pages alike.
+"""
 
 from __future__ import annotations
 
@@ -28,16 +32,8 @@ PERM_TEXT = {
     MANAGE_SUPPRESSIONS: "Adding, lifting, importing and exporting suppressions needs the admins role.",
 }
 
-# Inbound mail and contact fields are hostile input: besides autoescaping, the
-# browser is told to load nothing that is not ours and to run no inline script.
-CSP = (
-    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-
-
 def ui_view(perm: str, *, methods: tuple[str, ...] = ("GET",)) -> Callable:
-    """Anonymous -> login; permission missing -> 403 page; method not offered -> 405. Sets the CSP header."""
+    """Anonymous -> login; permission missing -> 403 page; method not offered -> 405."""
 
     def decorator(view: Callable) -> Callable:
         @wraps(view)
@@ -50,10 +46,7 @@ def ui_view(perm: str, *, methods: tuple[str, ...] = ("GET",)) -> Callable:
             allowed = set(methods) | ({"HEAD"} if "GET" in methods else set())
             if request.method not in allowed:
                 return HttpResponseNotAllowed(sorted(allowed))
-            response = view(request, *args, **kwargs)
-            if "Content-Security-Policy" not in response:
-                response["Content-Security-Policy"] = CSP
-            return response
+            return view(request, *args, **kwargs)
 
         wrapped.required_perm = perm  # type: ignore[attr-defined]
         return wrapped

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods
 
 from .. import services
 from ..models import Suppression
-from ..tokens import unsubscribe_token_read
+from ..tokens import TokenRefused, unsubscribe_target, unsubscribe_token_read
 
 
 @csrf_exempt
@@ -25,9 +25,8 @@ from ..tokens import unsubscribe_token_read
 @require_http_methods(["GET", "POST"])
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     try:
-        claim = unsubscribe_token_read(token)
-        email, job_id = str(claim["e"]), int(claim["j"])
-    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        email, job_id = unsubscribe_target(unsubscribe_token_read(token))
+    except (signing.BadSignature, TokenRefused, KeyError, TypeError, ValueError, OverflowError):
         return render(request, "public/unsubscribe_invalid.html", status=400)
     if request.method == "GET":
         return render(request, "public/unsubscribe_confirm.html", {"email": email})

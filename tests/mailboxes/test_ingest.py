@@ -204,7 +204,7 @@ def test_a_server_drop_mid_batch_resumes_from_the_cursor(imap_mailbox, dovecot):
 def test_auth_failure_is_shown_as_mailbox_health(imap_mailbox, dovecot, monkeypatch):
     from mailboxes.imap import ImapAuthError
 
-    monkeypatch.setenv("TEST_IMAP_PASSWORD", "wrong")
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "wrong")
     with pytest.raises(ImapAuthError):
         poll(imap_mailbox)
     imap_mailbox.refresh_from_db()

@@ -6,10 +6,14 @@ import redis
 from proving.harness.provider_api import API_KEY, ProviderApi
 from tests.providers.helpers import KEY_ENV, WEBHOOK_SECRET
 
+ESPS = ("sendgrid", "brevo", "postmark", "mailgun", "mandrill")
+
 
 @pytest.fixture
-def provider_api():
+def provider_api(settings, _provider_settings):
+    """The local provider API, reached through the settings' API URL override (a mailbox never names one)."""
     api = ProviderApi().start()
+    settings.ANYMAIL = settings.ANYMAIL | {f"{esp.upper()}_API_URL": api.url(esp) for esp in ESPS}
     yield api
     api.stop()
 

@@ -13,7 +13,7 @@ from sequences.models import Enrollment, SendJob
 from sequences.pipeline import send_job_process
 from tests.factories import MailboxFactory
 
-KEY_ENV = "OUTREACH_TEST_ESP_KEY"
+KEY_ENV = "OUTREACH_SECRET_TEST_ESP_KEY"
 WEBHOOK_SECRET = "outreach-hooks:s3cret-for-tests"
 
 
@@ -24,7 +24,7 @@ def run_default_queue() -> None:
 
 
 def esp_mailbox(provider_api: ProviderApi, esp: str = "sendgrid", ahead_minutes: int = 0, **fields):
-    fields.setdefault("esp_api_url", provider_api.url(esp))
+    """An ESP mailbox; the provider_api fixture points the ESP's API URL at the local fake through settings."""
     return MailboxFactory(
         transport_kind="anymail", esp_name=esp, esp_api_key_env=KEY_ENV, esp_schedule_ahead_minutes=ahead_minutes,
         **fields,

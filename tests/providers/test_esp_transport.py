@@ -64,9 +64,9 @@ def test_brevo_hand_off_records_the_message_id(provider_api):
     assert "scheduledAt" not in sent.body
 
 
-def test_anymail_api_url_setting_is_used_when_the_mailbox_names_none(provider_api, settings):
-    settings.ANYMAIL = settings.ANYMAIL | {"SENDGRID_API_URL": provider_api.url("sendgrid")}
-    mailbox = esp_mailbox(provider_api, "sendgrid", esp_api_url="")
+def test_the_api_url_comes_from_settings_never_from_the_mailbox(provider_api):
+    # A mailbox row still carrying an API URL of its own is ignored: the key goes only to the settings' URL.
+    mailbox = esp_mailbox(provider_api, "sendgrid", esp_api_url="http://127.0.0.1:9/elsewhere/")
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "setting@example.com")
 
     assert send_next(enrollment)[1].state == S.SUBMITTED
@@ -155,7 +155,7 @@ def test_a_4xx_fails_the_job_without_suppressing(provider_api):
 
 
 def test_a_wrong_api_key_blocks_the_mailbox_and_fails_no_job(provider_api, monkeypatch):
-    monkeypatch.setenv("OUTREACH_TEST_ESP_KEY", "not-the-key")
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_ESP_KEY", "not-the-key")
     mailbox = esp_mailbox(provider_api, "brevo")
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "key@example.com")
 

@@ -42,6 +42,14 @@ def snapshot():
     )
 
 
+def sent_job(mailbox, email: str) -> SendJob:
+    """The first job of a new enrollment of EMAIL, submitted to the test SMTP server: what a token names."""
+    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), email)
+    (job_id,) = services.dispatch_due()
+    assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
+    return SendJob.objects.get(pk=job_id, enrollment=enrollment)
+
+
 def test_the_button_in_a_sent_message_unsubscribes_stops_every_enrollment_and_cancels(mailbox, smtp_server):
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600))
     enrollment = enroll(sequence, "ada@example.com")
@@ -86,10 +94,10 @@ def test_the_button_in_a_sent_message_unsubscribes_stops_every_enrollment_and_ca
 
 
 def test_get_shows_a_button_and_changes_nothing(mailbox):
-    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "scanner@example.com")
+    job = sent_job(mailbox, "scanner@example.com")
     before = snapshot()
 
-    response = Client().get(path_of(unsubscribe_url(job_id=enrollment.jobs.get().pk, email="scanner@example.com")))
+    response = Client().get(path_of(unsubscribe_url(job_id=job.pk, email="scanner@example.com")))
 
     assert response.status_code == 200
     assert b'<form method="post">' in response.content and b"scanner@example.com" in response.content
@@ -98,8 +106,8 @@ def test_get_shows_a_button_and_changes_nothing(mailbox):
 
 
 def test_posting_twice_changes_nothing_the_second_time(mailbox):
-    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "twice@example.com")
-    path = path_of(unsubscribe_url(job_id=enrollment.jobs.get().pk, email="twice@example.com"))
+    job = sent_job(mailbox, "twice@example.com")
+    path = path_of(unsubscribe_url(job_id=job.pk, email="twice@example.com"))
     client = Client()
 
     assert one_click(client, path).status_code == 200
@@ -114,9 +122,9 @@ def test_posting_twice_changes_nothing_the_second_time(mailbox):
 
 @pytest.mark.parametrize("method", ["get", "post"])
 def test_a_tampered_token_is_a_clear_400_and_changes_nothing(mailbox, method):
-    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "victim@example.com")
-    good = token_of(unsubscribe_url(job_id=enrollment.jobs.get().pk, email="victim@example.com"))
-    other = token_of(unsubscribe_url(job_id=enrollment.jobs.get().pk, email="someone-else@example.com"))
+    job = sent_job(mailbox, "victim@example.com")
+    good = token_of(unsubscribe_url(job_id=job.pk, email="victim@example.com"))
+    other = token_of(unsubscribe_url(job_id=job.pk, email="someone-else@example.com"))
     # Another address's payload under this token's timestamp and signature; a flipped signature byte.
     swapped = other.split(":", 1)[0] + ":" + good.split(":", 1)[1]
     flipped = good[:-1] + ("A" if good[-1] != "A" else "B")
@@ -130,8 +138,8 @@ def test_a_tampered_token_is_a_clear_400_and_changes_nothing(mailbox, method):
 
 
 def test_an_expired_token_is_a_400(mailbox, monkeypatch):
-    enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "old@example.com")
-    path = path_of(unsubscribe_url(job_id=enrollment.jobs.get().pk, email="old@example.com"))
+    job = sent_job(mailbox, "old@example.com")
+    path = path_of(unsubscribe_url(job_id=job.pk, email="old@example.com"))
     later = time.time() + 366 * 24 * 3600
     monkeypatch.setattr("django.core.signing.time.time", lambda: later)
 

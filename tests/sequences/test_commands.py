@@ -18,7 +18,7 @@ GOOD = """
 name = "sales"
 address = "sales@acme.test"
 display_name = "Acme Sales"
-smtp = { host = "127.0.0.1", port = 2525, username = "u", password_env = "SALES_SMTP_PASSWORD", security = "none" }
+smtp = { host = "127.0.0.1", port = 2525, username = "u", password_env = "OUTREACH_SECRET_SALES_SMTP", security = "none" }
 daily_cap = 50
 window = { days = "mon,tue,wed,thu,fri", start = "09:00", end = "17:00", timezone = "Europe/Berlin" }
 
@@ -54,7 +54,7 @@ def test_load_sequences_creates_then_updates_by_name(tmp_path):
     assert "2 created, 0 updated" in run("load_sequences", write(tmp_path, "a.toml", GOOD))
     mailbox = Mailbox.objects.get(name="sales")
     assert (mailbox.smtp_password_env, mailbox.daily_cap, mailbox.window_timezone) == (
-        "SALES_SMTP_PASSWORD", 50, "Europe/Berlin")
+        "OUTREACH_SECRET_SALES_SMTP", 50, "Europe/Berlin")
     steps = list(Step.objects.filter(sequence__name="Intro").values_list("position", "wait_seconds", "thread"))
     assert steps == [(1, 0, False), (2, 3 * 86400, True)]
     assert "0 created, 2 updated" in run("load_sequences", write(tmp_path, "b.toml", GOOD.replace("3d", "2d")))

@@ -55,7 +55,7 @@ def world(db):
     from sequences.models import SendJob
     from tests.factories import MailboxFactory, enroll, make_sequence
 
-    mailbox = MailboxFactory(name="ui-box", smtp_password_env="UI_BOX_SMTP_PASSWORD")
+    mailbox = MailboxFactory(name="ui-box", smtp_password_env="OUTREACH_SECRET_UI_BOX_SMTP")
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600), name="UI sequence")
     active = enroll(sequence, "active@example.com")
     paused = enroll(sequence, "paused@example.com")

@@ -102,11 +102,11 @@ def test_enrollment_actions_are_in_the_operator_log(client, users, world):
 
 
 def test_mailbox_page_shows_env_var_names_never_values(client, users, world, monkeypatch):
-    monkeypatch.setenv("UI_BOX_SMTP_PASSWORD", "s3cret-value-never-shown")
+    monkeypatch.setenv("OUTREACH_SECRET_UI_BOX_SMTP", "s3cret-value-never-shown")
     client.force_login(users["admin"])
     for url in (reverse("mailbox_list"), f"/admin/mailboxes/mailbox/{world['mailbox'].pk}/change/"):
         html = client.get(url).content.decode()
-        assert "UI_BOX_SMTP_PASSWORD" in html
+        assert "OUTREACH_SECRET_UI_BOX_SMTP" in html
         assert "s3cret-value-never-shown" not in html
     page = client.post(reverse("mailbox_pause", args=[world["mailbox"].pk]), follow=True).content.decode()
     assert "Paused ui-box." in page and "canceled — never sent" in page

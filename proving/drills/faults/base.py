@@ -30,7 +30,7 @@ FINAL = (S.SUBMITTED, S.ACCEPTED, S.CANCELED, S.FAILED, S.UNKNOWN)
 # here so the drills stay short, but not shorter than a busy worker's backlog: every pass re-enqueues
 # *every* queued job older than this again (queued_at does not move), flooding the queue with duplicates.
 STALE_AFTER = 10
-IMAP_PASSWORD_ENV = "OUTREACH_DRILL_IMAP_PASSWORD"
+IMAP_PASSWORD_ENV = "OUTREACH_SECRET_DRILL_IMAP"
 
 
 
