@@ -82,9 +82,12 @@ def test_a_row_naming_another_variable_sends_nothing_and_says_why(smtp_server, m
 
     outcome = send_job_process(job_id=job_id, worker_id="w1")
 
-    assert outcome.state == SendJob.State.FAILED
+    # The mailbox's configuration, not the message: the mailbox is blocked and the job waits for it.
+    assert outcome.state == SendJob.State.SCHEDULED
     job = SendJob.objects.get(pk=job_id, enrollment=enrollment)
     assert "OUTREACH_SECRET_" in job.error and "the-signing-key-itself" not in job.error
+    mailbox.refresh_from_db()
+    assert mailbox.sending_status == "blocked" and "the-signing-key-itself" not in mailbox.blocked_reason
     assert smtp_server.received == []
 
 
