@@ -17,11 +17,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
-from django.template import TemplateSyntaxError
 
 from mailboxes.models import Mailbox
 
-from .messages import ENGINE
+from .messages import step_validate
 from .models import Sequence, Step
 from .window import parse_days
 
@@ -233,14 +232,10 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
         reader.unknown(step, spath, {"subject", "body", "wait", "thread"})
         subject = reader.get(step, spath, "subject", str, "")
         body = reader.get(step, spath, "body", str, required=True)
-        if index == 1 and not subject:
-            reader.error(f"{spath}.subject", "the first step needs a subject")
-        for key, value in (("subject", subject), ("body", body)):
-            if value:
-                try:
-                    ENGINE.from_string(value)
-                except TemplateSyntaxError as exc:
-                    reader.error(f"{spath}.{key}", f"template error: {exc}", value)
+        # The same check as every other path that saves a step (admin, any later UI or API).
+        for key, problems in step_validate(subject=subject or "", body=body or "", position=index).items():
+            for problem in problems:
+                reader.error(f"{spath}.{key}", problem, step.get(key))
         wait = step.get("wait", "0s")
         try:
             wait_seconds = parse_duration(wait)

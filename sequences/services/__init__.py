@@ -35,6 +35,7 @@ from .sending import (
     send_job_record_retry,
     send_job_record_submitted,
     send_job_record_unknown,
+    send_job_record_unpreparable,
 )
 from .stops import (
     enrollment_pause,
@@ -62,6 +63,7 @@ __all__ = [
     "final_check", "leases_sweep", "mailbox_pause", "mailbox_resume", "provider_cancel_request",
     "provider_cancels_stale", "provider_event_record", "provider_send_at_for", "queued_stale", "send_job_authorize",
     "send_job_claim", "send_job_provider_cancel", "send_job_record_failed", "send_job_record_retry",
-    "send_job_record_submitted", "send_job_record_unknown", "sequence_pause", "sequence_resume", "suppression_add",
+    "send_job_record_submitted", "send_job_record_unknown",
+    "send_job_record_unpreparable", "sequence_pause", "sequence_resume", "suppression_add",
     "suppression_add_in_transaction", "suppression_import", "suppression_lift",
 ]

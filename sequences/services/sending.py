@@ -245,6 +245,21 @@ def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_boun
                      error=error, hard_bounce=hard_bounce)
 
 
+def send_job_record_unpreparable(*, job_id: int, worker_id: str, error: str) -> bool:
+    """claimed -> failed: the message could not be built, so it never reached a transport; durable transaction.
+
+    Final, with the reason on the job (never a retry: the same data fails the
+    same way). Like any failed step, the enrollment does not go on past it
+    (`schedule_next`); it stays as it is so that an operator sees the reason.
+    """
+    with transaction.atomic(durable=True):
+        enrollment, _, job = _locked_job(job_id)
+        if job.state != S.CLAIMED or job.worker_id != worker_id:
+            return False  # a stop canceled it, or the lease ran out and another worker owns it
+        return job_move(job=job, to=S.FAILED, worker_id=worker_id, event=Event.JOB_PREPARE_FAILED,
+                        fields={"error": f"could not prepare: {error}", "lease_until": None}, error=error)
+
+
 def send_job_record_unknown(*, job_id: int, worker_id: str, error: str) -> None:
     """authorized -> unknown: the message may or may not have left; never resent automatically."""
     with transaction.atomic(durable=True):
