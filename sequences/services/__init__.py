@@ -14,7 +14,7 @@ Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 """
 
 from .common import ServiceError, StopSummary
-from .enrollments import contact_upsert, enrollment_create
+from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
 from .provider_cancel import (
     enrollment_after_provider_answer,
     provider_cancel_request,
@@ -57,9 +57,10 @@ from .suppressions import (
 )
 
 __all__ = [
-    "Authorization", "ImportRow", "ServiceError", "StopSummary", "TrackingEvent",
+    "Authorization", "BatchResult", "ContactRow", "ImportRow", "ServiceError", "StopSummary", "TrackingEvent",
     "contact_upsert", "dispatch_due", "enrollment_after_provider_answer", "enrollment_create", "enrollment_pause",
     "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
+    "enrollments_create_batch",
     "final_check", "leases_sweep", "mailbox_pause", "mailbox_resume", "provider_cancel_request",
     "provider_cancels_stale", "provider_event_record", "provider_send_at_for", "queued_stale", "send_job_authorize",
     "send_job_claim", "send_job_provider_cancel", "send_job_record_failed", "send_job_record_retry",

@@ -93,7 +93,10 @@ def test_enroll_reports_bad_rows_with_line_numbers_and_enrolls_the_good(tmp_path
         "blocked@example.com,Bo,Y,\n"
         "grace@example.com,Grace,Navy,silver\n"
     ))
-    out = run("enroll", "--sequence", "Intro", csv_path)
+    out = StringIO()
+    with pytest.raises(CommandError, match="3 rows rejected"):
+        call_command("enroll", "--sequence", "Intro", csv_path, stdout=out, stderr=out)
+    out = out.getvalue()
     assert "line 3: 'not-an-address' is not a valid address" in out
     assert "line 4: ada@example.com duplicates line 2" in out
     assert "line 5: blocked@example.com is suppressed" in out
