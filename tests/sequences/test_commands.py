@@ -57,7 +57,9 @@ def test_load_sequences_creates_then_updates_by_name(tmp_path):
         "SALES_SMTP_PASSWORD", 50, "Europe/Berlin")
     steps = list(Step.objects.filter(sequence__name="Intro").values_list("position", "wait_seconds", "thread"))
     assert steps == [(1, 0, False), (2, 3 * 86400, True)]
-    assert "0 created, 2 updated" in run("load_sequences", write(tmp_path, "b.toml", GOOD.replace("3d", "2d")))
+    out = run("load_sequences", write(tmp_path, "b.toml", GOOD.replace("3d", "2d")))
+    assert "0 created, 1 updated, 1 unchanged" in out
+    assert "sequence Intro step 2: wait_seconds 259200 -> 172800" in out
     assert Step.objects.get(sequence__name="Intro", position=2).wait_seconds == 2 * 86400
 
 
