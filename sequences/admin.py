@@ -7,6 +7,7 @@ services as the UI (so the operator log and the timeline record them).
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group, User
@@ -14,6 +15,7 @@ from django.db.models import QuerySet
 
 from . import services
 from .labels import job_label, stamp, stop_summary_text
+from .messages import step_validate
 from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
 from .web.rows import latest_job_rows
 
@@ -59,8 +61,26 @@ class ContactAdmin(admin.ModelAdmin):
         return False
 
 
+class StepForm(forms.ModelForm):
+    """A step edited here passes the same validation as one loaded from TOML (`messages.step_validate`)."""
+
+    class Meta:
+        model = Step
+        fields = ("position", "subject", "body", "wait_seconds", "thread")
+
+    def clean(self):
+        cleaned = super().clean()
+        errors = step_validate(subject=cleaned.get("subject") or "", body=cleaned.get("body") or "",
+                               position=cleaned.get("position") or 1)
+        for field, messages_ in errors.items():
+            for message in messages_:
+                self.add_error(field, message)
+        return cleaned
+
+
 class StepInline(admin.TabularInline):
     model = Step
+    form = StepForm
     extra = 0
     can_delete = False
     fields = ("position", "subject", "body", "wait_seconds", "thread")

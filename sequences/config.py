@@ -7,22 +7,26 @@ file changes nothing.
 
 from __future__ import annotations
 
+import os
+import pkgutil
 import re
 import tomllib
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import time
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
-from django.template import TemplateSyntaxError
 
 from mailboxes.models import Mailbox
 from mailboxes.secrets import mailbox_config_problems
 
-from .messages import ENGINE
+from .messages import step_validate
 from .models import Sequence, Step
 from .window import parse_days
 
@@ -51,24 +55,102 @@ def parse_duration(value: Any) -> int:
 class Plan:
     mailboxes: list[dict[str, Any]] = field(default_factory=list)
     sequences: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# Each mailbox field and the TOML key that names it: an existing mailbox changes only in the keys a file names.
+MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
+    "address": ("address",), "display_name": ("display_name",), "daily_cap": ("daily_cap",),
+    "is_drill_target": ("drill_target",), "ca_file": ("ca_file",),
+    "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
+    "smtp_password_env": ("smtp", "password_env"), "smtp_security": ("smtp", "security"),
+    "window_days": ("window", "days"), "window_start": ("window", "start"), "window_end": ("window", "end"),
+    "window_timezone": ("window", "timezone"),
+    "imap_host": ("imap", "host"), "imap_port": ("imap", "port"), "imap_username": ("imap", "username"),
+    "imap_password_env": ("imap", "password_env"), "imap_security": ("imap", "security"),
+    "imap_folders": ("imap", "folders"),
+    "transport_kind": ("transport", "kind"), "esp_name": ("transport", "esp"),
+    "esp_api_key_env": ("transport", "api_key_env"), "esp_api_url": ("transport", "api_url"),
+    "esp_schedule_ahead_minutes": ("transport", "schedule_ahead_minutes"),
+}
+STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
+
+
+def _named(table: dict, keys: tuple[str, ...]) -> bool:
+    for key in keys:
+        if not isinstance(table, dict) or key not in table:
+            return False
+        table = table[key]
+    return True
+
+
+def known_esps() -> set[str]:
+    """The ESPs anymail has a backend for (mailboxes.transports.esp loads anymail.backends.<esp>)."""
+    import anymail.backends
+
+    return {m.name for m in pkgutil.iter_modules(anymail.backends.__path__)} - {"base", "base_requests"}
+
+
+KEY_LINE = re.compile(r"(?:^|[{,])\s*([A-Za-z0-9_-]+)\s*=")
+ARRAY_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]")
+INDEXED = re.compile(r"(mailbox|sequence)\[(\d+)\](?:\.step\[(\d+)\])?")
 
 
 class _Reader:
-    """Collects errors with key paths instead of stopping at the first."""
+    """Collects errors with key paths instead of stopping at the first.
+
+    Line numbers come from one pass over the file (every `key =` and every
+    `[[table]]` header), so a file full of errors is reported in linear time:
+    an error inside `mailbox[3]` looks only at that table's own lines.
+    """
 
     def __init__(self, text: str):
         self.lines = text.splitlines()
         self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.keys: dict[str, list[int]] = {}  # key -> lines where `key =` appears, in order
+        self.starts: dict[str, list[int]] = {}  # "mailbox" | "sequence" | "sequence.step" -> header lines
+        self.top: list[int] = []  # lines of every [[mailbox]] and [[sequence]] header
+        for number, line in enumerate(self.lines, 1):
+            header = ARRAY_HEADER.match(line)
+            if header:
+                self.starts.setdefault(header.group(1), []).append(number)
+                if header.group(1) in ("mailbox", "sequence"):
+                    self.top.append(number)
+            for key in KEY_LINE.findall(line):
+                self.keys.setdefault(key, []).append(number)
+
+    def _span(self, path: str) -> tuple[int, int]:
+        """The lines (first, last) of the `[[...]]` table a path is in, or the whole file (bisect: no rescans)."""
+        match = INDEXED.match(path)
+        starts = self.starts.get(match.group(1), []) if match else []
+        if not match or int(match.group(2)) >= len(starts):
+            return 1, len(self.lines)
+        first = starts[int(match.group(2))]
+        following = bisect_right(self.top, first)
+        last = self.top[following] - 1 if following < len(self.top) else len(self.lines)
+        if match.group(3) is not None:
+            steps = self.starts.get("sequence.step", [])
+            at = bisect_right(steps, first) + int(match.group(3))
+            if at < len(steps) and steps[at] <= last:
+                first = steps[at]
+                if at + 1 < len(steps) and steps[at + 1] <= last:
+                    last = steps[at + 1] - 1
+        return first, last
 
     def where(self, path: str, value: Any = None) -> str:
-        """The key path, with the line of the first `key =` that also shows the bad value."""
+        """The key path, with the line of the first `key =` in its table that also shows the bad value."""
         key = path.rsplit(".", 1)[-1].split("[")[0]
-        pattern = re.compile(rf"(^|[{{,])\s*{re.escape(key)}\s*=")
-        hits = [n for n, line in enumerate(self.lines, 1) if pattern.search(line)]
+        first, last = self._span(path)
+        lines = self.keys.get(key, [])
+        hits = lines[bisect_left(lines, first):bisect_right(lines, last)] or lines[:1]
         if value is not None:
             shown = [n for n in hits if str(value) in self.lines[n - 1]]
             hits = shown or hits
         return f"{path} (line {hits[0]})" if hits else path
+
+    def warn(self, path: str, message: str) -> None:
+        self.warnings.append(f"{self.where(path)}: {message}")
 
     def error(self, path: str, message: str, value: Any = None) -> None:
         self.errors.append(f"{self.where(path, value)}: {message}")
@@ -119,14 +201,13 @@ def parse(text: str) -> Plan:
         entry = _parse_sequence(reader, f"sequence[{index}]", table, known_mailboxes)
         if entry:
             plan.sequences.append(entry)
-    names = [m["name"] for m in plan.mailboxes]
-    for name in {n for n in names if names.count(n) > 1}:
-        reader.error("mailbox.name", f"{name!r} appears more than once")
-    names = [s["name"] for s in plan.sequences]
-    for name in {n for n in names if names.count(n) > 1}:
-        reader.error("sequence.name", f"{name!r} appears more than once")
+    for kind, entries in (("mailbox", plan.mailboxes), ("sequence", plan.sequences)):
+        counts = Counter(e["name"] for e in entries)
+        for name in sorted(n for n, c in counts.items() if c > 1 and n is not None):
+            reader.error(f"{kind}.name", f"{name!r} appears more than once")
     if reader.errors:
         raise ConfigError(reader.errors)
+    plan.warnings = reader.warnings
     return plan
 
 
@@ -140,7 +221,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target"})
+                                 "transport", "drill_target", "ca_file"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -155,6 +236,10 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
     out["display_name"] = reader.get(table, path, "display_name", str, "")
     out["daily_cap"] = reader.get(table, path, "daily_cap", int, 200)
     out["is_drill_target"] = reader.get(table, path, "drill_target", bool, False)
+    # A private CA (PEM) trusted for this mailbox's SMTP and IMAP TLS, besides the system's.
+    out["ca_file"] = reader.get(table, path, "ca_file", str, "")
+    if out["ca_file"] and not Path(out["ca_file"]).is_file():
+        reader.error(f"{path}.ca_file", f"no file {out['ca_file']!r}", out["ca_file"])
 
     smtp = reader.get(table, path, "smtp", dict, {})
     reader.unknown(smtp, f"{path}.smtp", {"host", "port", "username", "password_env", "security"})
@@ -209,9 +294,39 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         out["esp_api_key_env"] = reader.get(transport, f"{path}.transport", "api_key_env", str, "")
         out["esp_api_url"] = reader.get(transport, f"{path}.transport", "api_url", str, "")
         out["esp_schedule_ahead_minutes"] = reader.get(transport, f"{path}.transport", "schedule_ahead_minutes", int, 0)
+        if out["esp_name"] and out["esp_name"].lower() not in known_esps():
+            reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
+                                                  f"{', '.join(sorted(known_esps()))})", out["esp_name"])
+    _check_ranges(reader, path, out)
+    out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
         reader.error(f"{path}.{key}", problem, value)
     return out
+
+
+def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
+    """Ports, caps, the window's order, and the environment variables that hold secrets."""
+    for key, label in (("smtp_port", "smtp.port"), ("imap_port", "imap.port")):
+        port = out.get(key)
+        if port is not None and not 1 <= port <= 65535:
+            reader.error(f"{path}.{label}", f"{port} is not a port (1-65535)", port)
+    for key, label in (("daily_cap", "daily_cap"), ("esp_schedule_ahead_minutes", "transport.schedule_ahead_minutes")):
+        value = out.get(key)
+        if value is not None and value < 0:
+            reader.error(f"{path}.{label}", f"must be 0 or more, got {value}", value)
+    start, end = out.get("window_start"), out.get("window_end")
+    if (start is None) != (end is None):
+        reader.error(f"{path}.window.{'end' if end is None else 'start'}", "a window needs both start and end")
+    elif start is not None and end is not None and end <= start:
+        reader.error(f"{path}.window.end", f"{end:%H:%M} is not after start {start:%H:%M}", f"{end:%H:%M}")
+    # An unset variable is a warning, not an error: the file is often loaded where the secrets are not
+    # (a deploy host, CI) while the workers that send have them; a send without one fails on that mailbox.
+    for key, label in (("smtp_password_env", "smtp.password_env"), ("imap_password_env", "imap.password_env"),
+                       ("esp_api_key_env", "transport.api_key_env")):
+        name = out.get(key)
+        if name and name not in os.environ:
+            reader.warn(f"{path}.{label}", f"environment variable {name} is not set here; the worker that "
+                                           "sends or polls must have it")
 
 
 def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str]) -> dict[str, Any] | None:
@@ -236,14 +351,10 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
         reader.unknown(step, spath, {"subject", "body", "wait", "thread"})
         subject = reader.get(step, spath, "subject", str, "")
         body = reader.get(step, spath, "body", str, required=True)
-        if index == 1 and not subject:
-            reader.error(f"{spath}.subject", "the first step needs a subject")
-        for key, value in (("subject", subject), ("body", body)):
-            if value:
-                try:
-                    ENGINE.from_string(value)
-                except TemplateSyntaxError as exc:
-                    reader.error(f"{spath}.{key}", f"template error: {exc}", value)
+        # The same check as every other path that saves a step (admin, any later UI or API).
+        for key, problems in step_validate(subject=subject or "", body=body or "", position=index).items():
+            for problem in problems:
+                reader.error(f"{spath}.{key}", problem, step.get(key))
         wait = step.get("wait", "0s")
         try:
             wait_seconds = parse_duration(wait)
@@ -252,7 +363,8 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
             wait_seconds = 0
         thread = reader.get(step, spath, "thread", bool, index > 1)
         out["steps"].append({"position": index, "subject": subject or "", "body": body or "",
-                             "wait_seconds": wait_seconds, "thread": thread})
+                             "wait_seconds": wait_seconds, "thread": thread,
+                             "given": {name for name, key in STEP_KEYS.items() if key in step}})
     return out
 
 
@@ -260,27 +372,79 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
 class ApplyResult:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # "mailbox sales: daily_cap 200 -> 50", one per field
+
+
+def _show(value: Any) -> str:
+    return repr(value.strftime("%H:%M")) if isinstance(value, time) else repr(value)
+
+
+def _update(obj: Any, values: dict[str, Any], names: set[str], what: str, result: ApplyResult) -> bool:
+    """Set only the named fields that differ; note each change; save those fields. True when any changed."""
+    changed = []
+    for name in sorted(names):
+        old, new = getattr(obj, name), values[name]
+        if old != new:
+            result.changes.append(f"{what}: {name} {_show(old)} -> {_show(new)}")
+            setattr(obj, name, new)
+            changed.append(name)
+    if changed:
+        obj.save(update_fields=changed)
+    return bool(changed)
 
 
 def config_apply(plan: Plan) -> ApplyResult:
-    """Create or update mailboxes and sequences by name; one transaction, all or nothing."""
+    """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
     result = ApplyResult()
     with transaction.atomic():
         for entry in plan.mailboxes:
-            fields = {k: v for k, v in entry.items() if k != "name"}
-            _, created = Mailbox.objects.update_or_create(name=entry["name"], defaults=fields)
-            (result.created if created else result.updated).append(f"mailbox {entry['name']}")
+            what = f"mailbox {entry['name']}"
+            fields = {k: v for k, v in entry.items() if k not in ("name", "given")}
+            mailbox = Mailbox.objects.select_for_update().filter(name=entry["name"]).first()
+            if mailbox is None:
+                Mailbox.objects.create(name=entry["name"], **fields)
+                result.created.append(what)
+            elif _update(mailbox, fields, entry["given"], what, result):
+                result.updated.append(what)
+            else:
+                result.unchanged.append(what)
         for entry in plan.sequences:
+            what = f"sequence {entry['name']}"
             mailbox = Mailbox.objects.get(name=entry["mailbox"])
-            sequence, created = Sequence.objects.update_or_create(name=entry["name"], defaults={"mailbox": mailbox})
+            sequence = Sequence.objects.select_for_update().filter(name=entry["name"]).first()
+            created = sequence is None
+            changed = False
+            if created:
+                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox)
+            elif sequence.mailbox_id != mailbox.pk:
+                result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")
+                sequence.mailbox = mailbox
+                sequence.save(update_fields=["mailbox"])
+                changed = True
+            existing = {s.position: s for s in Step.objects.filter(sequence=sequence)}
             for step in entry["steps"]:
-                Step.objects.update_or_create(sequence=sequence, position=step["position"], defaults=step)
+                values = {k: v for k, v in step.items() if k != "given"}
+                current = existing.get(step["position"])
+                if current is None:
+                    Step.objects.create(sequence=sequence, **values)
+                    if not created:
+                        result.changes.append(f"{what}: step {step['position']} added")
+                        changed = True
+                else:
+                    changed |= _update(current, values, step["given"], f"{what} step {step['position']}", result)
             extra = Step.objects.filter(sequence=sequence, position__gt=len(entry["steps"]))
             if extra.filter(jobs__isnull=False).exists():
                 raise ConfigError([
                     f"sequence {entry['name']!r}: steps beyond #{len(entry['steps'])} already have send jobs; "
                     "they cannot be removed (pause the sequence and create a new one)"
                 ])
+            for position in extra.values_list("position", flat=True):
+                result.changes.append(f"{what}: step {position} removed")
+                changed = True
             extra.delete()
-            (result.created if created else result.updated).append(f"sequence {entry['name']}")
+            if created:
+                result.created.append(what)
+            else:
+                (result.updated if changed else result.unchanged).append(what)
     return result

@@ -73,6 +73,10 @@ def job_label_and_tone(job: SendJob) -> Label:
     if job.state == S.UNKNOWN:
         ref = job.provider_request_id or job.message_id
         return Label(f"Outcome unknown — may have been sent; check the server or provider log ({ref})", Tone.UNKNOWN)
+    if job.state == S.FAILED and job.authorized_at is None:
+        # Failed without an authorization: the message could not be prepared and never reached a transport.
+        reason = job.error.removeprefix("could not prepare: ") or "could not be prepared"
+        return Label(f"Not sent — could not be prepared: {reason}", Tone.NEVER_SENT)
     if job.state == S.FAILED:
         return Label(f"Failed — not sent ({job.error or 'transport refused'})", Tone.NEVER_SENT)
     if job.state == S.CLAIMED:

@@ -1,24 +1,144 @@
-"""Preparation: render a job's step and build the MIME message. No transaction, no network."""
+"""Preparation: render a job's step and build the MIME message. No transaction, no network.
+
+Templates are plain text in a strict, small language (`ENGINE`): nothing is
+HTML-escaped, only the tags and filters in `TAGS` and `FILTERS` exist, and a
+variable that is undefined or empty is an error unless the template gives a
+fallback (`{{ company|default:"your team" }}`). `step_validate` is the one
+check every path that saves a step runs (TOML, admin, and any later form or
+API); `message_prepare` raises `PrepareError` with a reason an operator can
+read when a message cannot be built, and the pipeline ends the job with it.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from email import policy
+from email.headerregistry import Address
 from email.message import EmailMessage
-from email.utils import format_datetime, formataddr
+from email.utils import format_datetime
 from urllib.parse import quote
 
-from django.template import Context, Engine
+from django.template import Context, Engine, Library, TemplateSyntaxError, defaultfilters, defaulttags
+from django.template.base import Lexer, TokenType, Variable, VariableDoesNotExist, VariableNode
 from django.utils import timezone
 
 from .models import SendJob
 from .tokens import unsubscribe_url
 
-# Plain-text mail: no HTML autoescaping; operators write the templates.
-ENGINE = Engine(autoescape=False, debug=False)
+# The whole template language of a step: control flow and text filters. No include, load, extends, debug,
+# ssi, url, csrf_token (nothing that reads files, other templates, settings or the request).
+TAGS = ("if", "for", "with", "firstof", "comment", "now", "cycle")
+FILTERS = (
+    "default", "default_if_none", "upper", "lower", "title", "capfirst", "first", "last", "join", "length",
+    "pluralize", "yesno", "truncatewords", "truncatechars", "cut", "date", "time", "add", "wordwrap", "slice",
+    "stringformat", "floatformat", "ljust", "rjust", "center",
+)
+# A variable with one of these filters has its fallback in the template.
+FALLBACKS = (defaultfilters.default, defaultfilters.default_if_none)
+
+_library = Library()
+_library.tags.update({name: defaulttags.register.tags[name] for name in TAGS})
+_library.filters.update({name: defaultfilters.register.filters[name] for name in FILTERS})
+
+# Plain-text mail: no HTML autoescaping (the Context says so too: a Context autoescapes by default).
+ENGINE = Engine(autoescape=False, debug=False, libraries={})
+ENGINE.template_builtins = [_library]  # instead of Django's built-in tags and filters
 # Long List-Unsubscribe URLs must not be folded into RFC 2047 encoded-words
 # (mail clients would not find the URL); 998 is SMTP's own line limit.
 POLICY = policy.SMTP.clone(max_line_length=998)
+# A recipient whose local part is not ASCII needs SMTPUTF8 (RFC 6531): UTF-8 headers, sent only where
+# the server offers it (mailboxes.transports.smtp refuses before MAIL FROM otherwise).
+POLICY_UTF8 = policy.SMTPUTF8.clone(max_line_length=998)
+
+# The variables every contact has; a contact's own fields add to them.
+CONTACT_VARIABLES = ("first_name", "last_name", "company", "email", "fields")
+
+
+class PrepareError(Exception):
+    """A message that cannot be built from this step and contact; the text is the reason an operator reads."""
+
+
+class MissingValue(PrepareError):
+    pass
+
+
+class _StrictVariableNode(VariableNode):
+    """`{{ name }}` that refuses an undefined or empty value unless a filter gives the fallback."""
+
+    def render(self, context):
+        expression = self.filter_expression
+        var = expression.var
+        has_fallback = any(func in FALLBACKS for func, _ in expression.filters)
+        if isinstance(var, Variable) and var.lookups is not None and not has_fallback:
+            try:
+                value = var.resolve(context)
+            except VariableDoesNotExist:
+                raise MissingValue(f"missing value for {var.var}") from None
+            if value is None or (isinstance(value, str) and not value.strip()):
+                raise MissingValue(f"missing value for {var.var}")
+        return super().render(context)
+
+
+def compile_template(text: str):
+    """Compile *text* in the strict language; TemplateSyntaxError names what is wrong."""
+    for token in Lexer(text).tokenize():
+        if token.token_type == TokenType.TEXT:
+            for opener, closer in (("{{", "}}"), ("{%", "%}"), ("{#", "#}")):
+                if opener in token.contents:
+                    raise TemplateSyntaxError(f"{opener} without its {closer}")
+    template = ENGINE.from_string(text)
+    for node in template.nodelist.get_nodes_by_type(VariableNode):
+        node.__class__ = _StrictVariableNode
+    return template
+
+
+def render(template: str, context: dict) -> str:
+    """Render a step's text for one contact; MissingValue names an undefined or empty variable."""
+    return compile_template(template).render(Context(context, autoescape=False))
+
+
+def _plain(exc: TemplateSyntaxError) -> str:
+    """Django's words for a tag outside the allow-list suggest loading it; say it is not allowed."""
+    match = re.match(r"Invalid block tag on line (\d+): '([^']+)'", str(exc))
+    if match and match.group(2) not in TAGS:
+        return f"line {match.group(1)}: {{% {match.group(2)} %}} is not allowed (tags: {', '.join(TAGS)})"
+    match = re.match(r"Invalid filter: '([^']+)'", str(exc))
+    if match:
+        return f"filter {match.group(1)!r} is not allowed (filters: {', '.join(FILTERS)})"
+    return str(exc)
+
+
+def step_validate(*, subject: str, body: str, position: int) -> dict[str, list[str]]:
+    """Every problem of a step's templates, by field ({} when it may be saved): TOML, admin, any later UI/API."""
+    errors: dict[str, list[str]] = {}
+    if position == 1 and not subject.strip():
+        errors.setdefault("subject", []).append("the first step needs a subject")
+    for name, text in (("subject", subject), ("body", body)):
+        try:
+            compile_template(text)
+        except TemplateSyntaxError as exc:
+            errors.setdefault(name, []).append(f"template error: {_plain(exc)}")
+    if "\n" in subject.strip() or "\r" in subject:
+        errors.setdefault("subject", []).append("a subject is one line")
+    return errors
+
+
+def address_header(name: str, email: str) -> Address:
+    """A To/From address with its domain in IDNA (punycode); PrepareError for what no header can carry."""
+    if any(ch in name for ch in "\r\n\0"):
+        raise PrepareError(f"invalid name {name!r}: contains a line break")
+    local, sep, domain = email.rpartition("@")
+    if not sep or not local or not domain or any(ch.isspace() or ch in '<>"\0' for ch in email):
+        raise PrepareError(f"invalid address: {email!r}")
+    try:
+        ascii_domain = domain.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise PrepareError(f"invalid address: {email!r} (domain: {exc})") from None
+    try:
+        return Address(display_name=name, username=local, domain=ascii_domain)
+    except (ValueError, TypeError) as exc:
+        raise PrepareError(f"invalid address: {email!r} ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -30,30 +150,34 @@ class PreparedMessage:
     data: bytes
 
 
-def render(template: str, context: dict) -> str:
-    return ENGINE.from_string(template).render(Context(context))
-
-
 def message_prepare(*, job_id: int) -> PreparedMessage:
-    """Render subject and body, thread it under earlier steps, add List-Unsubscribe."""
+    """Render subject and body, thread it under earlier steps, add List-Unsubscribe; PrepareError says why not."""
     job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence__mailbox", "step").get(pk=job_id)
     contact = job.enrollment.contact
     mailbox = job.enrollment.sequence.mailbox
     context = {
+        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
         "first_name": contact.first_name,
         "last_name": contact.last_name,
         "company": contact.company,
         "email": contact.email,
         "fields": contact.fields,
-        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
     }
-    subject = " ".join(render(job.step.subject, context).split())
-    body = render(job.step.body, context)
+    try:
+        subject = " ".join(render(job.step.subject, context).split())
+        body = render(job.step.body, context)
+    except TemplateSyntaxError as exc:  # a template saved around the validation (e.g. straight into the table)
+        raise PrepareError(f"template error in step {job.step.position}: {exc}") from None
 
-    msg = EmailMessage(policy=POLICY)
-    msg["From"] = mailbox.from_header
     name = " ".join(p for p in (contact.first_name, contact.last_name) if p)
-    msg["To"] = formataddr((name, contact.email)) if name else contact.email
+    to = address_header(name, contact.email)
+    sender = address_header(mailbox.display_name, mailbox.address)
+    msg = EmailMessage(policy=POLICY if to.username.isascii() else POLICY_UTF8)
+    try:
+        msg["From"] = sender
+        msg["To"] = to
+    except (ValueError, TypeError, UnicodeError) as exc:
+        raise PrepareError(f"invalid address: {contact.email!r} ({exc})") from None
     msg["Date"] = format_datetime(timezone.now())
     msg["Message-ID"] = job.message_id
     if job.step.thread:
@@ -70,13 +194,15 @@ def message_prepare(*, job_id: int) -> PreparedMessage:
                 subject = "Re: " + " ".join(render(earlier[0][1], context).split())
     msg["Subject"] = subject
     url = unsubscribe_url(job_id=job.pk, email=contact.email)
-    mailto = f"mailto:{mailbox.address}?subject={quote('unsubscribe')}"
+    mailto = f"mailto:{sender.addr_spec}?subject={quote('unsubscribe')}"
     # RFC 2369 + RFC 8058 one-click: mail clients POST "List-Unsubscribe=One-Click" to the URL.
     msg["List-Unsubscribe"] = f"<{url}>, <{mailto}>"
     msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     msg["X-Outreach-Job"] = str(job.pk)
     msg.set_content(body)
-    return PreparedMessage(
-        job_id=job.pk, sender=mailbox.address, recipient=contact.email, message_id=job.message_id,
-        data=msg.as_bytes(),
-    )
+    try:
+        data = msg.as_bytes()
+    except (ValueError, UnicodeError) as exc:
+        raise PrepareError(f"cannot build the message: {exc}") from None
+    return PreparedMessage(job_id=job.pk, sender=sender.addr_spec, recipient=to.addr_spec,
+                           message_id=job.message_id, data=data)

@@ -23,7 +23,7 @@ from mailboxes.transports.base import (
 )
 
 from . import checkpoints, services
-from .messages import message_prepare
+from .messages import PrepareError, message_prepare
 from .models import SendJob
 
 log = logging.getLogger("outreach.pipeline")
@@ -45,7 +45,12 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         return Outcome(job_id, "noop", "not queued (duplicate or stale delivery)")
     checkpoints.reach("claimed", job_id)
 
-    prepared = message_prepare(job_id=job_id)
+    try:
+        prepared = message_prepare(job_id=job_id)
+    except PrepareError as exc:
+        # Nothing reached a transport: the job ends failed with the reason, never retried by the sweeper.
+        services.send_job_record_unpreparable(job_id=job_id, worker_id=worker_id, error=str(exc))
+        return Outcome(job_id, SendJob.State.FAILED, str(exc))
     checkpoints.reach("prepared", job_id)
 
     decision = authorize(job_id=job_id, worker_id=worker_id, version=job.version)

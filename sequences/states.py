@@ -51,7 +51,9 @@ JOB_EDGES: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.CLAIMED, S.CANCELED, S.SCHEDULED}),
     # claimed -> queued: a lost claim (lease expired before authorization) is safe to hand out again.
     # claimed -> scheduled: outside the sending window or over the daily cap; try again later.
-    S.CLAIMED: frozenset({S.AUTHORIZED, S.CANCELED, S.QUEUED, S.SCHEDULED}),
+    # claimed -> failed: the message could not be prepared (a missing value, an invalid address, a broken
+    # template); it never reached a transport, and retrying the same data would fail the same way.
+    S.CLAIMED: frozenset({S.AUTHORIZED, S.CANCELED, S.QUEUED, S.SCHEDULED, S.FAILED}),
     # authorized -> scheduled: the transport refused before accepting (4xx, connection failure);
     # the retry goes through the guard again and never reuses this authorization.
     S.AUTHORIZED: frozenset({S.SUBMITTED, S.FAILED, S.UNKNOWN, S.SCHEDULED}),

@@ -46,6 +46,7 @@ class Event(StrEnum):
     JOB_HELD = "job_held"  # authorized -> scheduled: the mailbox failed as a whole; the message waits for it
     JOB_DELIVERED = "job_delivered"  # submitted -> accepted on a provider's delivery event
     JOB_FAILED_AT_PROVIDER = "job_failed_at_provider"
+    JOB_PREPARE_FAILED = "job_prepare_failed"  # claimed -> failed: the message could not be built
     CLAIM_EXPIRED = "claim_expired"  # claimed -> queued: the worker's lease ran out before authorization
     WORKER_LOST = "worker_lost"  # authorized -> unknown: the worker's lease ran out after authorization
     # No-ops: a duplicate or stale delivery found the state moved

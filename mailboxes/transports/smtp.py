@@ -72,6 +72,14 @@ def is_hard_bounce(code: int, text: str) -> bool:
     return code in (550, 551, 553)
 
 
+def envelope_address(address: str) -> str:
+    """An address for MAIL FROM / RCPT TO: its domain in IDNA (punycode); the local part as given."""
+    local, sep, domain = address.rpartition("@")
+    if not sep or domain.isascii():
+        return address
+    return f"{local}@{domain.encode('idna').decode('ascii')}"
+
+
 def _text(reply: bytes | str) -> str:
     return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
 
@@ -206,7 +214,17 @@ class SmtpTransport(Transport):
 
     def _converse(self, client: smtplib.SMTP, sender: str, recipient: str, message: bytes) -> Submission:
         try:
-            code, reply = client.mail(sender)
+            try:
+                sender, recipient = envelope_address(sender), envelope_address(recipient)
+            except UnicodeError as exc:
+                raise PermanentError(f"address cannot be sent: {exc}") from exc
+            options: list[str] = []
+            if not (sender.isascii() and recipient.isascii()):
+                # A non-ASCII local part travels only as SMTPUTF8 (RFC 6531), and only where the server offers it.
+                if not client.has_extn("smtputf8"):
+                    raise PermanentError(f"the server does not offer SMTPUTF8, needed for {recipient!r}")
+                options.append("SMTPUTF8")
+            code, reply = client.mail(sender, options)
             if code != 250:
                 raise self._mail_refusal(code, reply, sender)
             code, reply = client.rcpt(recipient)
@@ -224,17 +242,34 @@ class SmtpTransport(Transport):
         except (OSError, smtplib.SMTPException) as exc:
             # Nothing of the message has been sent yet.
             raise TransientError(f"SMTP failed before DATA: {exc}") from exc
+        except (UnicodeError, ValueError) as exc:
+            # smtplib refused to put the command on the wire (e.g. a non-ASCII address): nothing was sent.
+            raise PermanentError(f"SMTP refused before DATA: {type(exc).__name__}: {exc}") from exc
 
+        # The DATA command itself, before any byte of the message: a failure here is one like any other.
+        try:
+            code, reply = client.docmd("DATA")
+        except (OSError, smtplib.SMTPException) as exc:
+            raise TransientError(f"SMTP failed at DATA, before the message: {exc}") from exc
+        if code != 354:
+            raise self._refusal(code, reply, "DATA")
         # From here on the server may have the message: a broken connection is an unknown outcome.
         try:
-            code, reply = client.data(message)
-        except smtplib.SMTPDataError as exc:
-            raise self._refusal(exc.smtp_code, exc.smtp_error, "DATA") from exc
+            code, reply = self._send_data(client, message)
         except (OSError, smtplib.SMTPException) as exc:
             raise OutcomeUnknown(f"connection failed during DATA: {type(exc).__name__}: {exc}") from exc
         if code != 250:
             raise self._refusal(code, reply, "DATA")
         return Submission(reply=f"{code} {_text(reply)}")
+
+    @staticmethod
+    def _send_data(client: smtplib.SMTP, message: bytes) -> tuple[int, bytes]:
+        """The message after a 354, as smtplib.SMTP.data sends it (dot-stuffed, CRLF.CRLF)."""
+        data = smtplib._quote_periods(message)
+        if data[-2:] != smtplib.bCRLF:
+            data += smtplib.bCRLF
+        client.send(data + b"." + smtplib.bCRLF)
+        return client.getreply()
 
     def _mail_refusal(self, code: int, reply: bytes | str, sender: str) -> TransportError:
         if 500 <= code < 600:

@@ -17,7 +17,7 @@ Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 
 from .common import ServiceError, StopSummary
 from .doctor import Finding, enrollments_doctor
-from .enrollments import contact_upsert, enrollment_create
+from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
 from .mailbox_health import (
     ProbeResult,
     mailbox_probe,
@@ -45,6 +45,7 @@ from .sending import (
     send_job_record_retry,
     send_job_record_submitted,
     send_job_record_unknown,
+    send_job_record_unpreparable,
 )
 from .stops import (
     enrollment_pause,
@@ -67,14 +68,15 @@ from .suppressions import (
 )
 
 __all__ = [
-    "Authorization", "Finding", "ImportRow", "ProbeResult", "ServiceError", "StopSummary", "TrackingEvent",
-    "contact_upsert", "dispatch_due", "enrollment_after_provider_answer", "enrollment_create", "enrollment_pause",
-    "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
-    "enrollments_doctor", "final_check", "leases_sweep", "mailbox_pause", "mailbox_probe", "mailbox_probes_due",
-    "mailbox_resume", "provider_cancel_request", "provider_cancels_stale", "provider_event_record",
-    "provider_event_reject", "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim",
-    "send_job_provider_cancel", "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry",
-    "send_job_record_submitted", "send_job_record_unknown", "send_job_record_unreachable", "send_job_retry",
+    "Authorization", "BatchResult", "ContactRow", "Finding", "ImportRow", "ProbeResult", "ServiceError",
+    "StopSummary", "TrackingEvent", "contact_upsert", "dispatch_due", "enrollment_after_provider_answer",
+    "enrollment_create", "enrollment_pause", "enrollment_pause_in_transaction", "enrollment_resume",
+    "enrollment_stop", "enrollment_stop_in_transaction", "enrollments_create_batch", "enrollments_doctor",
+    "final_check", "leases_sweep", "mailbox_pause", "mailbox_probe", "mailbox_probes_due", "mailbox_resume",
+    "provider_cancel_request", "provider_cancels_stale", "provider_event_record", "provider_event_reject",
+    "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",
+    "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry", "send_job_record_submitted",
+    "send_job_record_unknown", "send_job_record_unpreparable", "send_job_record_unreachable", "send_job_retry",
     "sequence_pause", "sequence_resume", "suppression_add", "suppression_add_in_transaction", "suppression_import",
     "suppression_lift",
 ]

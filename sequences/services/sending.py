@@ -273,6 +273,24 @@ def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_boun
             enrollment_stop_after_failure(enrollment, job=job)
 
 
+def send_job_record_unpreparable(*, job_id: int, worker_id: str, error: str) -> bool:
+    """claimed -> failed: the message could not be built, so it never reached a transport; durable transaction.
+
+    Final, with the reason on the job (never a retry: the same data fails the
+    same way). Like any failed step, it stops the enrollment with reason
+    "failed"; once the data or the template is fixed, an operator retries it.
+    """
+    with transaction.atomic(durable=True):
+        enrollment, _, job = job_locked(job_id)
+        if job.state != S.CLAIMED or job.worker_id != worker_id:
+            return False  # a stop canceled it, or the lease ran out and another worker owns it
+        moved = job_move(job=job, to=S.FAILED, worker_id=worker_id, event=Event.JOB_PREPARE_FAILED,
+                         fields={"error": f"could not prepare: {error}", "lease_until": None}, error=error)
+        if moved:
+            enrollment_stop_after_failure(enrollment, job=job)
+        return moved
+
+
 def send_job_record_unknown(*, job_id: int, worker_id: str, error: str) -> None:
     """authorized -> unknown: the message may or may not have left; never resent automatically."""
     with transaction.atomic(durable=True):

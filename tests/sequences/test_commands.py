@@ -57,7 +57,9 @@ def test_load_sequences_creates_then_updates_by_name(tmp_path):
         "OUTREACH_SECRET_SALES_SMTP", 50, "Europe/Berlin")
     steps = list(Step.objects.filter(sequence__name="Intro").values_list("position", "wait_seconds", "thread"))
     assert steps == [(1, 0, False), (2, 3 * 86400, True)]
-    assert "0 created, 2 updated" in run("load_sequences", write(tmp_path, "b.toml", GOOD.replace("3d", "2d")))
+    out = run("load_sequences", write(tmp_path, "b.toml", GOOD.replace("3d", "2d")))
+    assert "0 created, 1 updated, 1 unchanged" in out
+    assert "sequence Intro step 2: wait_seconds 259200 -> 172800" in out
     assert Step.objects.get(sequence__name="Intro", position=2).wait_seconds == 2 * 86400
 
 
@@ -93,7 +95,10 @@ def test_enroll_reports_bad_rows_with_line_numbers_and_enrolls_the_good(tmp_path
         "blocked@example.com,Bo,Y,\n"
         "grace@example.com,Grace,Navy,silver\n"
     ))
-    out = run("enroll", "--sequence", "Intro", csv_path)
+    out = StringIO()
+    with pytest.raises(CommandError, match="3 rows rejected"):
+        call_command("enroll", "--sequence", "Intro", csv_path, stdout=out, stderr=out)
+    out = out.getvalue()
     assert "line 3: 'not-an-address' is not a valid address" in out
     assert "line 4: ada@example.com duplicates line 2" in out
     assert "line 5: blocked@example.com is suppressed" in out

@@ -1,65 +1,205 @@
+"""Enroll a CSV: every row is validated completely before anything is written; a rejected row changes nothing."""
+
 from __future__ import annotations
 
 import csv
+import io
+import time
+from collections import Counter
 from pathlib import Path
+from typing import TextIO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_email
 
 from sequences import services
-from sequences.models import Sequence
+from sequences.models import Contact, Sequence
 from sequences.selectors import normalize_email
 
 NAMED = ("email", "first_name", "last_name", "company", "timezone")
+NAME_FIELDS = ("first_name", "last_name", "company")
+MAX_LENGTH = {name: Contact._meta.get_field(name).max_length for name in (*NAME_FIELDS, "timezone")}
+EMAIL_MAX = 254  # RFC 5321 path limit, less the angle brackets
+
+
+def decode(data: bytes, file: str) -> str:
+    """UTF-8 text (a BOM is dropped); a clear error naming the line and byte otherwise."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CommandError(f"{file}: line {line}, byte {column} (offset {exc.start}): 0x{data[exc.start]:02x} is "
+                           "not UTF-8; save the file as UTF-8") from None
+
+
+def header_columns(header: list[str], file: str) -> list[str]:
+    """Normalized column names; two that differ only in case or spaces are ambiguous, so an error."""
+    names = [h.strip().lower() for h in header]
+    seen: dict[str, str] = {}
+    for raw, name in zip(header, names, strict=True):
+        if name and name in seen:
+            raise CommandError(f"{file}: columns {seen[name]!r} and {raw!r} are the same column "
+                               "(names are compared without case and spaces); keep one")
+        seen[name] = raw
+    if "email" not in seen:
+        raise CommandError(f"{file}: the header row must have an `email` column")
+    return names
+
+
+def row_check(line: int, cells: dict[str, str], extra: bool) -> tuple[services.ContactRow | None, str]:
+    """The row as the service takes it, or the reason it is rejected: everything that could fail a write."""
+    if extra:
+        return None, "more cells than the header has columns"
+    raw_email = cells.get("email", "")
+    email = normalize_email(raw_email)
+    try:
+        validate_email(email)
+    except ValidationError:
+        return None, f"{raw_email!r} is not a valid address"
+    if len(email) > EMAIL_MAX:
+        return None, f"the address is longer than {EMAIL_MAX} characters"
+    for name, value in cells.items():
+        if "\0" in value:
+            return None, f"{name}: contains a NUL character"
+    for name in NAME_FIELDS:
+        value = cells.get(name, "")
+        if len(value) > MAX_LENGTH[name]:
+            return None, f"{name}: {len(value)} characters, at most {MAX_LENGTH[name]}"
+        if "\r" in value or "\n" in value:
+            return None, f"{name}: contains a line break"
+    zone = cells.get("timezone", "")
+    if zone:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return None, f"timezone: unknown time zone {zone!r}"
+        if len(zone) > MAX_LENGTH["timezone"]:
+            return None, f"timezone: longer than {MAX_LENGTH['timezone']} characters"
+    fields = {k: v for k, v in cells.items() if k not in NAMED and k}
+    return services.ContactRow(line=line, email=email, first_name=cells.get("first_name", ""),
+                               last_name=cells.get("last_name", ""), company=cells.get("company", ""),
+                               timezone_name=zone, fields=fields), ""
+
+
+class Progress:
+    """rows/s and ETA: one updating line on a terminal, else a line to stderr every `every` rows."""
+
+    def __init__(self, total: int, out: TextIO, err: TextIO, *, tty: bool, every: int):
+        self.total, self.out, self.err, self.tty, self.every = total, out, err, tty, every
+        self.started = time.monotonic()
+        self.last_shown = 0.0
+        self.next_line = every
+
+    def text(self, done: int) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = done / elapsed
+        eta = (self.total - done) / rate if rate else 0.0
+        return f"{done:,}/{self.total:,} rows  {rate:,.0f} rows/s  ETA {eta:,.0f}s"
+
+    def update(self, done: int) -> None:
+        if self.tty:
+            now = time.monotonic()
+            if now - self.last_shown >= 0.5 or done == self.total:
+                self.last_shown = now
+                self.out.write("\r" + self.text(done) + "\x1b[K")
+                self.out.flush()
+        elif self.every and done >= self.next_line:
+            self.next_line = (done // self.every + 1) * self.every
+            self.err.write(self.text(done) + "\n")
+
+    def finish(self) -> None:
+        if self.tty:
+            self.out.write("\n")
 
 
 class Command(BaseCommand):
     help = ("Enroll the contacts of a CSV file (header row with `email`, optional first_name, last_name, "
-            "company, timezone; other columns are kept as fields) in a sequence.")
+            "company, timezone; other columns are kept as fields) in a sequence. Every row is checked before "
+            "it is written; a rejected row changes nothing. Exits non-zero when any row was rejected.")
 
     def add_arguments(self, parser):
         parser.add_argument("--sequence", required=True, help="sequence name")
-        parser.add_argument("file", help="CSV file")
+        parser.add_argument("--update-contacts", action="store_true",
+                            help="update existing contacts with the file's non-empty values (default: keep them)")
+        parser.add_argument("--batch-size", type=int, default=1000, help="rows per transaction (default 1000)")
+        parser.add_argument("--progress-every", type=int, default=10000,
+                            help="when stdout is not a terminal, a progress line to stderr every N rows (0: none)")
+        parser.add_argument("file", help="CSV file (UTF-8)")
 
-    def handle(self, *args, sequence, file, **options):
+    def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, **options):
         seq = Sequence.objects.filter(name=sequence).first()
         if seq is None:
             raise CommandError(f"no sequence named {sequence!r}")
         path = Path(file)
         if not path.is_file():
             raise CommandError(f"{file}: no such file")
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            if not reader.fieldnames or "email" not in [f.strip().lower() for f in reader.fieldnames]:
-                raise CommandError(f"{file}: the header row must have an `email` column")
-            enrolled, errors, seen = 0, [], {}
-            for row in reader:
-                line = reader.line_num
-                row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if k}
-                email = normalize_email(row.get("email", ""))
-                try:
-                    validate_email(email)
-                except ValidationError:
-                    errors.append(f"line {line}: {row.get('email', '')!r} is not a valid address")
-                    continue
-                if email in seen:
-                    errors.append(f"line {line}: {email} duplicates line {seen[email]}")
-                    continue
-                seen[email] = line
-                contact = services.contact_upsert(
-                    email=email, first_name=row.get("first_name", ""), last_name=row.get("last_name", ""),
-                    company=row.get("company", ""), timezone_name=row.get("timezone", ""),
-                    fields={k: v for k, v in row.items() if k not in NAMED},
-                )
-                try:
-                    services.enrollment_create(sequence_id=seq.pk, contact_id=contact.pk, actor="command")
-                except services.ServiceError as exc:
-                    errors.append(f"line {line}: {exc}")
-                    continue
-                enrolled += 1
-        for error in errors:
-            self.stderr.write(error)
-        self.stdout.write(f"{enrolled} enrolled, {len(errors)} rejected")
-        if errors and not enrolled:
-            raise CommandError("no row was enrolled")
+        if batch_size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        reader = csv.reader(io.StringIO(decode(path.read_bytes(), file), newline=""))
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise CommandError(f"{file}: the header row must have an `email` column") from None
+        except csv.Error as exc:
+            raise CommandError(f"{file}: line 1: {exc}") from None
+        names = header_columns(header, file)
+
+        rows: list[services.ContactRow] = []
+        errors: list[tuple[int, str]] = []
+        seen: dict[str, int] = {}
+        line = reader.line_num + 1
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise CommandError(f"{file}: line {line}: {exc}; nothing was enrolled") from None
+            if not any(v.strip() for v in values):
+                line = reader.line_num + 1
+                continue
+            cells = {n: v.strip() for n, v in zip(names, values, strict=False) if n}
+            row, reason = row_check(line, cells, extra=len(values) > len(names))
+            if row is None:
+                errors.append((line, reason))
+            elif row.email in seen:
+                errors.append((line, f"{row.email} duplicates line {seen[row.email]}"))
+            else:
+                seen[row.email] = line
+                rows.append(row)
+            line = reader.line_num + 1
+
+        progress = Progress(len(rows), self.stdout, self.stderr, tty=self.stdout.isatty(), every=progress_every)
+        total = services.BatchResult()
+        fields: Counter = Counter()
+        for start in range(0, len(rows), batch_size):
+            try:
+                result = services.enrollments_create_batch(sequence_id=seq.pk, rows=rows[start:start + batch_size],
+                                                           update_contacts=update_contacts, actor="command")
+            except services.ServiceError as exc:
+                raise CommandError(str(exc)) from None
+            total.enrolled += result.enrolled
+            total.contacts_created += result.contacts_created
+            total.contacts_updated += result.contacts_updated
+            total.contacts_kept += result.contacts_kept
+            fields.update(result.fields_changed)
+            errors.extend(result.rejected)
+            progress.update(min(start + batch_size, len(rows)))
+        progress.finish()
+
+        for line_no, reason in sorted(errors):
+            self.stderr.write(f"line {line_no}: {reason}")
+        self.stdout.write(f"{total.enrolled} enrolled, {len(errors)} rejected")
+        contacts = f"contacts: {total.contacts_created} created, {total.contacts_updated} updated"
+        if fields:
+            contacts += " (" + ", ".join(f"{name} on {n}" for name, n in sorted(fields.items())) + ")"
+        if total.contacts_kept:
+            contacts += (f", {total.contacts_kept} existing kept as they were although the file differs "
+                         "(--update-contacts to change them)")
+        self.stdout.write(contacts)
+        if errors:
+            raise CommandError(f"{len(errors)} row{'s' if len(errors) != 1 else ''} rejected (see above); "
+                               f"{total.enrolled} enrolled")

@@ -8,7 +8,8 @@ from sequences.config import ConfigError, config_apply, parse
 
 
 class Command(BaseCommand):
-    help = "Create or update mailboxes and sequences (by name) from a TOML file. A bad file changes nothing."
+    help = ("Create mailboxes and sequences (by name) from a TOML file, or change only the keys it names in existing "
+            "ones, listing each change. A bad file changes nothing.")
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="TOML file with [[mailbox]] and [[sequence]] tables")
@@ -18,7 +19,10 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"{file}: no such file")
         try:
-            result = config_apply(parse(path.read_text(encoding="utf-8")))
+            plan = parse(path.read_text(encoding="utf-8"))
+            for warning in plan.warnings:
+                self.stderr.write(f"warning: {warning}")
+            result = config_apply(plan)
         except UnicodeDecodeError as exc:
             raise CommandError(f"{file}: not UTF-8 text ({exc})") from None
         except ConfigError as exc:
@@ -27,4 +31,9 @@ class Command(BaseCommand):
             self.stdout.write(f"created {line}")
         for line in result.updated:
             self.stdout.write(f"updated {line}")
-        self.stdout.write(self.style.SUCCESS(f"{len(result.created)} created, {len(result.updated)} updated"))
+        for line in result.changes:
+            self.stdout.write(f"  {line}")
+        for line in result.unchanged:
+            self.stdout.write(f"unchanged {line}")
+        self.stdout.write(self.style.SUCCESS(f"{len(result.created)} created, {len(result.updated)} updated, "
+                                             f"{len(result.unchanged)} unchanged"))
