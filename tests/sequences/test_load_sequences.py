@@ -21,7 +21,7 @@ def test_an_existing_mailbox_changes_only_in_the_keys_the_file_names(tmp_path):
     mailbox = Mailbox.objects.get(name="sales")
     assert (mailbox.display_name, mailbox.daily_cap, mailbox.smtp_host, mailbox.smtp_port) == (
         "Acme Sales", 50, "127.0.0.1", 2526)
-    assert (mailbox.window_timezone, mailbox.smtp_password_env) == ("Europe/Berlin", "SALES_SMTP_PASSWORD")
+    assert (mailbox.window_timezone, mailbox.smtp_password_env) == ("Europe/Berlin", "OUTREACH_SECRET_SALES_SMTP")
     assert "updated mailbox sales" in out and "mailbox sales: smtp_port 2525 -> 2526" in out
     assert "display_name" not in out
 
@@ -46,13 +46,13 @@ def test_values_out_of_range_are_errors(tmp_path, change, expected):
 
 
 def test_an_unknown_esp_is_an_error_and_an_unset_secret_variable_a_warning(tmp_path, monkeypatch):
-    monkeypatch.delenv("SALES_SMTP_PASSWORD", raising=False)
+    monkeypatch.delenv("OUTREACH_SECRET_SALES_SMTP", raising=False)
     text = GOOD.replace("daily_cap = 50", 'daily_cap = 50\ntransport = { kind = "anymail", esp = "nosuchesp" }')
     with pytest.raises(CommandError, match=r"mailbox\[0\].transport.esp \(line 8\): unknown ESP 'nosuchesp'"):
         run("load_sequences", write(tmp_path, "bad.toml", text))
     out, err = StringIO(), StringIO()
     call_command("load_sequences", write(tmp_path, "a.toml", GOOD), stdout=out, stderr=err)
-    assert "warning: mailbox[0].smtp.password_env (line 6): environment variable SALES_SMTP_PASSWORD is not set" in (
+    assert "warning: mailbox[0].smtp.password_env (line 6): environment variable OUTREACH_SECRET_SALES_SMTP is not set" in (
         err.getvalue())
     assert Mailbox.objects.filter(name="sales").exists()
 
