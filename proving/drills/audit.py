@@ -7,7 +7,8 @@
 - sent after stop: a received message whose authorization committed after its enrollment's stop;
 - non-final: a job a worker or the dispatcher should still act on (queued,
   claimed, authorized, or scheduled and due); a follow-up scheduled for later is not;
-- unknown labelled: `unknown` jobs whose label says "Outcome unknown — may have been sent".
+- unknown labelled: `unknown` jobs whose label says "Outcome unknown — may have been sent";
+- stranded: an active enrollment with no live job and no recorded reason to wait (services.doctor).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from sequences import services
 from sequences.dbclock import db_now
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, TimelineEvent
@@ -37,12 +39,13 @@ class Audit:
     non_final: int = 0
     unknown: int = 0
     unknown_labelled: int = 0
+    stranded: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
         return not (self.lost or self.duplicated or self.reopened or self.sent_after_stop or self.non_final
-                    or self.unknown_labelled != self.unknown or self.problems)
+                    or self.stranded or self.unknown_labelled != self.unknown or self.problems)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -88,4 +91,8 @@ def audit(jobs, received: list[str]) -> Audit:
     result.reopened = reopened.count()
     for enrollment in reopened:
         result.problems.append(f"enrollment {enrollment.pk} was stopped and is active again")
+    for finding in services.enrollments_doctor(repair=False, enrollment_ids=sorted(enrollment_ids)):
+        if finding.action:  # no reason on record to wait
+            result.stranded += 1
+            result.problems.append(f"enrollment {finding.enrollment_id} is stranded: {finding.finding}")
     return result

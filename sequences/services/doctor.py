@@ -34,12 +34,13 @@ class Finding:
     done: bool = False  # the repair was made (False in a dry run)
 
 
-def enrollments_doctor(*, repair: bool = True, limit: int = 10_000) -> list[Finding]:
+def enrollments_doctor(*, repair: bool = True, limit: int = 10_000,
+                       enrollment_ids: list[int] | None = None) -> list[Finding]:
     """Active enrollments with no live job: each explained, or repaired (one short transaction each)."""
-    ids = list(
-        Enrollment.objects.filter(status=E.ACTIVE).exclude(jobs__state__in=LIVE)
-        .order_by("id").values_list("pk", flat=True)[:limit]
-    )
+    active = Enrollment.objects.filter(status=E.ACTIVE)
+    if enrollment_ids is not None:
+        active = active.filter(pk__in=enrollment_ids)
+    ids = list(active.exclude(jobs__state__in=LIVE).order_by("id").values_list("pk", flat=True)[:limit])
     return [finding for finding in (_examine(pk, repair=repair) for pk in ids) if finding is not None]
 
 
