@@ -106,7 +106,7 @@ instance_name = outreach-test-{port}
 
 protocols = imap
 listen = 127.0.0.1
-ssl = no
+{ssl}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
@@ -128,7 +128,8 @@ mailbox_idle_check_interval = 1 secs
 
 namespace inbox {{
   inbox = yes
-  separator = /
+  separator = {separator}
+  prefix = {prefix}
 }}
 
 passdb {{
@@ -157,7 +158,10 @@ class Dovecot:
 
     host = "127.0.0.1"
 
-    def __init__(self, users: dict[str, str], extra_config: str = ""):
+    def __init__(self, users: dict[str, str], extra_config: str = "", *, separator: str = "/",
+                 certificates=None):
+        """`separator = "."` serves folders as Cyrus does (INBOX.Bounces: prefix "INBOX."); `certificates`
+        (proving.harness.tls.Certificates) turn on STARTTLS with that certificate."""
         if not dovecot_available():
             raise RuntimeError(
                 "dovecot is not installed (apt-get install -y dovecot-imapd); the IMAP tests need a real server"
@@ -166,6 +170,8 @@ class Dovecot:
         # Appended to the generated config, e.g. "imap_capability = IMAP4rev1"
         # to play a server without IDLE.
         self.extra_config = extra_config
+        self.separator = separator
+        self.certificates = certificates
         self.port = free_port()  # start() reports a clash (the log says "Address already in use")
         self.root = Path(tempfile.mkdtemp(prefix="dovecot-"))
         self.root.chmod(0o755)  # auth runs as `dovecot`, imap as `nobody`
@@ -191,7 +197,13 @@ class Dovecot:
         return base / ("." + folder.replace("/", "."))
 
     def _write_files(self) -> None:
-        self.config_path.write_text(_CONFIG.format(root=self.root, port=self.port) + self.extra_config + "\n")
+        if self.certificates is not None:
+            ssl = (f"ssl = yes\nssl_cert = <{self.certificates.cert_file}\nssl_key = <{self.certificates.key_file}")
+        else:
+            ssl = "ssl = no"
+        prefix = "INBOX." if self.separator == "." else ""
+        self.config_path.write_text(_CONFIG.format(root=self.root, port=self.port, ssl=ssl, separator=self.separator,
+                                                   prefix=prefix) + self.extra_config + "\n")
         mail = self.root / "mail"
         mail.mkdir(exist_ok=True)
         _chown_nobody(mail)

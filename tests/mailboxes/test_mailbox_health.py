@@ -212,3 +212,42 @@ def test_a_folder_is_guessed_under_inbox_with_the_servers_delimiter():
     assert folder_guess("Bounces", cyrus, ".") == "INBOX.Bounces"
     assert folder_guess("bounces", ["INBOX", "Bounces"], "/") == "Bounces"
     assert folder_guess("Archive", cyrus, ".") == ""
+
+
+def test_a_cyrus_style_tls_imap_server_with_a_private_ca_and_a_misnamed_folder(tmp_path, monkeypatch, capsys):
+    """Dovecot with STARTTLS (a CA the test made) and "." as separator (INBOX.Bounces), as Cyrus serves it."""
+    from mailboxes.ingest.poll import mailbox_poll
+    from mailboxes.models import ImapCursor
+    from proving.harness import mails
+    from proving.harness.dovecot import DEFAULT_USERS, Dovecot
+
+    certs = make_certificates(tmp_path)
+    monkeypatch.setenv("OUTREACH_SECRET_HEALTH_IMAP", DEFAULT_USERS["alice"])
+    with Dovecot(DEFAULT_USERS, separator=".", certificates=certs) as server, SmtpServer() as smtp:
+        server.create_folder("alice", "INBOX.Bounces")
+        mailbox = MailboxFactory(name="cyrus", smtp_port=smtp.port, imap_host=server.host, imap_port=server.port,
+                                 imap_username="alice", imap_password_env="OUTREACH_SECRET_HEALTH_IMAP",
+                                 imap_security="starttls", imap_folders=["INBOX", "Bounces"])
+        (enrollment,) = enroll_many(mailbox, 1, steps=2)
+        assert run_due() == [S.SUBMITTED]
+        job = SendJob.objects.get(enrollment=enrollment, state=S.SUBMITTED)
+        server.append("alice", "INBOX", mails.reply(to_message_id=job.message_id, sender=enrollment.contact.email))
+
+        # Without the CA, TLS to the IMAP server fails and says so.
+        with pytest.raises(CommandError):
+            call_command("mailbox_check", "cyrus")
+        assert "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().out
+
+        Mailbox.objects.filter(pk=mailbox.pk).update(ca_file=str(certs.ca_file))
+        with pytest.raises(CommandError, match="1 step failed"):
+            call_command("mailbox_check", "cyrus")
+        out = capsys.readouterr().out
+        assert "ok   login" in out and "hierarchy delimiter '.'" in out
+        assert "FAIL SELECT Bounces" in out and "did you mean INBOX.Bounces?" in out
+
+        result = mailbox_poll(mailbox_id=mailbox.pk)
+        assert result.folders["INBOX"]["recorded"] == 1
+        assert "did you mean INBOX.Bounces?" in result.folders["Bounces"]["error"]
+        assert ImapCursor.objects.get(mailbox=mailbox, folder="Bounces").failures == 1
+        enrollment.refresh_from_db()
+        assert enrollment.status == Enrollment.Status.STOPPED  # the reply in INBOX was read over STARTTLS
