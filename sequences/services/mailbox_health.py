@@ -126,8 +126,8 @@ def mailbox_probe(*, mailbox_id: int, actor: str = "", forced: bool = False) -> 
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         now = db_now()
         blocked = mailbox_health(mailbox) == HEALTH_BLOCKED
-        if blocked and not forced and (mailbox.next_probe_at is None or mailbox.next_probe_at > now):
-            return ProbeResult("not due")
+        if not forced and (not blocked or mailbox.next_probe_at is None or mailbox.next_probe_at > now):
+            return ProbeResult("not due")  # unblocked meanwhile, or a duplicate of a probe already run
         if blocked:
             Mailbox.objects.filter(pk=mailbox.pk).update(
                 next_probe_at=now + probe_interval(mailbox.blocked_probes + 1))
