@@ -172,6 +172,10 @@ class ImapSession:
                 logger.debug("IMAP logout from %s failed: %s", self.config.host, e)
         self._drop()
 
+    def drop(self) -> None:
+        """Close the socket without LOGOUT (a connection in IDLE would wait for DONE first). Never raises."""
+        self._drop()
+
     def _drop(self) -> None:
         client, self._client = self._client, None
         self._folder = None
@@ -406,6 +410,45 @@ class ImapSession:
                 signalled = signalled or any(_is_exists(r) for r in resps)
             self._pending_untagged().pop("EXISTS", None)
         return signalled
+
+    # -- IDLE for a multiplexing watcher (mailboxes.watcher) -------------------
+
+    def idle_start(self) -> bool:
+        """Enter IDLE on the selected folder; True when new mail was already announced (poll now)."""
+        self._require_folder()
+        c = self._c
+        with self._errors("IDLE"):
+            if not c.has_capability("IDLE"):
+                raise ImapError(f"IMAP server {self.config.host} does not support IDLE")
+            pending = bool(self._pending_untagged().pop("EXISTS", None))
+            # As in idle_wait: a NOOP first, so that mail since our last command is not left unannounced.
+            _noop_text, resps = c.noop()
+            pending = pending or any(_is_exists(r) for r in resps)
+            c.idle()
+        return pending
+
+    def idle_poll(self) -> bool:
+        """What the server pushed while in IDLE (call when the socket is readable); True on EXISTS."""
+        try:
+            resps = self._c.idle_check(timeout=0)
+        except (OSError, EOFError, imap_exc.IMAPClientError) as e:
+            self._broken = True
+            raise ImapConnectionError(f"IMAP IDLE on {self.config.host}:{self.config.port}: {e}") from e
+        if not resps:
+            # Readable with nothing to parse: imapclient swallows EOF there.
+            self._broken = True
+            raise ImapConnectionError(f"IMAP IDLE on {self.config.host}:{self.config.port}: connection closed")
+        return any(_is_exists(r) for r in resps)
+
+    def idle_done(self) -> bool:
+        """Leave IDLE; True when the server reported new mail on the way out."""
+        with self._errors("IDLE"):
+            _done_text, resps = self._c.idle_done()
+        self._pending_untagged().pop("EXISTS", None)
+        return any(_is_exists(r) for r in resps)
+
+    def fileno(self) -> int:
+        return self._c.socket().fileno()
 
     # -- writing (tests and drills) ------------------------------------------
 

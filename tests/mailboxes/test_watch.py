@@ -1,4 +1,5 @@
-"""The IDLE watcher triggers a poll when the server pushes new mail, and survives a server restart."""
+"""The IDLE watcher: one thread for every folder; a push triggers a poll; it survives a server restart,
+sees a folder's new UIDVALIDITY, and picks up mailboxes configured after it started."""
 
 from __future__ import annotations
 
@@ -7,71 +8,87 @@ import threading
 import pytest
 
 from mailboxes.ingest.poll import mailbox_poll
-from mailboxes.management.commands.watch_mailboxes import watch
-from mailboxes.models import InboundMessage
+from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.watcher import OPENERS, run
 from proving.harness import mails
 from tests.races.helpers import Worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_idle_push_triggers_a_poll_and_reconnects_after_a_drop(imap_mailbox, dovecot):
-    stop = threading.Event()
-    polled = threading.Semaphore(0)
+class Watching:
+    """`run` in a thread; every poll it asks for is done here and counted."""
 
-    def on_new(mailbox_id: int) -> None:
+    def __init__(self, *, idle_seconds: float = 5, refresh: float = 0.2):
+        self.stop = threading.Event()
+        self.polled = threading.Semaphore(0)
+        self.said: list[str] = []
+        self.looked = threading.Event()
+        self.thread = Worker(lambda: run(self.stop, name=None, on_new=self._poll, refresh=refresh,
+                                         idle_seconds=idle_seconds, say=self._say))
+
+    def _poll(self, mailbox_id: int) -> None:
         mailbox_poll(mailbox_id=mailbox_id)
-        polled.release()
+        self.polled.release()
 
-    watcher = Worker(lambda: watch(imap_mailbox, "INBOX", stop, on_new, idle_seconds=5))
-    watcher.start()
-    try:
-        assert polled.acquire(timeout=10)  # the catch-up poll on connect
+    def _say(self, text: str) -> None:
+        self.said.append(text)
+        self.looked.set()
+
+    def __enter__(self) -> Watching:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(15)
+        assert not self.thread.is_alive()
+
+
+def test_idle_push_triggers_a_poll_and_reconnects_after_a_drop(imap_mailbox, dovecot):
+    with Watching() as w:
+        assert w.polled.acquire(timeout=10)  # the catch-up poll on connect
         dovecot.append("alice", "INBOX", mails.reply(to_message_id="<x@y>", sender="someone@example.org"))
-        assert polled.acquire(timeout=10), "IDLE did not trigger a poll"
+        assert w.polled.acquire(timeout=10), "IDLE did not trigger a poll"
         assert InboundMessage.objects.count() == 1
 
         dovecot.kill()
         dovecot.start()
         dovecot.append("alice", "INBOX", mails.reply(to_message_id="<z@y>", sender="other@example.org"))
         # Reconnect (with backoff) catches up on what arrived while the connection was down.
-        deadline_ok = any(polled.acquire(timeout=10) and InboundMessage.objects.count() == 2 for _ in range(3))
-        assert deadline_ok, "the watcher did not reconnect and catch up"
-    finally:
-        stop.set()
-        dovecot.kill()  # wake the IDLE connection so the thread ends
-        watcher.join(15)
+        caught_up = any(w.polled.acquire(timeout=10) and InboundMessage.objects.count() == 2 for _ in range(3))
+        assert caught_up, "the watcher did not reconnect and catch up"
+
+
+def test_a_new_uidvalidity_without_a_push_triggers_a_poll(imap_mailbox, dovecot):
+    with Watching(idle_seconds=1) as w:
+        assert w.polled.acquire(timeout=10)
+        dovecot.reset_uidvalidity("alice", "INBOX")  # as when a folder is deleted and created again
+        assert w.polled.acquire(timeout=10), "the re-select after IDLE did not see the new UIDVALIDITY"
+
+
+def test_one_thread_watches_every_folder(imap_mailbox, dovecot):
+    for folder in ("Bounces", "Replies"):
+        dovecot.create_folder("alice", folder)
+    Mailbox.objects.filter(pk=imap_mailbox.pk).update(imap_folders=["INBOX", "Bounces", "Replies"])
+    threads_before = threading.active_count()
+    with Watching() as w:
+        for _ in range(3):
+            assert w.polled.acquire(timeout=10)  # one catch-up poll per folder
+        # The watcher and its bounded pool of openers; nothing per folder.
+        assert threading.active_count() <= threads_before + 1 + OPENERS
+        dovecot.append("alice", "Replies", mails.reply(to_message_id="<r@y>", sender="someone@example.org"))
+        assert w.polled.acquire(timeout=10), "a push on the third folder did not trigger a poll"
+        assert "watching 3 folders with IDLE" in w.said
 
 
 def test_the_watcher_picks_up_a_mailbox_configured_after_it_started(imap_mailbox, dovecot):
-    from mailboxes.management.commands.watch_mailboxes import run
-    from mailboxes.models import Mailbox
-
     host = imap_mailbox.imap_host
     Mailbox.objects.filter(pk=imap_mailbox.pk).update(imap_host="")  # not an IMAP mailbox yet
-    stop = threading.Event()
-    polled = threading.Semaphore(0)
-    said: list[str] = []
-    looked = threading.Event()
-
-    def say(text: str) -> None:
-        said.append(text)
-        looked.set()
-
-    def on_new(mailbox_id: int) -> None:
-        mailbox_poll(mailbox_id=mailbox_id)
-        polled.release()
-
-    runner = Worker(lambda: run(stop, name=None, on_new=on_new, refresh=0.2, idle_seconds=5, say=say))
-    runner.start()
-    try:
-        assert looked.wait(10)  # it has looked once and found nothing to watch
+    with Watching() as w:
+        assert w.looked.wait(10)  # it has looked once and found nothing to watch
         Mailbox.objects.filter(pk=imap_mailbox.pk).update(imap_host=host)
-        assert polled.acquire(timeout=10), "the new mailbox was not watched"
+        assert w.polled.acquire(timeout=10), "the new mailbox was not watched"
         dovecot.append("alice", "INBOX", mails.reply(to_message_id="<x@y>", sender="someone@example.org"))
-        assert polled.acquire(timeout=10), "IDLE on the new mailbox did not trigger a poll"
-        assert said[0].startswith("no IMAP mailbox configured yet") and "watching 1 folders with IDLE" in said
-    finally:
-        stop.set()
-        dovecot.kill()
-        runner.join(15)
+        assert w.polled.acquire(timeout=10), "IDLE on the new mailbox did not trigger a poll"
+        assert w.said[0].startswith("no IMAP mailbox configured yet") and "watching 1 folders with IDLE" in w.said
