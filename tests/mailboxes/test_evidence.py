@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
+from django.utils.html import escape
 
 from mailboxes.models import InboundMessage
 from proving.harness import mails
@@ -45,7 +47,7 @@ def assert_did_nothing(*enrollments):
 
 @pytest.mark.parametrize("threaded", [True, False], ids=["threaded", "sender-only"])
 def test_mail_that_arrived_before_the_send_does_not_stop_and_the_same_mail_after_does(
-        imap_mailbox, dovecot, threaded):
+        imap_mailbox, dovecot, threaded, client, django_user_model):
     enrollment, job = send_first_step(imap_mailbox)
     history = mails.reply(to_message_id=job.message_id if threaded else "", in_reply_to=threaded,
                           subject="Lunch?", body="Are we still on for lunch?")
@@ -57,6 +59,10 @@ def test_mail_that_arrived_before_the_send_does_not_stop_and_the_same_mail_after
     old = InboundMessage.objects.get()
     assert old.correlation_rule == "no_evidence" and old.get_correlation_rule_display() == "No evidence we sent to it"
     assert old.effect.startswith(NO_EVIDENCE) and "nothing stopped or suppressed" in old.effect
+    assert "after this message arrived" in old.effect if threaded else "submitted nothing to it" in old.effect
+    client.force_login(django_user_model.objects.create_superuser("admin", "admin@outreach.test", "pw"))
+    page = client.get(reverse("inbound_detail", args=[old.pk])).content.decode()
+    assert "No evidence we sent to it" in page and escape(old.effect) in page
 
     dovecot.append("alice", "INBOX", mails.reply(to_message_id=job.message_id if threaded else "",
                                                  in_reply_to=threaded, subject="Lunch?"))
