@@ -131,7 +131,8 @@ class InboundMessage(models.Model):
         REFERENCES = "references", "References names our Message-ID"
         EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
         RECIPIENT = "report_recipient", "Failed or complained-about recipient named in the report"
-        SENDER = "sender_address", "Sender is an enrolled address (weaker)"
+        SENDER = "sender_address", "Sender is an address this mailbox sent to (weaker)"
+        NO_EVIDENCE = "no_evidence", "No evidence we sent to it"
         NONE = "none", "Not correlated"
 
     mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound")

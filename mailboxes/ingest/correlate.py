@@ -1,8 +1,15 @@
-"""Which message we sent an inbound message answers, strongest evidence first. Reads only."""
+"""Which message we sent an inbound message answers, strongest evidence first. Reads only.
+
+An inbound message may act only on an address to which *this* mailbox
+submitted a message, and only if it arrived (IMAP INTERNALDATE) after that
+submission. Anything that names an address or a message without that evidence
+is correlated as "no evidence we sent to it", with the reason in words.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from sequences.models import Enrollment, SendJob
 
@@ -12,39 +19,90 @@ from .parse import Parsed
 
 Rule = InboundMessage.Rule
 
+# INTERNALDATE is given to the second; a submission in the same second counts as before it.
+ARRIVAL_SLACK = timedelta(seconds=1)
+
 
 @dataclass
 class Correlation:
     rule: str = Rule.NONE
     job: SendJob | None = None
     addresses: list[str] = field(default_factory=list)  # whose enrollments are affected
+    why: str = ""  # for Rule.NO_EVIDENCE: why nothing is done, in words
 
 
-def correlate(parsed: Parsed, mailbox: Mailbox) -> Correlation:
-    """Tie an inbound message to a message we sent, strongest evidence first."""
+def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -> Correlation:
+    """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first."""
     c = parsed.classification
-    jobs = SendJob.objects.select_related("enrollment__contact")
-    for rule, ids in ((Rule.IN_REPLY_TO, parsed.in_reply_to), (Rule.REFERENCES, list(reversed(parsed.references)))):
+    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence")
+    refused: list[str] = []  # evidence that named something but did not hold
+
+    def by_message_id(ids) -> SendJob | None:
         for message_id in ids:
             job = jobs.filter(message_id=message_id).first()
-            if job is not None:
-                return Correlation(rule, job, [job.enrollment.contact.email])
+            if job is None:
+                continue
+            problem = _not_ours(job, mailbox, internaldate)
+            if problem is None:
+                return job
+            refused.append(f"{message_id} {problem}")
+        return None
+
+    for rule, ids in ((Rule.IN_REPLY_TO, parsed.in_reply_to), (Rule.REFERENCES, list(reversed(parsed.references)))):
+        job = by_message_id(ids)
+        if job is not None:
+            return Correlation(rule, job, [job.enrollment.contact.email])
     if c is not None:
-        for message_id in c.original_message_ids:
-            job = jobs.filter(message_id=message_id).first()
-            if job is not None:
-                return Correlation(Rule.EMBEDDED, job, [job.enrollment.contact.email])
+        job = by_message_id(c.original_message_ids)
+        if job is not None:
+            return Correlation(Rule.EMBEDDED, job, [job.enrollment.contact.email])
         if c.kind in (Kind.BOUNCE, Kind.COMPLAINT) and c.recipients:
-            known = [r for r in c.recipients if Enrollment.objects.filter(contact__email=r).exists()]
+            sent = {r: _sent_to(r, mailbox, internaldate) for r in c.recipients}
+            known = [r for r, job in sent.items() if job is not None]
             if known:
-                job = jobs.filter(enrollment__contact__email=known[0]).exclude(submitted_at=None).order_by(
-                    "-submitted_at").first()
-                return Correlation(Rule.RECIPIENT, job, known)
-            return Correlation(Rule.NONE, None, [])
-    if parsed.from_address and Enrollment.objects.filter(
-        contact__email=parsed.from_address, sequence__mailbox=mailbox
-    ).exists():
-        job = jobs.filter(enrollment__contact__email=parsed.from_address, enrollment__sequence__mailbox=mailbox
-                          ).exclude(submitted_at=None).order_by("-submitted_at").first()
-        return Correlation(Rule.SENDER, job, [parsed.from_address])
-    return Correlation()
+                return Correlation(Rule.RECIPIENT, sent[known[0]], known)
+            names = ", ".join(c.recipients[:5])
+            refused.append(f"the report names {names}; {_nothing_sent(internaldate)}")
+            return _no_evidence(refused)
+    if parsed.from_address:
+        job = _sent_to(parsed.from_address, mailbox, internaldate)
+        if job is not None:
+            return Correlation(Rule.SENDER, job, [parsed.from_address])
+        if Enrollment.objects.filter(contact__email=parsed.from_address).exists():
+            refused.append(f"the sender {parsed.from_address} is enrolled; {_nothing_sent(internaldate)}")
+    return _no_evidence(refused) if refused else Correlation()
+
+
+def _sent_to(address: str, mailbox: Mailbox, internaldate: datetime | None) -> SendJob | None:
+    """The latest job this mailbox submitted to *address* before *internaldate*."""
+    if internaldate is None:
+        return None
+    return (
+        SendJob.objects.select_related("enrollment__contact")
+        .filter(enrollment__contact__email=address, enrollment__sequence__mailbox=mailbox,
+                submitted_at__isnull=False, submitted_at__lte=internaldate + ARRIVAL_SLACK)
+        .order_by("-submitted_at").first()
+    )
+
+
+def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> str | None:
+    """Why a job named by Message-ID is no evidence for this message, or None when it is."""
+    if job.enrollment.sequence.mailbox_id != mailbox.pk:
+        return "was sent from another mailbox"
+    if job.submitted_at is None:
+        return "was never submitted"
+    if internaldate is None:
+        return "is ours, but the message's arrival time is unknown"
+    if internaldate + ARRIVAL_SLACK < job.submitted_at:
+        return f"was submitted at {job.submitted_at:%Y-%m-%d %H:%M:%S}, after this message arrived"
+    return None
+
+
+def _nothing_sent(internaldate: datetime | None) -> str:
+    if internaldate is None:
+        return "the message's arrival time is unknown"
+    return f"this mailbox submitted nothing to it before the message arrived ({internaldate:%Y-%m-%d %H:%M:%S})"
+
+
+def _no_evidence(refused: list[str]) -> Correlation:
+    return Correlation(Rule.NO_EVIDENCE, None, [], "; ".join(refused))

@@ -49,7 +49,18 @@ def _suppress(row: InboundMessage, correlation: Correlation, c: Classification |
 
 def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     types = dict(zip(c.recipients, c.recipient_types, strict=False)) if c else {}
+    if c is not None and is_delay(c):
+        return "; ".join(f"{address}: delivery delayed, still being retried: recorded; a delay never counts "
+                         "toward the soft-bounce limit" for address in correlation.addresses)
     return _bounce_effects(row, correlation.addresses, types, source)
+
+
+DELAYED = "Action: delayed"  # in the classifier's reason for DSN and prose delay warnings
+
+
+def is_delay(c: Classification) -> bool:
+    """A warning that the MTA is still retrying (RFC 3464 Action: delayed, or its prose), not a failure."""
+    return c.kind == Kind.BOUNCE and (DELAYED in c.reason or c.rule.endswith("_delay"))
 
 
 def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
@@ -82,6 +93,8 @@ def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Clas
     """Call the send side's services inside the caller's transaction; returns what was done, in words."""
     if row.kind == Kind.QUARANTINED:
         return f"quarantined: {row.parse_error}"
+    if correlation.rule == InboundMessage.Rule.NO_EVIDENCE:
+        return f"no evidence we sent to it ({correlation.why}): recorded only, nothing stopped or suppressed"
     if not correlation.addresses:
         return "not correlated to anything we sent: recorded only"
     effect = EFFECTS.get(row.kind)
@@ -99,7 +112,11 @@ def _enrollments_to_stop(row: InboundMessage, correlation: Correlation) -> list[
 
 
 def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, str], source: str) -> str:
-    """Hard: suppress now. Soft: suppress once OUTREACH_SOFT_BOUNCE_LIMIT soft bounces are on record."""
+    """Hard: suppress now. Soft: suppress once OUTREACH_SOFT_BOUNCE_LIMIT messages to the address failed softly.
+
+    The limit counts failed deliveries of distinct messages we sent (jobs), never delay warnings: the same
+    message reported twice counts once.
+    """
     done = []
     summary = services.StopSummary()
     for address in addresses:
@@ -112,8 +129,9 @@ def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, 
             done.append(f"{address}: hard bounce, suppressed")
             continue
         limit = settings.OUTREACH_SOFT_BOUNCE_LIMIT
-        soft = InboundMessage.objects.filter(kind=Kind.BOUNCE, bounce_type=BounceType.SOFT, duplicate_of=None,
-                                             enrollment__contact__email=address).count()
+        soft = (InboundMessage.objects.filter(kind=Kind.BOUNCE, bounce_type=BounceType.SOFT, duplicate_of=None,
+                                              enrollment__contact__email=address, job__isnull=False)
+                .exclude(classification_reason__contains=DELAYED).values("job_id").distinct().count())
         if soft >= limit:
             _, part = services.suppression_add_in_transaction(
                 value=address, reason=Suppression.Reason.SOFT_BOUNCES, source=source,

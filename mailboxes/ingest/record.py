@@ -30,7 +30,7 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
     """Record one fetched message and its effects, and advance the cursor; one durable transaction."""
     parsed = parse(fetched.raw)  # CPU only, before the transaction
     mailbox = Mailbox.objects.get(pk=mailbox_id)
-    correlation = correlate(parsed, mailbox) if parsed.classification else Correlation()
+    correlation = correlate(parsed, mailbox, fetched.internaldate) if parsed.classification else Correlation()
     try:
         with transaction.atomic(durable=True):
             return _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation)

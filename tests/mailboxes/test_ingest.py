@@ -114,11 +114,12 @@ def test_hard_bounce_suppresses_and_stops_every_enrollment_of_the_address(imap_m
 
 def test_soft_bounces_suppress_only_after_the_limit(imap_mailbox, dovecot, settings):
     settings.OUTREACH_SOFT_BOUNCE_LIMIT = 2
+    # Two messages to the same address (two sequences), each failing softly: the limit counts messages.
     enrollment, job = send_first_step(imap_mailbox, email="full@example.com")
-    for _ in range(2):
-        dovecot.append("alice", "INBOX", mails.dsn(original_message_id=job.message_id, recipient="full@example.com",
-                                                   status="4.2.2", action="delayed",
-                                                   diagnostic="452 4.2.2 mailbox full"))
+    _, job2 = send_first_step(imap_mailbox, email="full@example.com")
+    for sent in (job, job2):
+        dovecot.append("alice", "INBOX", mails.dsn(original_message_id=sent.message_id, recipient="full@example.com",
+                                                   status="4.2.2", diagnostic="452 4.2.2 mailbox full"))
         poll(imap_mailbox)
         if not Suppression.objects.exists():
             enrollment.refresh_from_db()
