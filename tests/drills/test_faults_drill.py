@@ -56,7 +56,11 @@ def test_with_sqlite_configured_the_drill_brings_its_own_postgresql(run_drill, t
     assert data["database"].startswith("private PostgreSQL cluster")
     rows = {row["drill"]: row for row in data["drills"]}
     assert rows["smtp 451, then accepted"]["audit"]["received"] == 2  # workers and drill saw the same tables
-    assert rows["postgres restarted"]["audit"]["received"] == 50  # a second private cluster, restarted
+    # A second private cluster, restarted. A job authorized just before the crash is `unknown` (it may or may
+    # not have left, and is never resent): every job was received once, except those, at most once.
+    restarted = rows["postgres restarted"]["audit"]
+    assert 50 - restarted["unknown"] <= restarted["received"] <= 50
+    assert restarted["unknown_labelled"] == restarted["unknown"] and restarted["duplicated"] == 0
     assert all(row["status"] == "PASS" for row in rows.values())
     if configured.exists():  # Django's start-up checks may create the file; the drill writes nothing to it
         with sqlite3.connect(configured) as db:
