@@ -18,7 +18,7 @@ from mailboxes.models import Mailbox
 from ..locks import enrollment_lock
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence
 from ..states import LIVE
-from .scheduling import schedule_next
+from .scheduling import latest_per_step, schedule_next
 from .stops import enrollment_stop_after_failure
 
 S = SendJob.State
@@ -50,8 +50,7 @@ def _examine(enrollment_id: int, *, repair: bool) -> Finding | None:
         if enrollment.status != E.ACTIVE or SendJob.objects.filter(enrollment=enrollment, state__in=LIVE).exists():
             return None  # changed since the scan
         email = enrollment.contact.email
-        jobs = list(SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).order_by("id"))
-        latest = list({job.step_id: job for job in jobs}.values())
+        latest = latest_per_step(enrollment)
         if enrollment.sequence.status != Sequence.Status.ACTIVE:
             return Finding(enrollment_id, email, "its sequence is paused", "")
         if Mailbox.objects.filter(pk=enrollment.sequence.mailbox_id, paused=True).exists():

@@ -21,13 +21,23 @@ def new_message_id(mailbox: Mailbox) -> str:
     return f"<outreach.{uuid.uuid4().hex}@{domain}>"
 
 
+def latest_per_step(enrollment: Enrollment) -> list[SendJob]:
+    """The enrollment's jobs that speak for their steps: the latest of each, canceled ones aside.
+
+    An operator's retry of a failed job supersedes it.
+    """
+    jobs = SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step")
+    return list({job.step_id: job for job in jobs.order_by("id")}.values())
+
+
+def superseded(job: SendJob) -> bool:
+    """Whether a later job exists for the same step of the same enrollment (the job was retried)."""
+    return SendJob.objects.filter(enrollment_id=job.enrollment_id, step_id=job.step_id, pk__gt=job.pk).exists()
+
+
 def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     """Create the job for the enrollment's next step, or complete it; enrollment locked by the caller."""
-    jobs = list(
-        SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step").order_by("id")
-    )
-    # Only the latest job of each step speaks for it: an operator's retry of a failed job supersedes it.
-    jobs = list({job.step_id: job for job in jobs}.values())
+    jobs = latest_per_step(enrollment)
     if any(j.state in LIVE for j in jobs):
         return None  # one is already on its way
     if any(j.provider_cancel_status == ProviderCancel.REQUESTED for j in jobs):

@@ -21,7 +21,7 @@ from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move
 from ..timeline import Event
 from .common import ServiceError, StopSummary, T, operator_log
 from .provider_cancel import provider_cancel_request
-from .scheduling import schedule_next, schedule_step
+from .scheduling import schedule_next, schedule_step, superseded
 
 S = SendJob.State
 E = Enrollment.Status
@@ -120,10 +120,9 @@ def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
             raise ServiceError(f"{enrollment.contact.email} is suppressed ({blocked.reason}); lift it first")
         failed_step = enrollment.status == E.STOPPED and enrollment.stop_reason == Enrollment.StopReason.FAILED
         if enrollment.status != E.ACTIVE:
-            enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_RESUMED,
-                            fields={"stop_reason": "", "stopped_at": None}, actor=actor, previous=enrollment.status)
+            _reactivate(enrollment, actor=actor)
         # Resuming after a failed step is a retry of that step (through the final check, like any send).
-        job = _retry_failed_locked(enrollment, actor=actor) if failed_step else None
+        job = _retry_failed_locked(enrollment) if failed_step else None
         job = job or schedule_next(enrollment, reason="resumed")
         operator_log(actor=actor, action="enrollment_resume", target=str(enrollment), kind=T.ENROLLMENT,
                      target_id=enrollment.pk,
@@ -140,7 +139,7 @@ def send_job_retry(*, job_id: int, actor: str = "") -> SendJob:
         job = SendJob.objects.select_related("step").get(pk=job_id)
         if job.state != S.FAILED:
             raise ServiceError(f"job {job_id} is {job.state}: only a failed job can be retried")
-        if SendJob.objects.filter(enrollment=enrollment, step=job.step, pk__gt=job.pk).exists():
+        if superseded(job):
             raise ServiceError(f"job {job_id} was retried already")
         blocked = suppression_active_for(enrollment.contact.email)
         if blocked is not None:
@@ -148,19 +147,23 @@ def send_job_retry(*, job_id: int, actor: str = "") -> SendJob:
         if enrollment.status == E.STOPPED and enrollment.stop_reason != Enrollment.StopReason.FAILED:
             raise ServiceError(f"{enrollment} was stopped ({enrollment.stop_reason}); resume it explicitly")
         if enrollment.status in (E.STOPPED, E.COMPLETED):
-            enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_RESUMED,
-                            fields={"stop_reason": "", "stopped_at": None}, actor=actor, previous=enrollment.status,
-                            retry_of=job.pk)
+            _reactivate(enrollment, actor=actor, retry_of=job.pk)
         retry = schedule_step(enrollment, step=job.step, at=db_now(), reason=f"retry of job {job.pk}")
         operator_log(actor=actor, action="job_retry", target=str(enrollment), kind=T.ENROLLMENT,
                      target_id=enrollment.pk, result={"failed_job": job.pk, "scheduled_job": retry.pk})
         return retry
 
 
-def _retry_failed_locked(enrollment: Enrollment, *, actor: str) -> SendJob | None:
+def _reactivate(enrollment: Enrollment, **event_data) -> None:
+    """A locked, paused or stopped (or completed) enrollment runs again; its stop reason is cleared."""
+    enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_RESUMED,
+                    fields={"stop_reason": "", "stopped_at": None}, previous=enrollment.status, **event_data)
+
+
+def _retry_failed_locked(enrollment: Enrollment) -> SendJob | None:
     failed = (SendJob.objects.filter(enrollment=enrollment, state=S.FAILED).select_related("step")
               .order_by("-id").first())
-    if failed is None or SendJob.objects.filter(enrollment=enrollment, step=failed.step, pk__gt=failed.pk).exists():
+    if failed is None or superseded(failed):
         return None
     return schedule_step(enrollment, step=failed.step, at=db_now(), reason=f"retry of job {failed.pk}")
 
