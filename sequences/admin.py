@@ -60,6 +60,19 @@ class ContactAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
+    actions = ["erase_contacts"]
+
+    @admin.action(description="Erase selected people (GDPR art. 17): stop everything, keep only a hash of the "
+                              "address", permissions=["manage_suppressions"])
+    def erase_contacts(self, request, queryset: QuerySet[Contact]) -> None:
+        for email in list(queryset.values_list("email", flat=True)):
+            result = services.contact_erase(email=email, actor=request.user.get_username())
+            messages.info(request, f"Erased contact #{result['contact']}: {result['enrollments_stopped']} "
+                                   "enrollment(s) stopped; only a keyed hash of the address is kept.")
+
+    def has_manage_suppressions_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.manage_suppressions")
+
 
 class StepForm(forms.ModelForm):
     """A step edited here passes the same validation as one loaded from TOML (`messages.step_validate`)."""

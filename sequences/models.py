@@ -37,9 +37,16 @@ class Sequence(models.Model):
         ACTIVE = "active", "Active"
         PAUSED = "paused", "Paused"
 
+    class StopOnReply(models.TextChoices):
+        # A reply always stops the person in every sequence and mailbox; "domain" also stops every
+        # enrollment at the same company domain (never a free-mail domain: sequences.freemail).
+        PERSON = "person", "The person, everywhere"
+        DOMAIN = "domain", "Everyone at the company's domain"
+
     name = models.CharField(max_length=200, unique=True)
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="sequences")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    stop_on_reply = models.CharField(max_length=10, choices=StopOnReply.choices, default=StopOnReply.PERSON)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
 
@@ -81,6 +88,7 @@ class Enrollment(models.Model):
 
     class StopReason(models.TextChoices):
         REPLIED = "replied", "Replied"
+        COLLEAGUE_REPLIED = "colleague_replied", "Someone at the company replied"
         UNSUBSCRIBED = "unsubscribed", "Unsubscribed"
         COMPLAINED = "complained", "Complained"
         HARD_BOUNCE = "hard_bounce", "Hard bounce"
@@ -184,6 +192,9 @@ class SendJob(models.Model):
             models.Index(
                 fields=["scheduled_at"], name="sendjob_due_idx", condition=Q(state="scheduled")
             ),
+            # The deliverability guardrail counts a mailbox's sends over its rolling window.
+            models.Index(fields=["authorized_at"], name="sendjob_authorized_idx",
+                         condition=Q(authorized_at__isnull=False)),
             models.Index(fields=["state", "lease_until"], name="sendjob_state_lease_idx"),
         ]
 
@@ -226,6 +237,39 @@ class Suppression(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.value}"
+
+
+class ErasedAddress(models.Model):
+    """The hashed ledger: an erased person's normalized address as a keyed hash (HMAC-SHA256), never the address.
+
+    Suppresses like a ledger entry that is never lifted: the import and the final check refuse the address.
+    """
+
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    def __str__(self) -> str:
+        return f"erased address {self.digest[:12]}…"
+
+
+class GuardrailSignal(models.Model):
+    """A hard bounce or complaint counted against the mailbox that sent the message (deliverability guardrail)."""
+
+    class Kind(models.TextChoices):
+        HARD_BOUNCE = "hard_bounce", "Hard bounce"
+        COMPLAINT = "complaint", "Complaint"
+
+    mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.CASCADE, related_name="guardrail_signals")
+    job = models.ForeignKey(SendJob, on_delete=models.PROTECT, related_name="guardrail_signals")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "kind"], name="guardrailsignal_once_per_job")]
+        indexes = [models.Index(fields=["mailbox", "kind", "at"], name="guardrailsignal_window_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of job {self.job_id}"
 
 
 class TimelineEvent(models.Model):

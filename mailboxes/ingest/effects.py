@@ -30,10 +30,9 @@ SUPPRESS_FOR_KIND = {
 
 
 def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
-    summary = services.StopSummary()
-    for enrollment_id in _enrollments_to_stop(row, correlation):
-        summary.add(services.enrollment_stop_in_transaction(
-            enrollment_id=enrollment_id, reason=Enrollment.StopReason.REPLIED, source=source))
+    # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
+    summary = services.reply_stop_in_transaction(job_id=correlation.job.pk, source=source,
+                                                 strong=correlation.rule != InboundMessage.Rule.SENDER)
     return _describe("stopped (replied)", summary)
 
 
@@ -65,7 +64,7 @@ def is_delay(c: Classification) -> bool:
 
 def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
-        return "auto-reply recorded; the sequence continues"
+        return services.person_hold_for_auto_reply(inbound_id=row.pk, addresses=correlation.addresses, source=source)
     summary = services.StopSummary()
     for enrollment_id in _enrollments_to_stop(row, correlation):
         summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))

@@ -17,6 +17,10 @@ from ..selectors import normalize_email, suppression_active_for
 from ..timeline import Event, event_record
 from .common import ServiceError
 from .scheduling import new_message_id, schedule_next
+from .suppressions import address_erased, addresses_erased
+
+# The refusal of an erased person's address: it names no address (the caller knows which one it sent).
+ERASED = "this address belongs to a person whose data was erased: it is never imported or mailed again"
 
 
 def contact_upsert(
@@ -25,6 +29,8 @@ def contact_upsert(
 ) -> Contact:
     """Create or update a contact by normalized address; own short transaction."""
     email = normalize_email(email)
+    if address_erased(email):
+        raise ServiceError(ERASED)
     defaults: dict[str, Any] = {"first_name": first_name, "last_name": last_name, "company": company}
     if fields:
         defaults["fields"] = fields
@@ -42,6 +48,8 @@ def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "") -> 
         blocked = suppression_active_for(contact.email)
         if blocked is not None:
             raise ServiceError(f"{contact.email} is suppressed ({blocked.reason}, {blocked.value})")
+        if address_erased(contact.email):
+            raise ServiceError(ERASED)
         if not sequence.steps.exists():
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         if Enrollment.objects.filter(sequence=sequence, contact=contact).exists():
@@ -156,13 +164,16 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         emails = [row.email for row in rows]
         suppressed = _suppressed(emails)
+        erased = addresses_erased(emails)
         enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
                        .values_list("contact__email", flat=True))
         existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
         accepted: list[ContactRow] = []
         for row in rows:
             blocked = suppressed.get(row.email)
-            if blocked is not None:
+            if row.email in erased:
+                result.rejected.append((row.line, ERASED))
+            elif blocked is not None:
                 result.rejected.append((row.line, f"{row.email} is suppressed ({blocked.reason}, {blocked.value})"))
             elif row.email in enrolled:
                 result.rejected.append((row.line, f"{row.email} is already enrolled in {sequence.name!r}"))

@@ -29,7 +29,7 @@ from ..window import next_open
 from .provider_cancel import early_handoff_due, provider_cancel_request
 from .scheduling import schedule_next
 from .stops import enrollment_stop_after_failure
-from .suppressions import suppression_add_in_transaction
+from .suppressions import address_erased, suppression_add_in_transaction
 
 S = SendJob.State
 E = Enrollment.Status
@@ -161,7 +161,7 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> st
         return "sequence_paused"
     if mailbox.paused:
         return "mailbox_paused"
-    if suppression_active_for(enrollment.contact.email) is not None:
+    if suppression_active_for(enrollment.contact.email) is not None or address_erased(enrollment.contact.email):
         return "suppressed"
     if job.step.position > 1 and not SendJob.objects.filter(
         enrollment=enrollment, step__position=job.step.position - 1, state__in=(S.SUBMITTED, S.ACCEPTED)

@@ -136,6 +136,7 @@ def stop_summary_of(enrollment: Enrollment) -> dict[str, Any] | None:
         "lines": stop_summary_lines(summary),
         "actor": data.get("actor", ""),
         "source": data.get("source", ""),
+        "because": data.get("because", ""),  # which event stopped it, and where, in words
     }
 
 
