@@ -72,7 +72,14 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "transport_kind": ("transport", "kind"), "esp_name": ("transport", "esp"),
     "esp_api_key_env": ("transport", "api_key_env"), "esp_api_url": ("transport", "api_url"),
     "esp_schedule_ahead_minutes": ("transport", "schedule_ahead_minutes"),
+    "guardrail_window_days": ("guardrail", "window"), "guardrail_bounce_rate": ("guardrail", "bounce_rate"),
+    "guardrail_bounce_min_sends": ("guardrail", "bounce_min_sends"),
+    "guardrail_complaint_rate": ("guardrail", "complaint_rate"),
+    "guardrail_complaint_min_deliveries": ("guardrail", "complaint_min_deliveries"),
+    "guardrail_silence_seconds": ("guardrail", "silence_after_resume"),
 }
+GUARDRAIL_KEYS = {"window", "bounce_rate", "bounce_min_sends", "complaint_rate", "complaint_min_deliveries",
+                  "silence_after_resume"}
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
 
 
@@ -221,7 +228,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file"})
+                                 "transport", "drill_target", "ca_file", "guardrail"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -297,11 +304,42 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         if out["esp_name"] and out["esp_name"].lower() not in known_esps():
             reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
                                                   f"{', '.join(sorted(known_esps()))})", out["esp_name"])
+    _parse_guardrail(reader, f"{path}.guardrail", reader.get(table, path, "guardrail", dict, {}), out)
     _check_ranges(reader, path, out)
     out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
         reader.error(f"{path}.{key}", problem, value)
     return out
+
+
+def _parse_guardrail(reader: _Reader, path: str, table: dict, out: dict[str, Any]) -> None:
+    """Deliverability guardrail thresholds (defaults: 3 % hard bounces after 50 sends, 0.1 % complaints after
+    1,000 deliveries, over 7 days; an operator's resume silences it for 24 hours)."""
+    reader.unknown(table, path, GUARDRAIL_KEYS)
+    durations = {"window": ("guardrail_window_days", "7d", 86400), "silence_after_resume":
+                 ("guardrail_silence_seconds", "24h", 1)}
+    for key, (name, default, unit) in durations.items():
+        value = table.get(key, default)
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            reader.error(f"{path}.{key}", str(exc), value)
+            seconds = parse_duration(default)
+        if key == "window" and (seconds < 86400 or seconds % 86400):
+            reader.error(f"{path}.window", f"{value!r} is not a whole number of days (e.g. \"7d\")", value)
+        out[name] = seconds // unit
+    for key, name, default in (("bounce_rate", "guardrail_bounce_rate", 3.0),
+                               ("complaint_rate", "guardrail_complaint_rate", 0.1)):
+        rate = reader.get(table, path, key, (int, float), default)
+        if rate is not None and not 0 < rate <= 100:
+            reader.error(f"{path}.{key}", f"a percentage above 0 and at most 100, got {rate}", rate)
+        out[name] = float(rate if rate is not None else default)
+    for key, name, default in (("bounce_min_sends", "guardrail_bounce_min_sends", 50),
+                               ("complaint_min_deliveries", "guardrail_complaint_min_deliveries", 1000)):
+        count = reader.get(table, path, key, int, default)
+        if count is not None and count < 1:
+            reader.error(f"{path}.{key}", f"must be 1 or more, got {count}", count)
+        out[name] = count if count is not None else default
 
 
 def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
@@ -333,8 +371,13 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
-    reader.unknown(table, path, {"name", "mailbox", "step"})
+    reader.unknown(table, path, {"name", "mailbox", "step", "stop_on_reply"})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
+    # A reply stops the person everywhere; "domain" also stops everyone at the company (never a free-mail domain).
+    out["stop_on_reply"] = reader.get(table, path, "stop_on_reply", str, None)
+    if out["stop_on_reply"] is not None and out["stop_on_reply"] not in Sequence.StopOnReply.values:
+        reader.error(f"{path}.stop_on_reply", f"must be one of {', '.join(Sequence.StopOnReply.values)}",
+                     out["stop_on_reply"])
     out["mailbox"] = reader.get(table, path, "mailbox", str, required=True)
     if out["mailbox"] is not None and out["mailbox"] not in mailboxes:
         reader.error(f"{path}.mailbox", f"no mailbox named {out['mailbox']!r} (in this file or the database)",
@@ -416,8 +459,11 @@ def config_apply(plan: Plan) -> ApplyResult:
             created = sequence is None
             changed = False
             if created:
-                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox)
-            elif sequence.mailbox_id != mailbox.pk:
+                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
+                                                   stop_on_reply=entry.get("stop_on_reply") or "person")
+            elif entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
+                changed = True
+            if not created and sequence.mailbox_id != mailbox.pk:
                 result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")
                 sequence.mailbox = mailbox
                 sequence.save(update_fields=["mailbox"])

@@ -109,3 +109,26 @@ def test_a_free_mail_domain_is_never_stopped_as_a_company(two_mailboxes):
     stranger.refresh_from_db()
     assert stranger.status == Enrollment.Status.ACTIVE
     assert Enrollment.objects.get(contact__email="jane@gmail.com").stop_reason == R.REPLIED
+
+
+def test_stop_on_reply_is_a_toml_key_of_a_sequence(db):
+    from sequences.config import ConfigError, config_apply, parse
+
+    text = """
+[[mailbox]]
+name = "sales"
+address = "sales@acme.test"
+
+[[sequence]]
+name = "Q3 outreach"
+mailbox = "sales"
+stop_on_reply = "{}"
+
+[[sequence.step]]
+subject = "Hi"
+body = "Hello"
+"""
+    config_apply(parse(text.format("domain")))
+    assert Sequence.objects.get(name="Q3 outreach").stop_on_reply == "domain"
+    with pytest.raises(ConfigError, match="stop_on_reply .*must be one of person, domain"):
+        parse(text.format("company"))
