@@ -84,7 +84,8 @@ _DATE_FORMS = (
 )
 _WEEKDAY_FORM = re.compile(rf"\s*[,:]?\s*(?:(?:le|el|am|on|this|next|prochain)\s+)?{_WEEKDAY}(?![\w])", re.I)
 _TOMORROW_FORM = re.compile(rf"\s*[,:]?\s*(?:{_alternation(TOMORROW)})(?![\w])", re.I)
-SENTENCE_END = re.compile(r"(?<=[^\d\s.][.!?])\s+|\n")
+# A sentence ends at . ! ? and a space, or a line break; not at a day's ordinal point ("bis zum 5. März").
+SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b\d\.)(?<!\b\d\d\.)\s+|\n")
 YEAR_SLACK = timedelta(days=7)
 
 
