@@ -104,6 +104,16 @@ class Mailbox(models.Model):
         return bool(self.imap_host)
 
     @property
+    def guardrail_silence_text(self) -> str:
+        """How long an operator's resume silences the guardrail, in words ("24 hours", "2 days")."""
+        seconds = self.guardrail_silence_seconds
+        for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+            if seconds >= size and seconds % size == 0:
+                n = seconds // size
+                return f"{n} {unit}{'' if n == 1 else 's'}"
+        return f"{seconds} seconds"
+
+    @property
     def sending_status(self) -> str:
         """In words: whether mail leaves this mailbox now."""
         if self.paused:

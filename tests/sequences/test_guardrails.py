@@ -131,3 +131,14 @@ silence_after_resume = "12h"
     figures = services.Figures(window_days=7, sends=1000, deliveries=1000, hard_bounces=0, complaints=3)
     assert services.guardrail_crossed(mailbox, figures) == (
         "complaint rate 0.30 % (3 of 1000 deliveries in the last 7 days) is at or above the limit of 0.3 %")
+
+
+def test_the_dashboard_shows_the_guardrail_banner_with_the_figures(smtp_server, redis_conn, client,
+                                                                    django_user_model):
+    mailbox = MailboxFactory(smtp_port=smtp_server.port, guardrail_bounce_min_sends=4)
+    bounce(sent_to(mailbox, 4)[0], uid=1)
+    client.force_login(django_user_model.objects.create_superuser("boss", "boss@outreach.test", "pw-0123456789"))
+    page = client.get("/").content.decode()
+    assert f"Sending from <strong>{mailbox.name}</strong> was paused by the deliverability guardrail" in page
+    assert "hard-bounce rate 25.0 % (1 of 4 sends in the last 7 days)" in page
+    assert "silences the guardrail for 1 day" in page
