@@ -6,7 +6,8 @@ A built-in list of the large consumer providers (and their country variants);
 
 from __future__ import annotations
 
-FREE_MAIL_DOMAINS = frozenset("""
+FREE_MAIL_DOMAINS = frozenset(
+    """
 aol.com aim.com att.net bellsouth.net btinternet.com comcast.net cox.net earthlink.net charter.net verizon.net
 sbcglobal.net optonline.net frontier.com windstream.net juno.com netzero.net rocketmail.com
 gmail.com googlemail.com
@@ -24,7 +25,8 @@ mail.ru yandex.ru yandex.com rambler.ru list.ru bk.ru inbox.ru
 qq.com 163.com 126.com sina.com yeah.net naver.com daum.net hanmail.net
 zoho.com zohomail.com fastmail.com fastmail.fm hushmail.com mail.com email.com usa.com inbox.com
 rediffmail.com hey.com duck.com
-""".split())
+""".split()
+)
 
 
 def is_free_mail(domain: str) -> bool:

@@ -22,7 +22,7 @@ from .common import ServiceError, StopSummary
 from .doctor import Finding, enrollments_doctor
 from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
 from .erasure import contact_erase, contact_export
-from .guardrails import Figures, guardrail_crossed, guardrail_figures, guardrail_record
+from .guardrails import Figures, guardrail_crossed, guardrail_figures, guardrail_may_cross, guardrail_record
 from .holds import person_hold_for_auto_reply
 from .mailbox_health import (
     ProbeResult,
@@ -88,6 +88,6 @@ __all__ = [
     "send_job_record_unknown", "send_job_record_unpreparable", "send_job_record_unreachable", "send_job_retry",
     "sequence_pause", "sequence_resume", "suppression_add", "suppression_add_in_transaction", "suppression_import",
     "suppression_lift", "Figures", "contact_erase", "contact_export", "guardrail_crossed", "guardrail_figures",
-    "guardrail_record", "mailbox_pause_sweep", "person_hold_for_auto_reply", "person_stop_in_transaction",
-    "reply_stop_in_transaction",
+    "guardrail_may_cross", "guardrail_record", "mailbox_pause_sweep", "person_hold_for_auto_reply",
+    "person_stop_in_transaction", "reply_stop_in_transaction",
 ]

@@ -81,12 +81,18 @@ def guardrail_crossed(mailbox: Mailbox, figures: Figures) -> str:
     """Why the figures cross a limit, in words with the numbers, or '' when they do not."""
     days = f"{figures.window_days} day{'' if figures.window_days == 1 else 's'}"
     if figures.sends >= mailbox.guardrail_bounce_min_sends and figures.bounce_rate >= mailbox.guardrail_bounce_rate:
-        return (f"hard-bounce rate {figures.bounce_rate:.1f} % ({figures.hard_bounces} of {figures.sends} sends in the "
-                f"last {days}) is at or above the limit of {mailbox.guardrail_bounce_rate:g} %")
-    if (figures.deliveries >= mailbox.guardrail_complaint_min_deliveries
-            and figures.complaint_rate >= mailbox.guardrail_complaint_rate):
-        return (f"complaint rate {figures.complaint_rate:.2f} % ({figures.complaints} of {figures.deliveries} "
-                f"deliveries in the last {days}) is at or above the limit of {mailbox.guardrail_complaint_rate:g} %")
+        return (
+            f"hard-bounce rate {figures.bounce_rate:.1f} % ({figures.hard_bounces} of {figures.sends} sends in the "
+            f"last {days}) is at or above the limit of {mailbox.guardrail_bounce_rate:g} %"
+        )
+    if (
+        figures.deliveries >= mailbox.guardrail_complaint_min_deliveries
+        and figures.complaint_rate >= mailbox.guardrail_complaint_rate
+    ):
+        return (
+            f"complaint rate {figures.complaint_rate:.2f} % ({figures.complaints} of {figures.deliveries} "
+            f"deliveries in the last {days}) is at or above the limit of {mailbox.guardrail_complaint_rate:g} %"
+        )
     return ""
 
 
@@ -96,8 +102,12 @@ def guardrail_record(*, email: str, kind: str) -> str:
     Requires the caller's transaction (the one that records the bounce or complaint). Returns why the mailbox
     was paused, or ''.
     """
-    job = (SendJob.objects.filter(enrollment__contact__email=email, authorized_at__isnull=False)
-           .select_related("enrollment__sequence").order_by("-authorized_at", "-id").first())
+    job = (
+        SendJob.objects.filter(enrollment__contact__email=email, authorized_at__isnull=False)
+        .select_related("enrollment__sequence")
+        .order_by("-authorized_at", "-id")
+        .first()
+    )
     if job is None:
         return ""  # nothing of ours went to it: no mailbox to count it against
     mailbox_id = job.enrollment.sequence.mailbox_id
@@ -107,9 +117,44 @@ def guardrail_record(*, email: str, kind: str) -> str:
     mailbox = Mailbox.objects.get(pk=mailbox_id)
     if mailbox.paused or (mailbox.guardrail_silenced_until and mailbox.guardrail_silenced_until > db_now()):
         return ""
-    figures = guardrail_figures(mailbox)
+    if not guardrail_may_cross(mailbox):
+        return ""
+    figures = guardrail_figures(mailbox)  # the full counts, once, for the record of why
     why = guardrail_crossed(mailbox, figures)
     return _pause(mailbox_id, why, figures) if why else ""
+
+
+def guardrail_may_cross(mailbox: Mailbox) -> bool:
+    """Whether a limit is crossed, counting no more sends than could still make it so.
+
+    A rate of k signals reaches the limit r % only with at most k·100/r sends; with fewer than the minimum
+    sample possible it cannot cross at all, and otherwise counting stops one row past that bound. So each
+    bounce costs two counts on the signal index and, at most, a count of k·100/r rows of the window's sends,
+    however many the mailbox sent.
+    """
+    since = db_now() - timedelta(days=mailbox.guardrail_window_days)
+    signals = GuardrailSignal.objects.filter(mailbox=mailbox, at__gte=since)
+    jobs = SendJob.objects.filter(enrollment__sequence__mailbox=mailbox, authorized_at__gte=since)
+    checks = (
+        (
+            GuardrailSignal.Kind.HARD_BOUNCE,
+            mailbox.guardrail_bounce_rate,
+            mailbox.guardrail_bounce_min_sends,
+            jobs.filter(state__in=PASSED_HANDOFF + (S.FAILED,)),
+        ),
+        (
+            GuardrailSignal.Kind.COMPLAINT,
+            mailbox.guardrail_complaint_rate,
+            mailbox.guardrail_complaint_min_deliveries,
+            jobs.filter(state__in=(S.SUBMITTED, S.ACCEPTED)),
+        ),
+    )
+    for kind, rate, minimum, sample in checks:
+        count = signals.filter(kind=kind).count()
+        bound = int(count * 100 / rate + 1e-9) if rate > 0 else 0
+        if count and bound >= minimum and minimum <= sample.order_by()[: bound + 1].count() <= bound:
+            return True
+    return False
 
 
 def _pause(mailbox_id: int, why: str, figures: Figures) -> str:
@@ -118,8 +163,14 @@ def _pause(mailbox_id: int, why: str, figures: Figures) -> str:
         return ""
     Mailbox.objects.filter(pk=mailbox.pk).update(guardrail_paused_at=DbClock(), guardrail_reason=why)
     event_record(kind=Event.MAILBOX_PAUSED_BY_GUARDRAIL, mailbox=mailbox.name, reason=why, **figures.as_dict())
-    operator_log(actor=GUARDRAIL, action="mailbox_paused_by_guardrail", target=f"mailbox {mailbox.name}",
-                 kind=T.MAILBOX, target_id=mailbox.pk, result=figures.as_dict() | {"reason": why})
+    operator_log(
+        actor=GUARDRAIL,
+        action="mailbox_paused_by_guardrail",
+        target=f"mailbox {mailbox.name}",
+        kind=T.MAILBOX,
+        target_id=mailbox.pk,
+        result=figures.as_dict() | {"reason": why},
+    )
     transaction.on_commit(lambda: enqueue_guardrail_sweep(mailbox.pk))
     return why
 
@@ -130,5 +181,10 @@ def guardrail_silence_locked(mailbox: Mailbox, *, actor: str) -> None:
         return
     until = db_now() + timedelta(seconds=mailbox.guardrail_silence_seconds)
     Mailbox.objects.filter(pk=mailbox.pk).update(guardrail_paused_at=None, guardrail_silenced_until=until)
-    event_record(kind=Event.GUARDRAIL_SILENCED, mailbox=mailbox.name, actor=actor, until=iso(until),
-                 paused_because=mailbox.guardrail_reason)
+    event_record(
+        kind=Event.GUARDRAIL_SILENCED,
+        mailbox=mailbox.name,
+        actor=actor,
+        until=iso(until),
+        paused_because=mailbox.guardrail_reason,
+    )

@@ -44,20 +44,31 @@ def person_hold_for_auto_reply(*, inbound_id: int, addresses: list[str], source:
     received = row.internaldate or db_now()
     found = return_date(_answer_text(row), received=received.date())
     done = []
-    for enrollment in enrollments_lock(Enrollment.objects.filter(contact__email__in=addresses,
-                                                                  status=Enrollment.Status.ACTIVE)):
+    for enrollment in enrollments_lock(
+        Enrollment.objects.filter(contact__email__in=addresses, status=Enrollment.Status.ACTIVE)
+    ):
         until = hold_until(found, received=received, tz=enrollment.contact.timezone)
         held = _hold_jobs(enrollment, until=until, found=found, source=source)
-        event_record(kind=Event.OUT_OF_OFFICE_HOLD, email=enrollment.contact.email, enrollment=enrollment,
-                     version_seen=enrollment.version, return_date=found.date.isoformat() if found else "",
-                     sentence=found.sentence if found else "", until=iso(until), held=held, source=source)
+        event_record(
+            kind=Event.OUT_OF_OFFICE_HOLD,
+            email=enrollment.contact.email,
+            enrollment=enrollment,
+            version_seen=enrollment.version,
+            return_date=found.date.isoformat() if found else "",
+            sentence=found.sentence if found else "",
+            until=iso(until),
+            held=held,
+            source=source,
+        )
         done.append(held)
     stated = f"back on {found.date:%Y-%m-%d} (\u201c{found.sentence}\u201d)" if found else "no return date stated"
     if not done:
         return f"auto-reply recorded ({stated}); no active enrollment to hold"
     until_words = f"{hold_until(found, received=received, tz='UTC'):%Y-%m-%d}"
-    return (f"auto-reply: {stated}; {sum(done)} job{'' if sum(done) == 1 else 's'} held until {until_words} "
-            f"in {len(done)} enrollment{'' if len(done) == 1 else 's'}")
+    return (
+        f"auto-reply: {stated}; {sum(done)} job{'' if sum(done) == 1 else 's'} held until {until_words} "
+        f"in {len(done)} enrollment{'' if len(done) == 1 else 's'}"
+    )
 
 
 def hold_until(found: ReturnDate | None, *, received: datetime, tz: str) -> datetime:
@@ -80,9 +91,15 @@ def _hold_jobs(enrollment: Enrollment, *, until: datetime, found: ReturnDate | N
         # A worker may claim the job meanwhile (claiming takes no enrollment lock): reload and move it back; it
         # cannot authorize while we hold the enrollment, and its authorize then finds the version moved.
         while job.state in HOLDABLE:
-            if job_move(job=job, to=S.SCHEDULED, event=Event.JOB_HELD_OUT_OF_OFFICE,
-                        fields={"scheduled_at": until, "worker_id": "", "lease_until": None}, until=iso(until),
-                        return_date=found.date.isoformat() if found else "", source=source):
+            if job_move(
+                job=job,
+                to=S.SCHEDULED,
+                event=Event.JOB_HELD_OUT_OF_OFFICE,
+                fields={"scheduled_at": until, "worker_id": "", "lease_until": None},
+                until=iso(until),
+                return_date=found.date.isoformat() if found else "",
+                source=source,
+            ):
                 held += 1
                 break
             job.refresh_from_db(fields=["state", "version"])

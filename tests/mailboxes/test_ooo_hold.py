@@ -28,10 +28,15 @@ def first_sent(mailbox, email="ada@example.com") -> SendJob:
 
 
 def auto_reply(job: SendJob, text: str, *, uid: int = 1, to_message_id: str = ""):
-    raw = mails.out_of_office(to_message_id=to_message_id or job.message_id, sender=job.enrollment.contact.email,
-                              text=text)
-    return inbound_record(mailbox_id=job.enrollment.sequence.mailbox_id, folder="INBOX", uidvalidity=1,
-                          fetched=mails.fetched(raw, uid=uid))
+    raw = mails.out_of_office(
+        to_message_id=to_message_id or job.message_id, sender=job.enrollment.contact.email, text=text
+    )
+    return inbound_record(
+        mailbox_id=job.enrollment.sequence.mailbox_id,
+        folder="INBOX",
+        uidvalidity=1,
+        fetched=mails.fetched(raw, uid=uid),
+    )
 
 
 def follow_up(job: SendJob) -> SendJob:

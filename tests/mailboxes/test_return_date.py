@@ -49,14 +49,17 @@ def test_a_stated_return_date_is_parsed(text, expected):
     assert found.date == expected
 
 
-@pytest.mark.parametrize("text", [
-    "I am out of the office with limited access to email.",
-    "I'll get back to you soon.",
-    "Thanks for your message. Regards, Ada",
-    "I'm out of office until 31 February.",  # not a date
-    "Ich bin im Urlaub.",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I am out of the office with limited access to email.",
+        "I'll get back to you soon.",
+        "Thanks for your message. Regards, Ada",
+        "I'm out of office until 31 February.",  # not a date
+        "Ich bin im Urlaub.",
+        "",
+    ],
+)
 def test_no_date_is_none(text):
     assert return_date(text, received=RECEIVED) is None
 

@@ -26,18 +26,29 @@ TRACES = ("zebulon", "quixot", "kazoo", "erasmo")  # the address, the names, a c
 
 def person_with_history(mailbox) -> tuple[Enrollment, SendJob]:
     """Zebulon: enrolled in two sequences, mailed once, replied (with his name in it), then suppressed by an admin."""
-    contact = services.contact_upsert(email=EMAIL.upper(), first_name="Zebulon", last_name="Quixotic",
-                                      company="Erasmo Ltd", fields={"hobby": "kazoo orchestra"})
-    first = services.enrollment_create(sequence_id=make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600)).pk,
-                                       contact_id=contact.pk, actor="ops")
-    services.enrollment_create(sequence_id=make_sequence(mailbox=mailbox, steps=1, waits=(7200,)).pk,
-                               contact_id=contact.pk, actor="ops")
+    contact = services.contact_upsert(
+        email=EMAIL.upper(),
+        first_name="Zebulon",
+        last_name="Quixotic",
+        company="Erasmo Ltd",
+        fields={"hobby": "kazoo orchestra"},
+    )
+    first = services.enrollment_create(
+        sequence_id=make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600)).pk, contact_id=contact.pk, actor="ops"
+    )
+    services.enrollment_create(
+        sequence_id=make_sequence(mailbox=mailbox, steps=1, waits=(7200,)).pk, contact_id=contact.pk, actor="ops"
+    )
     job = first.jobs.get()
     services.dispatch_due()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == S.SUBMITTED
     job.refresh_from_db()
-    raw = mails.reply(to_message_id=job.message_id, sender="Zebulon.Quixote@erase-me.test", name="Zebulon Quixotic",
-                      body="Call me on Monday. Zebulon Quixotic, Erasmo Ltd")
+    raw = mails.reply(
+        to_message_id=job.message_id,
+        sender="Zebulon.Quixote@erase-me.test",
+        name="Zebulon Quixotic",
+        body="Call me on Monday. Zebulon Quixotic, Erasmo Ltd",
+    )
     inbound_record(mailbox_id=mailbox.pk, folder="INBOX", uidvalidity=1, fetched=mails.fetched(raw, uid=1))
     services.suppression_add(value=EMAIL, reason="manual", note=f"{EMAIL} asked us to stop", actor="ops")
     return first, job
@@ -45,8 +56,9 @@ def person_with_history(mailbox) -> tuple[Enrollment, SendJob]:
 
 def pg_dump() -> str:
     name = connection.settings_dict["NAME"]
-    return subprocess.run(["pg_dump", "-h", "127.0.0.1", "-U", "postgres", name], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["pg_dump", "-h", "127.0.0.1", "-U", "postgres", name], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remains(mailbox, tmp_path):
@@ -81,8 +93,9 @@ def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remai
 
 def test_the_final_check_refuses_an_erased_address(mailbox):
     contact = services.contact_upsert(email="late@example.com", first_name="Late", company="Acme")
-    enrollment = services.enrollment_create(sequence_id=make_sequence(mailbox=mailbox, steps=1).pk,
-                                            contact_id=contact.pk)
+    enrollment = services.enrollment_create(
+        sequence_id=make_sequence(mailbox=mailbox, steps=1).pk, contact_id=contact.pk
+    )
     ErasedAddress.objects.create(digest=address_digest("late@example.com"))  # erased while its job waits
     (job_id,) = services.dispatch_due()
     outcome = send_job_process(job_id=job_id, worker_id="w1")
@@ -110,8 +123,9 @@ def test_the_admin_action_erases_the_selected_people(mailbox, client, django_use
     person_with_history(mailbox)
     client.force_login(django_user_model.objects.create_superuser("root", "root@outreach.test", "pw-0123456789"))
     contact = Contact.objects.get(email=EMAIL)
-    response = client.post("/admin/sequences/contact/", {"action": "erase_contacts", "_selected_action": [contact.pk]},
-                           follow=True)
+    response = client.post(
+        "/admin/sequences/contact/", {"action": "erase_contacts", "_selected_action": [contact.pk]}, follow=True
+    )
     assert response.status_code == 200
     assert f"Erased contact #{contact.pk}" in response.content.decode()
     contact.refresh_from_db()

@@ -32,10 +32,17 @@ def sent_to(mailbox: Mailbox, count: int) -> list[SendJob]:
 
 
 def bounce(job: SendJob, *, uid: int):
-    raw = mails.dsn(original_message_id=job.message_id, recipient=job.enrollment.contact.email,
-                    ours=job.enrollment.sequence.mailbox.address)
-    return inbound_record(mailbox_id=job.enrollment.sequence.mailbox_id, folder="INBOX", uidvalidity=1,
-                          fetched=mails.fetched(raw, uid=uid))
+    raw = mails.dsn(
+        original_message_id=job.message_id,
+        recipient=job.enrollment.contact.email,
+        ours=job.enrollment.sequence.mailbox.address,
+    )
+    return inbound_record(
+        mailbox_id=job.enrollment.sequence.mailbox_id,
+        folder="INBOX",
+        uidvalidity=1,
+        fetched=mails.fetched(raw, uid=uid),
+    )
 
 
 def work_default_queue() -> None:
@@ -44,7 +51,8 @@ def work_default_queue() -> None:
 
 
 def test_a_bounce_rate_over_the_limit_pauses_the_mailbox_and_the_final_check_cancels_the_next_send(
-        smtp_server, redis_conn):
+    smtp_server, redis_conn
+):
     mailbox = MailboxFactory(smtp_port=smtp_server.port, guardrail_bounce_min_sends=4)
     first = sent_to(mailbox, 4)
     assert len(smtp_server.received) == 4
@@ -53,8 +61,9 @@ def test_a_bounce_rate_over_the_limit_pauses_the_mailbox_and_the_final_check_can
 
     mailbox.refresh_from_db()
     assert mailbox.paused and mailbox.guardrail_paused_at is not None
-    assert mailbox.guardrail_reason == ("hard-bounce rate 25.0 % (1 of 4 sends in the last 7 days) is at or above "
-                                        "the limit of 3 %")
+    assert mailbox.guardrail_reason == (
+        "hard-bounce rate 25.0 % (1 of 4 sends in the last 7 days) is at or above the limit of 3 %"
+    )
     event = TimelineEvent.objects.get(kind=Event.MAILBOX_PAUSED_BY_GUARDRAIL)
     assert (event.data["sends"], event.data["hard_bounces"], event.data["bounce_rate"]) == (4, 1, 25.0)
     log = OperatorAction.objects.get(action="mailbox_paused_by_guardrail")
@@ -71,8 +80,7 @@ def test_a_bounce_rate_over_the_limit_pauses_the_mailbox_and_the_final_check_can
 
     # After commit, the pause's sweep cancels what else was pending, as an operator's pause does.
     work_default_queue()
-    assert not SendJob.objects.filter(enrollment__sequence__mailbox=mailbox, state__in=(S.SCHEDULED, S.QUEUED)
-                                      ).exists()
+    assert not SendJob.objects.filter(enrollment__sequence__mailbox=mailbox, state__in=(S.SCHEDULED, S.QUEUED)).exists()
 
 
 def test_an_operators_resume_silences_the_guardrail_for_the_stated_period(smtp_server, redis_conn):
@@ -125,16 +133,21 @@ silence_after_resume = "12h"
 """)
     config_apply(plan)
     mailbox = Mailbox.objects.get(name="sales")
-    assert (mailbox.guardrail_window_days, mailbox.guardrail_bounce_rate, mailbox.guardrail_bounce_min_sends,
-            mailbox.guardrail_complaint_rate, mailbox.guardrail_complaint_min_deliveries,
-            mailbox.guardrail_silence_seconds) == (14, 2.5, 100, 0.3, 500, 43200)
+    assert (
+        mailbox.guardrail_window_days,
+        mailbox.guardrail_bounce_rate,
+        mailbox.guardrail_bounce_min_sends,
+        mailbox.guardrail_complaint_rate,
+        mailbox.guardrail_complaint_min_deliveries,
+        mailbox.guardrail_silence_seconds,
+    ) == (14, 2.5, 100, 0.3, 500, 43200)
     figures = services.Figures(window_days=7, sends=1000, deliveries=1000, hard_bounces=0, complaints=3)
     assert services.guardrail_crossed(mailbox, figures) == (
-        "complaint rate 0.30 % (3 of 1000 deliveries in the last 7 days) is at or above the limit of 0.3 %")
+        "complaint rate 0.30 % (3 of 1000 deliveries in the last 7 days) is at or above the limit of 0.3 %"
+    )
 
 
-def test_the_dashboard_shows_the_guardrail_banner_with_the_figures(smtp_server, redis_conn, client,
-                                                                    django_user_model):
+def test_the_dashboard_shows_the_guardrail_banner_with_the_figures(smtp_server, redis_conn, client, django_user_model):
     mailbox = MailboxFactory(smtp_port=smtp_server.port, guardrail_bounce_min_sends=4)
     bounce(sent_to(mailbox, 4)[0], uid=1)
     client.force_login(django_user_model.objects.create_superuser("boss", "boss@outreach.test", "pw-0123456789"))

@@ -27,8 +27,12 @@ def send_step_one(enrollment: Enrollment) -> SendJob:
 
 def ingest_reply(job: SendJob, *, uid: int = 1, sender: str = ""):
     raw = mails.reply(to_message_id=job.message_id, sender=sender or job.enrollment.contact.email)
-    return inbound_record(mailbox_id=job.enrollment.sequence.mailbox_id, folder="INBOX", uidvalidity=1,
-                          fetched=mails.fetched(raw, uid=uid))
+    return inbound_record(
+        mailbox_id=job.enrollment.sequence.mailbox_id,
+        folder="INBOX",
+        uidvalidity=1,
+        fetched=mails.fetched(raw, uid=uid),
+    )
 
 
 @pytest.fixture
@@ -67,8 +71,9 @@ def test_a_reply_in_sequence_a_stops_the_claimed_job_in_sequence_b_of_another_ma
 
 def test_the_enrollment_page_says_which_event_stopped_it_and_where(two_mailboxes, client, django_user_model):
     sales, partners = two_mailboxes
-    sent = send_step_one(enroll(make_sequence(mailbox=sales, steps=2, waits=(0, 3600), name="Q3 outreach"),
-                                "jane@acme.test"))
+    sent = send_step_one(
+        enroll(make_sequence(mailbox=sales, steps=2, waits=(0, 3600), name="Q3 outreach"), "jane@acme.test")
+    )
     in_b = enroll(make_sequence(mailbox=partners, steps=2, name="Partners"), "jane@acme.test")
     ingest_reply(sent)
     in_b.refresh_from_db()
@@ -95,7 +100,9 @@ def test_a_reply_stops_the_person_only_unless_the_sequence_stops_the_company_dom
     ingest_reply(sent, uid=2)
     colleague_elsewhere.refresh_from_db()
     assert (colleague_elsewhere.status, colleague_elsewhere.stop_reason) == (
-        Enrollment.Status.STOPPED, R.COLLEAGUE_REPLIED)
+        Enrollment.Status.STOPPED,
+        R.COLLEAGUE_REPLIED,
+    )
     assert stop_summary_of(colleague_elsewhere)["because"].startswith("carol@acme.test replied in sequence")
 
 

@@ -4,8 +4,10 @@ from sequences import services
 
 
 class Command(BaseCommand):
-    help = ("Erase a person (GDPR art. 17): stop every enrollment, remove their data everywhere, and keep only a "
-            "keyed hash of the address so that it is never imported or mailed again.")
+    help = (
+        "Erase a person (GDPR art. 17): stop every enrollment, remove their data everywhere, and keep only a "
+        "keyed hash of the address so that it is never imported or mailed again."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("email", help="the person's address")
@@ -16,7 +18,9 @@ class Command(BaseCommand):
         except services.ServiceError as exc:
             raise CommandError(str(exc)) from None
         contact = f"contact #{result['contact']}" if result["contact"] else "no contact on record"
-        self.stdout.write(f"Erased ({contact}): {result['enrollments_stopped']} of {result['enrollments']} "
-                          f"enrollments stopped, {result['inbound_blanked']} inbound messages blanked, "
-                          f"{result['mentions_replaced']} other mentions removed; the address is kept only as a "
-                          f"keyed hash ({result['digest']}…).")
+        self.stdout.write(
+            f"Erased ({contact}): {result['enrollments_stopped']} of {result['enrollments']} "
+            f"enrollments stopped, {result['inbound_blanked']} inbound messages blanked, "
+            f"{result['mentions_replaced']} other mentions removed; the address is kept only as a "
+            f"keyed hash ({result['digest']}…)."
+        )
