@@ -155,3 +155,13 @@ def test_the_dashboard_shows_the_guardrail_banner_with_the_figures(smtp_server, 
     assert f"Sending from <strong>{mailbox.name}</strong> was paused by the deliverability guardrail" in page
     assert "hard-bounce rate 25.0 % (1 of 4 sends in the last 7 days)" in page
     assert "silences the guardrail for 1 day" in page
+
+
+def test_the_mailbox_admin_shows_the_guardrail_thresholds_and_why_it_paused(
+    smtp_server, redis_conn, client, django_user_model
+):
+    mailbox = MailboxFactory(smtp_port=smtp_server.port, guardrail_bounce_min_sends=4)
+    bounce(sent_to(mailbox, 4)[0], uid=1)
+    client.force_login(django_user_model.objects.create_superuser("root", "root@outreach.test", "pw-0123456789"))
+    page = client.get(f"/admin/mailboxes/mailbox/{mailbox.pk}/change/").content.decode()
+    assert "Deliverability guardrail" in page and "hard-bounce rate 25.0 %" in page
