@@ -71,7 +71,7 @@ class StepForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         errors = step_validate(subject=cleaned.get("subject") or "", body=cleaned.get("body") or "",
-                               position=cleaned.get("position") or 1)
+                               position=cleaned.get("position") or 1, thread=bool(cleaned.get("thread")))
         for field, messages_ in errors.items():
             for message in messages_:
                 self.add_error(field, message)

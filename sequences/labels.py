@@ -51,12 +51,14 @@ def job_label(job: SendJob) -> str:
 
 def job_label_and_tone(job: SendJob) -> Label:
     """The label of a job and its tone, decided by the same branch."""
+    from .services.rotation import enrollment_mailbox  # here: services import this module
+
     enrollment: Enrollment = job.enrollment
     sequence = enrollment.sequence
     stopped = (
         enrollment.status in (Enrollment.Status.STOPPED, Enrollment.Status.PAUSED)
         or sequence.status != sequence.Status.ACTIVE
-        or sequence.mailbox.paused
+        or enrollment_mailbox(enrollment).paused
     )
     if job.state == S.CANCELED:
         return Label(f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})", Tone.NEVER_SENT)

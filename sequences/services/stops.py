@@ -21,6 +21,7 @@ from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move
 from ..timeline import Event
 from .common import ServiceError, StopSummary, T, operator_log
 from .provider_cancel import provider_cancel_request
+from .rotation import sends_from
 from .scheduling import schedule_next, schedule_step, superseded
 
 S = SendJob.State
@@ -208,7 +209,7 @@ def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
 def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
     """Pause a mailbox: nothing leaves it; jobs not yet authorized are canceled."""
     with transaction.atomic(durable=True):
-        enrollments = enrollments_lock(Enrollment.objects.filter(sequence__mailbox_id=mailbox_id))
+        enrollments = enrollments_lock(Enrollment.objects.filter(sends_from(mailbox_id)))
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         summary = StopSummary()
         if not mailbox.paused:
@@ -224,7 +225,7 @@ def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
     with transaction.atomic(durable=True):
         enrollments = enrollments_lock(
             Enrollment.objects.filter(
-                sequence__mailbox_id=mailbox_id, status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
+                sends_from(mailbox_id), status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
             )
         )
         mailbox = mailbox_lock(mailbox_id=mailbox_id)

@@ -34,6 +34,7 @@ from ..selectors import (
     suppression_status,
     suppressions_current,
 )
+from ..services.rotation import sequence_pool
 from . import charts, incidents, rows
 from .access import (
     MANAGE_SUPPRESSIONS,
@@ -160,7 +161,8 @@ def sequence_resume(request, pk: int):
     return render(request, "ui/confirm.html", {
         "kind": "sequence_resume", "object": sequence, "title": f"Resume sequence “{sequence.name}”?",
         "active_enrollments": sequence.enrollments.filter(status=E.ACTIVE).count(),
-        "mailbox_paused": sequence.mailbox.paused, "already": sequence.status == Sequence.Status.ACTIVE,
+        "mailbox_paused": any(m.paused for m in sequence_pool(sequence)),
+        "already": sequence.status == Sequence.Status.ACTIVE,
         "back": reverse("sequence_detail", args=[pk]), "button": "Resume sequence",
     })
 
@@ -169,7 +171,7 @@ def sequence_resume(request, pk: int):
 
 
 def _enrollment(pk: int) -> Enrollment:
-    return get_object_or_404(Enrollment.objects.select_related("contact", "sequence__mailbox"), pk=pk)
+    return get_object_or_404(Enrollment.objects.select_related("contact", "mailbox", "sequence__mailbox"), pk=pk)
 
 
 @ui_view(VIEW_ENROLLMENT)
