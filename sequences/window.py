@@ -86,12 +86,8 @@ def mailbox_next_open(now: datetime, *, mailbox, contact_zone: str) -> datetime 
                      tz=mailbox_window_zone(mailbox, contact_zone))
 
 
-def local_and_utc(moment: datetime, zone: str) -> str:
-    """'Tue 1 Dec 2026 09:00 Pacific/Auckland (Mon 30 Nov 20:00 UTC)': one moment in the contact's zone and UTC."""
+def local_and_utc(moment: datetime, zone: str) -> tuple[str, str]:
+    """One moment as ('Tue 1 Dec 2026 09:00 Pacific/Auckland', 'Mon 30 Nov 2026 20:00 UTC')."""
     local = moment.astimezone(ZoneInfo(zone))
     utc = moment.astimezone(ZoneInfo("UTC"))
-    if zone == "UTC":
-        return f"{utc:%a} {utc.day} {utc:%b %Y %H:%M} UTC"
-    same_day = local.date() == utc.date()
-    utc_text = f"{utc:%H:%M} UTC" if same_day else f"{utc:%a} {utc.day} {utc:%b %H:%M} UTC"
-    return f"{local:%a} {local.day} {local:%b %Y %H:%M} {zone} ({utc_text})"
+    return f"{local:%a} {local.day} {local:%b %Y %H:%M} {zone}", f"{utc:%a} {utc.day} {utc:%b %Y %H:%M} UTC"

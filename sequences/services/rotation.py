@@ -42,13 +42,15 @@ def enrollment_mailbox(enrollment: Enrollment) -> Mailbox:
 def sends_from(mailbox_id: int, *, via: str = "") -> Q:
     """Rows of one mailbox's enrollments: `via=""` on Enrollment, `via="enrollment__"` on SendJob."""
     return Q(**{f"{via}mailbox_id": mailbox_id}) | Q(
-        **{f"{via}mailbox__isnull": True, f"{via}sequence__mailbox_id": mailbox_id})
+        **{f"{via}mailbox__isnull": True, f"{via}sequence__mailbox_id": mailbox_id}
+    )
 
 
 def sends_counted(mailbox_id: int, *, now: datetime) -> QuerySet[SendJob]:
     """The jobs that count against the mailbox's daily cap at *now* (authorized in the 24 hours before)."""
-    return SendJob.objects.filter(sends_from(mailbox_id, via="enrollment__"), authorized_at__gt=now - timedelta(days=1),
-                                  state__in=COUNTED)
+    return SendJob.objects.filter(
+        sends_from(mailbox_id, via="enrollment__"), authorized_at__gt=now - timedelta(days=1), state__in=COUNTED
+    )
 
 
 def sequence_pool(sequence: Sequence) -> list[Mailbox]:
@@ -65,8 +67,9 @@ def capacity_remaining(mailboxes: list[Mailbox], *, now: datetime) -> dict[int, 
     """
     out = {}
     for mailbox in mailboxes:
-        waiting = SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), state__in=CANCELABLE,
-                                         scheduled_at__lt=now + timedelta(days=1)).count()
+        waiting = SendJob.objects.filter(
+            sends_from(mailbox.pk, via="enrollment__"), state__in=CANCELABLE, scheduled_at__lt=now + timedelta(days=1)
+        ).count()
         out[mailbox.pk] = mailbox.daily_cap - sends_counted(mailbox.pk, now=now).count() - waiting
     return out
 
