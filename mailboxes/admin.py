@@ -44,6 +44,7 @@ class MailboxAdmin(admin.ModelAdmin):
                              "smtp_security")}),
         ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_schedule_ahead_minutes")}),
         ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+                               "window_fallback_timezone",
                                "is_drill_target")}),
         ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
                              "imap_folders")}),
