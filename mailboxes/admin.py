@@ -44,6 +44,7 @@ class MailboxAdmin(admin.ModelAdmin):
                              "smtp_security")}),
         ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_schedule_ahead_minutes")}),
         ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+                               "window_fallback_timezone",
                                "is_drill_target")}),
         ("Deliverability guardrail", {"fields": (
             "guardrail_window_days", "guardrail_bounce_rate", "guardrail_bounce_min_sends", "guardrail_complaint_rate",

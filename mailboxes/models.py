@@ -35,7 +35,9 @@ class Mailbox(models.Model):
     window_days = models.CharField(max_length=40, blank=True)
     window_start = models.TimeField(null=True, blank=True)
     window_end = models.TimeField(null=True, blank=True)
-    window_timezone = models.CharField(max_length=64, default="UTC")
+    window_timezone = models.CharField(max_length=64, default="UTC")  # an IANA zone, or "recipient"
+    # With window_timezone "recipient": the zone of a contact who has none.
+    window_fallback_timezone = models.CharField(max_length=64, default="UTC")
 
     # Transport: "smtp" (above) or "anymail" (an ESP through django-anymail).
     transport_kind = models.CharField(max_length=10, choices=[("smtp", "SMTP"), ("anymail", "ESP (anymail)")],

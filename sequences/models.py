@@ -18,7 +18,8 @@ class Contact(models.Model):
     last_name = models.CharField(max_length=200, blank=True)
     company = models.CharField(max_length=200, blank=True)
     fields = models.JSONField(default=dict, blank=True)
-    timezone = models.CharField(max_length=64, default="UTC")
+    # An IANA zone name; empty: none known (a mailbox that sends in the recipient's zone uses its fallback zone).
+    timezone = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(db_default=DbClock())
 
     class Meta:
@@ -49,6 +50,11 @@ class Sequence(models.Model):
     stop_on_reply = models.CharField(max_length=10, choices=StopOnReply.choices, default=StopOnReply.PERSON)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    # --- mailbox rotation -------------------------------------------------------------------------
+    # A pool to send from (TOML `mailboxes = ["a", "b"]`); empty: `mailbox` alone. Each enrollment is
+    # given one mailbox of the pool when it is created and keeps it (sequences.services.rotation).
+    pool = models.ManyToManyField("mailboxes.Mailbox", blank=True, related_name="pool_sequences")
 
     class Meta:
         ordering = ["name"]
@@ -103,6 +109,13 @@ class Enrollment(models.Model):
     stopped_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    # --- mailbox rotation -------------------------------------------------------------------------
+    # The mailbox every message of this enrollment leaves from, chosen once at enrollment (threads and
+    # replies stay together). Empty only for rows written without the services: the sequence's mailbox.
+    # Read it through sequences.services.rotation, never through sequence.mailbox.
+    mailbox = models.ForeignKey("mailboxes.Mailbox", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="enrollments")
 
     class Meta:
         ordering = ["-id"]

@@ -33,6 +33,7 @@ def run(ctx) -> dict[str, Any]:
     from mailboxes.models import Mailbox
     from sequences import services
     from sequences.models import Enrollment
+    from sequences.services.rotation import sends_from
 
     sends, bounces = ctx.options["guardrail_sends"], ctx.options["bounces"]
     ctx.reset()
@@ -43,7 +44,7 @@ def run(ctx) -> dict[str, Any]:
     data.followups_create(sends, sequences=sequences, tag="guardrail")
     ctx.analyze()
     emails = list(
-        Enrollment.objects.filter(sequence__mailbox=mailbox)
+        Enrollment.objects.filter(sends_from(mailbox.pk))
         .order_by("id")
         .values_list("contact__email", flat=True)[: 2 * bounces]
     )

@@ -36,6 +36,7 @@ from ..models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob
 from ..selectors import normalize_email
 from ..timeline import Event, event_record
 from .common import ServiceError, operator_log
+from .rotation import enrollment_mailbox
 from .stops import enrollment_stop_locked
 from .suppressions import address_digest
 
@@ -158,7 +159,7 @@ def contact_export(*, email: str) -> dict[str, Any]:
     contact = Contact.objects.filter(email=email).first()
     if contact is None:
         raise ServiceError(f"no contact {email}")
-    enrollments = list(Enrollment.objects.filter(contact=contact).select_related("sequence__mailbox"))
+    enrollments = list(Enrollment.objects.filter(contact=contact).select_related("mailbox", "sequence__mailbox"))
     ids = [e.pk for e in enrollments]
     jobs = SendJob.objects.filter(enrollment_id__in=ids).select_related("step").order_by("id")
     events = TimelineEvent.objects.filter(Q(email=email) | Q(enrollment_id__in=ids)).order_by("at", "id")
@@ -174,7 +175,7 @@ def contact_export(*, email: str) -> dict[str, Any]:
                 {
                     "id": e.pk,
                     "sequence": e.sequence.name,
-                    "mailbox": e.sequence.mailbox.name,
+                    "mailbox": enrollment_mailbox(e).name,
                     "status": e.status,
                     "stop_reason": e.stop_reason,
                     "stopped_at": e.stopped_at,

@@ -35,6 +35,7 @@ from ..queues import enqueue_guardrail_sweep
 from ..states import MAILBOX_PAUSED, PASSED_HANDOFF, mailbox_move
 from ..timeline import Event, event_record
 from .common import T, operator_log
+from .rotation import enrollment_mailbox_id, sends_from
 
 S = SendJob.State
 GUARDRAIL = "deliverability guardrail"  # the actor of its pauses in the operator log
@@ -66,7 +67,7 @@ class Figures:
 def guardrail_figures(mailbox: Mailbox) -> Figures:
     """The mailbox's sends, deliveries, hard bounces and complaints over its window (four indexed counts)."""
     since = db_now() - timedelta(days=mailbox.guardrail_window_days)
-    jobs = SendJob.objects.filter(enrollment__sequence__mailbox=mailbox, authorized_at__gte=since)
+    jobs = SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), authorized_at__gte=since)
     signals = GuardrailSignal.objects.filter(mailbox=mailbox, at__gte=since)
     return Figures(
         window_days=mailbox.guardrail_window_days,
@@ -110,7 +111,7 @@ def guardrail_record(*, email: str, kind: str) -> str:
     )
     if job is None:
         return ""  # nothing of ours went to it: no mailbox to count it against
-    mailbox_id = job.enrollment.sequence.mailbox_id
+    mailbox_id = enrollment_mailbox_id(job.enrollment)
     _, created = GuardrailSignal.objects.get_or_create(job=job, kind=kind, defaults={"mailbox_id": mailbox_id})
     if not created:
         return ""  # the same message reported again counts once
@@ -134,7 +135,7 @@ def guardrail_may_cross(mailbox: Mailbox) -> bool:
     """
     since = db_now() - timedelta(days=mailbox.guardrail_window_days)
     signals = GuardrailSignal.objects.filter(mailbox=mailbox, at__gte=since)
-    jobs = SendJob.objects.filter(enrollment__sequence__mailbox=mailbox, authorized_at__gte=since)
+    jobs = SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), authorized_at__gte=since)
     checks = (
         (
             GuardrailSignal.Kind.HARD_BOUNCE,

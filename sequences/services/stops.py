@@ -24,6 +24,7 @@ from ..timeline import Event
 from .common import ServiceError, StopSummary, T, operator_log
 from .guardrails import GUARDRAIL, guardrail_silence_locked
 from .provider_cancel import provider_cancel_request
+from .rotation import enrollment_mailbox, sends_from
 from .scheduling import schedule_next, schedule_step, superseded
 
 S = SendJob.State
@@ -122,10 +123,12 @@ def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True) 
     With the sequence's `stop_on_reply = "domain"` and strong evidence (the reply names our Message-ID), it
     also stops everyone at the person's company domain, never at a free-mail domain. Requires a transaction.
     """
-    job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence__mailbox").get(pk=job_id)
+    job = SendJob.objects.select_related(
+        "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
     contact, sequence = job.enrollment.contact, job.enrollment.sequence
     widen = strong and sequence.stop_on_reply == Sequence.StopOnReply.DOMAIN and not is_free_mail(contact.domain)
-    because = f"{contact.email} replied in sequence '{sequence.name}' (mailbox {sequence.mailbox.name})"
+    mailbox = enrollment_mailbox(job.enrollment)
+    because = f"{contact.email} replied in sequence '{sequence.name}' (mailbox {mailbox.name})"
     return person_stop_in_transaction(email=contact.email, reason=Enrollment.StopReason.REPLIED, because=because,
                                       source=source, domain=contact.domain if widen else "",
                                       colleague_reason=Enrollment.StopReason.COLLEAGUE_REPLIED)
@@ -251,7 +254,7 @@ def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
 def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
     """Pause a mailbox: nothing leaves it; jobs not yet authorized are canceled."""
     with transaction.atomic(durable=True):
-        enrollments = enrollments_lock(Enrollment.objects.filter(sequence__mailbox_id=mailbox_id))
+        enrollments = enrollments_lock(Enrollment.objects.filter(sends_from(mailbox_id)))
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         summary = StopSummary()
         if not mailbox.paused:
@@ -265,7 +268,7 @@ def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
 def mailbox_pause_sweep(*, mailbox_id: int) -> StopSummary:
     """Cancel the pending jobs of a mailbox that is paused already (the guardrail's pause, after its commit)."""
     with transaction.atomic(durable=True):
-        enrollments = enrollments_lock(Enrollment.objects.filter(sequence__mailbox_id=mailbox_id))
+        enrollments = enrollments_lock(Enrollment.objects.filter(sends_from(mailbox_id)))
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         if not mailbox.paused:
             return StopSummary()  # resumed meanwhile: nothing to cancel
@@ -280,7 +283,7 @@ def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
     with transaction.atomic(durable=True):
         enrollments = enrollments_lock(
             Enrollment.objects.filter(
-                sequence__mailbox_id=mailbox_id, status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
+                sends_from(mailbox_id), status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
             )
         )
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
