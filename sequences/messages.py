@@ -141,6 +141,18 @@ def address_header(name: str, email: str) -> Address:
         raise PrepareError(f"invalid address: {email!r} ({exc})") from None
 
 
+def contact_context(contact) -> dict:
+    """The variables a step's templates see for one contact: its own fields, then the standard ones."""
+    return {
+        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
+        "first_name": contact.first_name,
+        "last_name": contact.last_name,
+        "company": contact.company,
+        "email": contact.email,
+        "fields": contact.fields,
+    }
+
+
 @dataclass(frozen=True)
 class PreparedMessage:
     job_id: int
@@ -155,14 +167,7 @@ def message_prepare(*, job_id: int) -> PreparedMessage:
     job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence__mailbox", "step").get(pk=job_id)
     contact = job.enrollment.contact
     mailbox = job.enrollment.sequence.mailbox
-    context = {
-        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
-        "first_name": contact.first_name,
-        "last_name": contact.last_name,
-        "company": contact.company,
-        "email": contact.email,
-        "fields": contact.fields,
-    }
+    context = contact_context(contact)
     try:
         subject = " ".join(render(job.step.subject, context).split())
         body = render(job.step.body, context)

@@ -11,10 +11,21 @@
 | `mailbox_health`  | a mailbox that fails as a whole: block, hold its jobs, probe, unblock         |
 | `provider_cancel` | scheduled sends at a provider and their cancels                               |
 | `provider_events` | providers' tracking events                                                    |
+| `campaigns`       | building a sequence in the UI: create, edit, steps, a test send to oneself   |
 
 Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 """
 
+from .campaigns import (
+    StepInvalid,
+    sequence_create,
+    sequence_update,
+    step_delete,
+    step_jobs_refusal,
+    step_move,
+    step_save,
+    step_send_test,
+)
 from .common import ServiceError, StopSummary
 from .doctor import Finding, enrollments_doctor
 from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
@@ -69,7 +80,7 @@ from .suppressions import (
 
 __all__ = [
     "Authorization", "BatchResult", "ContactRow", "Finding", "ImportRow", "ProbeResult", "ServiceError",
-    "StopSummary", "TrackingEvent", "contact_upsert", "dispatch_due", "enrollment_after_provider_answer",
+    "StepInvalid", "StopSummary", "TrackingEvent", "contact_upsert", "dispatch_due", "enrollment_after_provider_answer",
     "enrollment_create", "enrollment_pause", "enrollment_pause_in_transaction", "enrollment_resume",
     "enrollment_stop", "enrollment_stop_in_transaction", "enrollments_create_batch", "enrollments_doctor",
     "final_check", "leases_sweep", "mailbox_pause", "mailbox_probe", "mailbox_probes_due", "mailbox_resume",
@@ -77,6 +88,7 @@ __all__ = [
     "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",
     "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry", "send_job_record_submitted",
     "send_job_record_unknown", "send_job_record_unpreparable", "send_job_record_unreachable", "send_job_retry",
-    "sequence_pause", "sequence_resume", "suppression_add", "suppression_add_in_transaction", "suppression_import",
-    "suppression_lift",
+    "sequence_create", "sequence_pause", "sequence_resume", "sequence_update", "step_delete", "step_jobs_refusal",
+    "step_move", "step_save", "step_send_test", "suppression_add", "suppression_add_in_transaction",
+    "suppression_import", "suppression_lift",
 ]

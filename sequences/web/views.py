@@ -34,7 +34,7 @@ from ..selectors import (
     suppression_status,
     suppressions_current,
 )
-from . import charts, incidents, rows
+from . import charts, editor, incidents, results, rows, sendwhen
 from .access import (
     MANAGE_SUPPRESSIONS,
     OPERATE,
@@ -78,7 +78,7 @@ def _result_key(kind: str, pk: int) -> str:
 
 @ui_view(VIEW)
 def dashboard(request):
-    return render(request, "ui/dashboard.html", charts.dashboard())
+    return render(request, "ui/dashboard.html", {**charts.dashboard(), "sequence_results": results.sequence_results()})
 
 
 # --- sequences ------------------------------------------------------------------------------------
@@ -129,6 +129,8 @@ def sequence_detail(request, pk: int):
         "statuses": E.choices, "query": query_without_page(request), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
+        "step_rows": editor.step_rows(sequence), "results": results.step_results(sequence),
+        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment__sequence=sequence)),
     })
 
 
@@ -186,6 +188,7 @@ def enrollment_detail(request, pk: int):
         "stop": rows.stop_summary_of(enrollment), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "blocked": suppression_active_for(enrollment.contact.email),
+        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment=enrollment)),
     })
 
 
