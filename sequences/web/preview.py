@@ -47,6 +47,7 @@ def step_preview_page(request, pk: int):
             "form": form,
             "contact": contact,
             "asked": email,
+            "shown": email or (contact.email if contact else ""),
             "preview": step_preview(step=step, contact=contact) if contact else None,
             "suggested": suggested,
             "can_operate": request.user.has_perm(OPERATE),
