@@ -17,7 +17,6 @@ from .. import services
 from ..config import sequence_export_toml
 from ..labels import duration_words
 from ..models import Enrollment, SendJob, Sequence, Step
-from ..states import LIVE
 from .access import OPERATE, VIEW, ui_view
 from .forms import SequenceForm, StepForm
 
@@ -232,13 +231,17 @@ def sequence_export(request, pk: int):
     return response
 
 
+def _wait_words(step: Step) -> str:
+    if step.position == 1:
+        return "as soon as the sending window allows"
+    if not step.wait_seconds:
+        return f"right after step {step.position - 1}"
+    return f"{duration_words(step.wait_seconds)} after step {step.position - 1}"
+
+
 def step_rows(sequence: Sequence) -> list[dict]:
     """The steps as the sequence page lists them: wait in words, threading in words, whether it may be changed."""
-    steps = list(
-        sequence.steps.annotate(n_jobs=Count("jobs"), n_live=Count("jobs", filter=Q(jobs__state__in=LIVE))).order_by(
-            "position"
-        )
-    )
+    steps = list(sequence.steps.annotate(n_jobs=Count("jobs")).order_by("position"))
     rows = []
     for index, step in enumerate(steps):
         if step.position == 1:
@@ -248,7 +251,7 @@ def step_rows(sequence: Sequence) -> list[dict]:
         rows.append(
             {
                 "step": step,
-                "wait": duration_words(step.wait_seconds),
+                "wait": _wait_words(step),
                 "threading": threading,
                 "locked": bool(step.n_jobs),
                 "can_up": index > 0 and not step.n_jobs and not steps[index - 1].n_jobs,

@@ -25,7 +25,8 @@ R = Enrollment.StopReason
 SENT = Q(state__in=(S.SUBMITTED, S.ACCEPTED)) & ~Q(provider_cancel_status=ProviderCancel.CONFIRMED)
 REACHED_SERVER = (S.SUBMITTED, S.ACCEPTED, S.FAILED, S.UNKNOWN)
 OUTCOMES = {R.REPLIED: "replied", R.HARD_BOUNCE: "bounced", R.UNSUBSCRIBED: "unsubscribed", R.COMPLAINED: "complained"}
-COLUMNS = ("sent", "replied", "bounced", "unsubscribed", "complained", "final_check")
+COLUMNS = {"sent": "Sent", "replied": "Replied", "bounced": "Bounced", "unsubscribed": "Unsubscribed",
+           "complained": "Complained", "final_check": "Canceled by the final check"}
 
 
 @dataclass
@@ -36,11 +37,12 @@ class Counts:
     unsubscribed: int = 0
     complained: int = 0
     final_check: int = 0  # canceled by the final check
-    cells: list[tuple[int, str]] = field(default_factory=list)  # (count, rate in words) per column
+    cells: list[tuple[str, int, str]] = field(default_factory=list)  # (column, count, rate) per column
 
     def finish(self) -> Counts:
         self.cells = [
-            (getattr(self, name), _rate(getattr(self, name), self.sent) if name != "sent" else "") for name in COLUMNS
+            (label, getattr(self, name), _rate(getattr(self, name), self.sent) if name != "sent" else "")
+            for name, label in COLUMNS.items()
         ]
         return self
 
