@@ -154,3 +154,18 @@ def _row(job: SendJob, *, now: datetime, sent_before: datetime | None, cap: tupl
         )
     when = "on hold" if held else ("now" if due <= now else stamp(due))
     return SendWhen(job, when, reasons, details)
+
+
+def idle_reason(*, sequence: Sequence, enrollment: Enrollment | None = None) -> str:
+    """Why nothing is on its way, when nothing is: the pause or the end that explains it, or ''."""
+    if enrollment is not None and enrollment.status == E.COMPLETED:
+        return "this person got every step"
+    if enrollment is not None and enrollment.status == E.STOPPED:
+        return f"stopped — {reason_sentence(enrollment.stop_reason).rstrip('.').lower()}"
+    if sequence.status != Sequence.Status.ACTIVE:
+        return "the sequence is paused; resuming it schedules the next step of each active person"
+    if enrollment is not None and enrollment.status == E.PAUSED:
+        return "the enrollment is paused; resuming it schedules its next step"
+    if sequence.mailbox.paused:
+        return "the mailbox is paused; resuming it schedules the next steps"
+    return ""

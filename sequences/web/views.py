@@ -131,6 +131,7 @@ def sequence_detail(request, pk: int):
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
         "step_rows": editor.step_rows(sequence), "results": results.step_results(sequence),
         "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment__sequence=sequence)),
+        "empty_why": sendwhen.idle_reason(sequence=sequence),
     })
 
 
@@ -189,6 +190,7 @@ def enrollment_detail(request, pk: int):
         "can_operate": request.user.has_perm(OPERATE),
         "blocked": suppression_active_for(enrollment.contact.email),
         "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment=enrollment)),
+        "empty_why": sendwhen.idle_reason(sequence=enrollment.sequence, enrollment=enrollment),
     })
 
 

@@ -321,3 +321,15 @@ def test_the_sequence_and_enrollment_pages_show_what_will_send_when(users):
         assert "What will send when" in page
         assert "Waits 4 hours after step 1 was sent" in page
         assert "<summary>details</summary>job " in page
+
+
+def test_when_nothing_is_on_its_way_the_pages_say_why(users):
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=1)
+    ada = enroll(sequence, "ada@example.com")
+    client = operator_client(users)
+    services.sequence_pause(sequence_id=sequence.pk, actor="op")
+    page = client.get(reverse("sequence_detail", args=[sequence.pk])).content.decode()
+    assert "No email is on its way: the sequence is paused; resuming it schedules the next step" in page
+    services.enrollment_stop(enrollment_id=ada.pk, reason=Enrollment.StopReason.REPLIED, actor="op")
+    page = client.get(reverse("enrollment_detail", args=[ada.pk])).content.decode()
+    assert "No email is on its way: stopped — the person replied." in page
