@@ -4,22 +4,27 @@ None of this changes a state: steps are content. A job renders its step when
 it is prepared, so new text reaches every job not yet prepared; a job keeps
 the time it was scheduled for.
 
-Locks: the sequence row, then its steps (by id). Creating a send job takes a
-key-share lock on its step, so a step cannot lose its last chance of having
-no jobs between our check and our delete or renumbering.
+Locks (`sequences.locks` order): a change of structure (deleting or moving a
+step, changing the mailbox) locks every enrollment of the sequence first, as a
+sequence pause does, then the sequence row, then its steps. The next step's job
+is chosen and created under its enrollment's lock (`scheduling.schedule_next`),
+so a step found without jobs keeps none until we commit, and the record of a
+submission never meets a step deleted under it. Editing a step's text locks
+only the sequence and its steps: a job renders its step when it is prepared.
 """
 
 from __future__ import annotations
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
 
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import TransportError
 
+from ..locks import enrollments_lock, sequence_lock
 from ..messages import PrepareError, step_validate
-from ..models import Contact, SendJob, Sequence, Step
+from ..models import Contact, Enrollment, SendJob, Sequence, Step
 from ..previews import test_message_build
 from ..states import LIVE, PASSED_HANDOFF
 from .common import ServiceError, T, operator_log
@@ -62,7 +67,10 @@ def sequence_create(*, name: str, mailbox_id: int, actor: str) -> Sequence:
 def sequence_update(*, sequence_id: int, name: str, mailbox_id: int, actor: str) -> Sequence:
     """Rename a sequence or move it to another mailbox (only with nothing on its way); its own transaction."""
     with transaction.atomic():
-        sequence = Sequence.objects.select_for_update().select_related("mailbox").get(pk=sequence_id)
+        if Sequence.objects.filter(pk=sequence_id).exclude(mailbox_id=mailbox_id).exists():
+            # No job may be created for it while we check that none is on its way.
+            enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id))
+        sequence = sequence_lock(sequence_id=sequence_id)
         name = _name_free(name, sequence_id=sequence_id)
         changes = {}
         if mailbox_id != sequence.mailbox_id:
@@ -93,8 +101,11 @@ def sequence_update(*, sequence_id: int, name: str, mailbox_id: int, actor: str)
     return sequence
 
 
-def _locked_steps(sequence_id: int) -> tuple[Sequence, list[Step]]:
-    sequence = Sequence.objects.select_for_update().get(pk=sequence_id)
+def _locked_steps(sequence_id: int, *, structure: bool = False) -> tuple[Sequence, list[Step]]:
+    """Lock the sequence and its steps; with *structure*, every enrollment of it before them (the lock order)."""
+    if structure:
+        enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id))
+    sequence = sequence_lock(sequence_id=sequence_id)
     steps = list(Step.objects.select_for_update().filter(sequence=sequence).order_by("id"))
     return sequence, sorted(steps, key=lambda s: s.position)
 
@@ -192,7 +203,7 @@ def step_delete(*, step_id: int, actor: str) -> None:
     """Delete a step nobody has reached (no send jobs); later steps move up. Its own transaction."""
     with transaction.atomic():
         step = Step.objects.get(pk=step_id)
-        sequence, steps = _locked_steps(step.sequence_id)
+        sequence, steps = _locked_steps(step.sequence_id, structure=True)
         step = next(s for s in steps if s.pk == step_id)
         refusal = step_jobs_refusal(step)
         if refusal:
@@ -202,12 +213,7 @@ def step_delete(*, step_id: int, actor: str) -> None:
         _first_needs_subject(rest)
         if rest and rest[0].thread:
             Step.objects.filter(pk=rest[0].pk).update(thread=False)  # step 1 starts the thread
-        try:
-            step.delete()
-        except IntegrityError:  # pragma: no cover - the step lock makes this unreachable; say it plainly if not
-            raise ServiceError(
-                f"Step {step.position} just got its first email scheduled; it was not deleted."
-            ) from None
+        step.delete()
         _renumber(rest)
         operator_log(
             actor=actor,
@@ -223,7 +229,7 @@ def step_move(*, step_id: int, offset: int, actor: str) -> None:
     """Swap a step with its neighbour (offset -1: up, +1: down); both must have no send jobs."""
     with transaction.atomic():
         step = Step.objects.get(pk=step_id)
-        sequence, steps = _locked_steps(step.sequence_id)
+        sequence, steps = _locked_steps(step.sequence_id, structure=True)
         index = next(i for i, s in enumerate(steps) if s.pk == step_id)
         other = index + offset
         if offset not in (-1, 1) or not 0 <= other < len(steps):
