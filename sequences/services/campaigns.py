@@ -40,6 +40,11 @@ class StepInvalid(ServiceError):
         self.errors = errors
 
 
+def _log(actor: str, action: str, sequence_id: int, target: str, result: dict) -> None:
+    """One operator-log row about a sequence, in the caller's transaction (or none, for a test send)."""
+    operator_log(actor=actor, action=action, target=target, kind=T.SEQUENCE, target_id=sequence_id, result=result)
+
+
 def _name_free(name: str, *, sequence_id: int | None = None) -> str:
     name = name.strip()
     if not name:
@@ -53,14 +58,7 @@ def sequence_create(*, name: str, mailbox_id: int, actor: str) -> Sequence:
     """A new, empty sequence sending from a mailbox; its own transaction."""
     with transaction.atomic():
         sequence = Sequence.objects.create(name=_name_free(name), mailbox=Mailbox.objects.get(pk=mailbox_id))
-        operator_log(
-            actor=actor,
-            action="sequence_create",
-            target=sequence.name,
-            kind=T.SEQUENCE,
-            target_id=sequence.pk,
-            result={"mailbox": sequence.mailbox.name},
-        )
+        _log(actor, "sequence_create", sequence.pk, sequence.name, {"mailbox": sequence.mailbox.name})
     return sequence
 
 
@@ -90,14 +88,7 @@ def sequence_update(*, sequence_id: int, name: str, mailbox_id: int, actor: str)
             sequence.name = name
         if changes:
             sequence.save(update_fields=["name", "mailbox"])
-            operator_log(
-                actor=actor,
-                action="sequence_edit",
-                target=sequence.name,
-                kind=T.SEQUENCE,
-                target_id=sequence.pk,
-                result=changes,
-            )
+            _log(actor, "sequence_edit", sequence.pk, sequence.name, changes)
     return sequence
 
 
@@ -137,13 +128,12 @@ def step_save(
             if changed:
                 step.save(update_fields=changed)
         if changed:
-            operator_log(
-                actor=actor,
-                action="step_add" if step_id is None else "step_edit",
-                target=f"step {position} of {sequence.name}",
-                kind=T.SEQUENCE,
-                target_id=sequence.pk,
-                result={"changed": ", ".join(changed)},
+            _log(
+                actor,
+                "step_add" if step_id is None else "step_edit",
+                sequence.pk,
+                f"step {position} of {sequence.name}",
+                {"changed": ", ".join(changed)},
             )
     return step
 
@@ -215,14 +205,7 @@ def step_delete(*, step_id: int, actor: str) -> None:
             Step.objects.filter(pk=rest[0].pk).update(thread=False)  # step 1 starts the thread
         step.delete()
         _renumber(rest)
-        operator_log(
-            actor=actor,
-            action="step_delete",
-            target=f"step {step.position} of {sequence.name}",
-            kind=T.SEQUENCE,
-            target_id=sequence.pk,
-            result={"steps_now": len(rest)},
-        )
+        _log(actor, "step_delete", sequence.pk, f"step {step.position} of {sequence.name}", {"steps_now": len(rest)})
 
 
 def step_move(*, step_id: int, offset: int, actor: str) -> None:
@@ -241,13 +224,12 @@ def step_move(*, step_id: int, offset: int, actor: str) -> None:
         was = steps[index].position
         _renumber(new)
         Step.objects.filter(pk=new[0].pk).update(thread=False)
-        operator_log(
-            actor=actor,
-            action="step_move",
-            target=f"step {was} of {sequence.name}",
-            kind=T.SEQUENCE,
-            target_id=sequence.pk,
-            result={"now": f"step {new.index(steps[index]) + 1}"},
+        _log(
+            actor,
+            "step_move",
+            sequence.pk,
+            f"step {was} of {sequence.name}",
+            {"now": f"step {new.index(steps[index]) + 1}"},
         )
 
 
@@ -280,21 +262,7 @@ def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str) -> str
             sender=message.sender, recipient=message.recipient, message=message.data
         )
     except TransportError as exc:
-        operator_log(
-            actor=actor,
-            action="send_test",
-            target=target,
-            kind=T.SEQUENCE,
-            target_id=step.sequence_id,
-            result={"sent": False, "error": str(exc)[:500]},
-        )
+        _log(actor, "send_test", step.sequence_id, target, {"sent": False, "error": str(exc)[:500]})
         raise ServiceError(f"The mail server refused the test: {exc}") from None
-    operator_log(
-        actor=actor,
-        action="send_test",
-        target=target,
-        kind=T.SEQUENCE,
-        target_id=step.sequence_id,
-        result={"sent": True, "server reply": submission.reply[:500]},
-    )
+    _log(actor, "send_test", step.sequence_id, target, {"sent": True, "server reply": submission.reply[:500]})
     return submission.reply
