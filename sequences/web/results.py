@@ -25,8 +25,14 @@ R = Enrollment.StopReason
 SENT = Q(state__in=(S.SUBMITTED, S.ACCEPTED)) & ~Q(provider_cancel_status=ProviderCancel.CONFIRMED)
 REACHED_SERVER = (S.SUBMITTED, S.ACCEPTED, S.FAILED, S.UNKNOWN)
 OUTCOMES = {R.REPLIED: "replied", R.HARD_BOUNCE: "bounced", R.UNSUBSCRIBED: "unsubscribed", R.COMPLAINED: "complained"}
-COLUMNS = {"sent": "Sent", "replied": "Replied", "bounced": "Bounced", "unsubscribed": "Unsubscribed",
-           "complained": "Complained", "final_check": "Canceled by the final check"}
+COLUMNS = {
+    "sent": "Sent",
+    "replied": "Replied",
+    "bounced": "Bounced",
+    "unsubscribed": "Unsubscribed",
+    "complained": "Complained",
+    "final_check": "Canceled by the final check",
+}
 
 
 @dataclass
