@@ -31,6 +31,8 @@ from .window import RECIPIENT, parse_days, zone_problem
 
 DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# "3 days", "4 hours", "1 day 6 hours", "90 minutes": a number and a unit in words, one or more times.
+DURATION_PART = re.compile(r"(\d+)\s*(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|[smhdw])\b", re.I)
 SECURITY = ("none", "starttls", "tls")
 
 
@@ -45,9 +47,15 @@ def parse_duration(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     match = DURATION.match(str(value)) if isinstance(value, str) else None
-    if not match:
-        raise ValueError(f"{value!r} is not a duration (use e.g. \"0s\", \"90s\", \"15m\", \"3d\")")
-    return int(match.group(1)) * UNITS[match.group(2)]
+    if match:
+        return int(match.group(1)) * UNITS[match.group(2)]
+    if isinstance(value, str) and value.strip():
+        parts = DURATION_PART.findall(value)
+        rest = DURATION_PART.sub("", value).replace(",", " ").replace(" and ", " ").strip()
+        if parts and not rest:
+            return sum(int(n) * UNITS[unit[0].lower()] for n, unit in parts)
+    raise ValueError(f"{value!r} is not a duration (use e.g. \"0s\", \"90s\", \"15m\", \"3d\", \"3 days\", "
+                     "\"4 hours\")")
 
 
 @dataclass
@@ -534,3 +542,88 @@ def config_apply(plan: Plan) -> ApplyResult:
             else:
                 (result.updated if changed else result.unchanged).append(what)
     return result
+
+
+# --- export: a sequence (and its mailbox) as a file `load_sequences` reads back ----------------------------------
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_string(text: str, *, multiline: bool = False) -> str:
+    """A TOML basic string; with *multiline* and a newline in *text*, a multi-line one that keeps the lines."""
+    out = []
+    for ch in text:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ch == "\n":
+            out.append("\n" if multiline else "\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    body = "".join(out)
+    if multiline and "\n" in text:
+        return f'"""\n{body}"""'  # the newline right after the opening quotes is not part of the string
+    return f'"{body}"'
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, time):
+        return _toml_string(value.strftime("%H:%M"))
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return _toml_string(str(value))
+
+
+def duration_text(seconds: int) -> str:
+    """Seconds as the loader's shortest exact duration: 259200 -> "3d", 5400 -> "90m", 0 -> "0s"."""
+    for unit in ("w", "d", "h", "m"):
+        if seconds and seconds % UNITS[unit] == 0:
+            return f"{seconds // UNITS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
+    """The mailbox's keys as the loader names them ({"": top-level, "smtp": {...}, ...}); secrets are env names."""
+    tables: dict[str, dict[str, Any]] = {"": {"name": mailbox.name}}
+    for name, keys in MAILBOX_KEYS.items():
+        value = getattr(mailbox, name)
+        group = keys[0] if len(keys) == 2 else ""
+        if (group == "imap" and not mailbox.imap_host) or (group == "transport" and mailbox.transport_kind == "smtp"):
+            continue
+        if name == "esp_api_url" or value is None or (name == "ca_file" and not value):
+            continue  # the ESP's URL is fixed, never per mailbox
+        if name == "guardrail_window_days":
+            value = f"{value}d"
+        elif name == "guardrail_silence_seconds":
+            value = duration_text(value)
+        tables.setdefault(group, {})[keys[-1]] = value
+    return tables
+
+
+def sequence_export_toml(sequence: Sequence) -> str:
+    """The sequence and its mailboxes as TOML: `load_sequences` on it creates (or leaves unchanged) the same steps."""
+    pool = list(sequence.pool.order_by("pk"))
+    lines = [f"# Sequence {sequence.name!r}, exported for `manage.py load_sequences`."]
+    for mailbox in pool or [sequence.mailbox]:
+        lines += ["", "[[mailbox]]"]
+        for group, table in _mailbox_tables(mailbox).items():
+            if group:
+                lines += ["", f"[mailbox.{group}]"]
+            lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    lines += ["", "[[sequence]]", f"name = {_toml_string(sequence.name)}"]
+    if pool:
+        lines.append(f"mailboxes = {_toml_value([m.name for m in pool])}")
+    else:
+        lines.append(f"mailbox = {_toml_string(sequence.mailbox.name)}")
+    lines.append(f"stop_on_reply = {_toml_string(sequence.stop_on_reply)}")
+    for step in sequence.steps.order_by("position"):
+        lines += ["", "[[sequence.step]]", f"subject = {_toml_string(step.subject)}",
+                  f"body = {_toml_string(step.body, multiline=True)}",
+                  f"wait = {_toml_string(duration_text(step.wait_seconds))}",
+                  f"thread = {_toml_value(step.thread)}"]
+    return "\n".join(lines) + "\n"

@@ -170,3 +170,56 @@ def stop_summary_text(summary: StopSummary, *, what: str = "") -> str:
     parts += stop_summary_lines(summary)
     text = "; ".join(parts) + "."
     return f"{what}: {text}" if what else text
+
+
+# --- plain words: reason codes as sentences, durations as "3 days" ------------------------------------------------
+
+# Every reason code a job, an enrollment or a stop can carry, as a sentence for people. Pages show these,
+# never the codes themselves.
+REASON_SENTENCES: dict[str, str] = {
+    "enrollment_paused": "The enrollment was paused.",
+    "enrollment_stopped": "The enrollment was stopped.",
+    "enrollment_completed": "The enrollment had already finished.",
+    "sequence_paused": "The sequence was paused.",
+    "sequence_resumed": "The sequence was resumed.",
+    "mailbox_paused": "The mailbox was paused.",
+    "mailbox_resumed": "The mailbox was resumed.",
+    "mailbox_blocked": "The mailbox cannot send right now (blocked).",
+    "suppressed": "The address is in the suppression ledger.",
+    "previous_step_not_submitted": "The previous step was not sent.",
+    "previous_step_submitted": "The previous step was sent.",
+    "outside_sending_window": "Outside the mailbox's sending window.",
+    "daily_cap_reached": "The mailbox reached its daily cap.",
+    "stopped_during_hand_off": "Stopped while the message was being handed off.",
+    "resumed": "The enrollment was resumed.",
+    "replied": "The person replied.",
+    "unsubscribed": "The person unsubscribed.",
+    "complained": "The person marked a message as spam.",
+    "hard_bounce": "The address does not exist (hard bounce).",
+    "operator": "An operator stopped it.",
+    "failed": "A step could not be sent.",
+}
+
+
+def reason_sentence(code: str) -> str:
+    """A reason code (`enrollment_paused`) as a sentence ("The enrollment was paused."); unknown codes in words."""
+    if code in REASON_SENTENCES:
+        return REASON_SENTENCES[code]
+    words = code.replace("_", " ").strip()
+    return f"{words[:1].upper()}{words[1:]}." if words else ""
+
+
+_UNITS = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
+def duration_words(seconds: int) -> str:
+    """259200 -> "3 days"; 93600 -> "1 day 2 hours"; 0 -> "no wait". Exact: every unit that is not zero."""
+    seconds = int(seconds)
+    if seconds <= 0:
+        return "no wait"
+    parts = []
+    for name, size in _UNITS:
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+    return " ".join(parts)

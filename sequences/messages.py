@@ -174,6 +174,18 @@ def thread_of(job: SendJob) -> list[tuple[str, str]]:
     return thread
 
 
+def contact_context(contact) -> dict:
+    """The variables a step's templates see for one contact: its own fields, then the standard ones."""
+    return {
+        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
+        "first_name": contact.first_name,
+        "last_name": contact.last_name,
+        "company": contact.company,
+        "email": contact.email,
+        "fields": contact.fields,
+    }
+
+
 @dataclass(frozen=True)
 class PreparedMessage:
     job_id: int
@@ -189,14 +201,7 @@ def message_prepare(*, job_id: int) -> PreparedMessage:
                                          "step").get(pk=job_id)
     contact = job.enrollment.contact
     mailbox = enrollment_mailbox(job.enrollment)
-    context = {
-        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
-        "first_name": contact.first_name,
-        "last_name": contact.last_name,
-        "company": contact.company,
-        "email": contact.email,
-        "fields": contact.fields,
-    }
+    context = contact_context(contact)
     try:
         subject = " ".join(render(job.step.subject, context).split())
         body = render(job.step.body, context)

@@ -5,14 +5,23 @@ from django.urls import path
 
 from mailboxes import views as mailbox_views
 
-from . import views
+from . import editor, preview, views
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.dashboard, name="dashboard"),
     path("sequences/", views.sequence_list, name="sequence_list"),
+    path("sequences/new/", editor.sequence_new, name="sequence_new"),
     path("sequences/<int:pk>/", views.sequence_detail, name="sequence_detail"),
+    path("sequences/<int:pk>/edit/", editor.sequence_edit, name="sequence_edit"),
+    path("sequences/<int:pk>/steps/new/", editor.step_new, name="step_new"),
+    path("sequences/<int:pk>/export.toml", editor.sequence_export, name="sequence_export"),
+    path("steps/<int:pk>/edit/", editor.step_edit, name="step_edit"),
+    path("steps/<int:pk>/delete/", editor.step_delete, name="step_delete"),
+    path("steps/<int:pk>/move/", editor.step_move, name="step_move"),
+    path("steps/<int:pk>/preview/", preview.step_preview_page, name="step_preview"),
+    path("steps/<int:pk>/send-test/", preview.step_send_test, name="step_send_test"),
     path("sequences/<int:pk>/pause/", views.sequence_pause, name="sequence_pause"),
     path("sequences/<int:pk>/resume/", views.sequence_resume, name="sequence_resume"),
     path("enrollments/<int:pk>/", views.enrollment_detail, name="enrollment_detail"),

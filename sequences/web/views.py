@@ -36,7 +36,7 @@ from ..selectors import (
 )
 from ..services.rotation import enrollment_mailbox, sequence_pool
 from ..states import CANCELABLE
-from . import charts, incidents, rows
+from . import charts, editor, incidents, results, rows, sendwhen
 from .access import (
     MANAGE_SUPPRESSIONS,
     OPERATE,
@@ -80,7 +80,7 @@ def _result_key(kind: str, pk: int) -> str:
 
 @ui_view(VIEW)
 def dashboard(request):
-    return render(request, "ui/dashboard.html", charts.dashboard())
+    return render(request, "ui/dashboard.html", {**charts.dashboard(), "sequence_results": results.sequence_results()})
 
 
 # --- sequences ------------------------------------------------------------------------------------
@@ -131,6 +131,9 @@ def sequence_detail(request, pk: int):
         "statuses": E.choices, "query": query_without_page(request), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
+        "step_rows": editor.step_rows(sequence), "results": results.step_results(sequence),
+        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment__sequence=sequence)),
+        "empty_why": sendwhen.idle_reason(sequence=sequence),
     })
 
 
@@ -192,6 +195,8 @@ def enrollment_detail(request, pk: int):
         "stop": rows.stop_summary_of(enrollment), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "blocked": suppression_active_for(enrollment.contact.email),
+        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment=enrollment)),
+        "empty_why": sendwhen.idle_reason(sequence=enrollment.sequence, enrollment=enrollment),
     })
 
 
