@@ -266,3 +266,14 @@ class OperatorAction(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+
+# Models of the API and of outbound webhooks live next to their code; importable from here.
+from .api.models import ApiToken, BulkEnrollment, IdempotencyKey  # noqa: E402
+from .webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: E402
+
+__all__ = [
+    "ApiToken", "BulkEnrollment", "Contact", "Enrollment", "IdempotencyKey", "OperatorAction", "ProviderCancel",
+    "SendJob", "Sequence", "Step", "Suppression", "TimelineEvent", "WebhookAttempt", "WebhookDelivery",
+    "WebhookEndpoint",
+]

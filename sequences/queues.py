@@ -49,3 +49,20 @@ def enqueue_provider_cancel(job_id: int) -> None:
 def enqueue_probe(mailbox_id: int) -> None:
     """A blocked mailbox's probe; a duplicate finds it no longer due and does nothing."""
     django_rq.get_queue("default").enqueue(PROBE_TASK, mailbox_id, result_ttl=3600, failure_ttl=86400)
+
+
+WEBHOOK_DELIVER_TASK = "sequences.tasks.webhook_deliver"
+BULK_ENROLL_TASK = "sequences.tasks.bulk_enrollment_run"
+
+
+def enqueue_webhook_deliveries(delivery_ids: list[int]) -> None:
+    """Call only after the transaction that wrote the outbox rows has committed (transaction.on_commit)."""
+    queue = django_rq.get_queue("default")
+    for delivery_id in delivery_ids:
+        queue.enqueue(WEBHOOK_DELIVER_TASK, delivery_id, result_ttl=3600, failure_ttl=86400)
+
+
+def enqueue_bulk_enrollment(bulk_id: int) -> None:
+    """After the transaction that recorded the bulk enrollment has committed."""
+    django_rq.get_queue("default").enqueue(BULK_ENROLL_TASK, bulk_id, result_ttl=3600, failure_ttl=86400,
+                                           job_timeout=3600)

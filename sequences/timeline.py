@@ -86,7 +86,7 @@ def event_record(
 ) -> TimelineEvent:
     """Append one event; requires the caller's transaction (stamped by the database clock)."""
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    return TimelineEvent.objects.create(
+    row = TimelineEvent.objects.create(
         kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
@@ -95,3 +95,8 @@ def event_record(
         worker_id=worker_id,
         data=data,
     )
+    outbox_write(row)  # outbound webhooks: the outbox row commits with the event
+    return row
+
+
+from .webhooks_out.outbox import outbox_write  # noqa: E402 - the outbox reads Event from this module
