@@ -8,6 +8,7 @@ reused Idempotency-Key, 429 with Retry-After over the token's rate.
 
 from __future__ import annotations
 
+from django.db import IntegrityError
 from django.http import Http404
 from django.urls import URLPattern
 from ninja import NinjaAPI
@@ -58,6 +59,13 @@ def _bad_row(request, exc):
 @api.exception_handler(ServiceError)
 def _refused(request, exc):
     return api.create_response(request, {"detail": str(exc)}, status=409)
+
+
+@api.exception_handler(IntegrityError)
+def _conflict(request, exc):
+    # Two requests wrote the same row at once (e.g. the same new contact); the other one won. Nothing secret is shown.
+    return api.create_response(request, {"detail": "a concurrent request changed the same record; retry (with the "
+                                                   "same Idempotency-Key to act at most once)"}, status=409)
 
 
 @api.exception_handler(Http404)

@@ -6,7 +6,7 @@ permission-wrapped views at runtime, through the wrapper (whose globals are not 
 
 from django.db.models import Q
 from django.shortcuts import get_object_or_404
-from ninja import Router
+from ninja import Router, Status
 
 from ...models import Contact
 from ...selectors import normalize_email
@@ -24,7 +24,7 @@ router = Router(tags=["contacts"])
 def contact_upsert(request, body: ContactIn):
     """Create a contact, or change an existing one in the non-empty values given (template fields merged)."""
     contact, created, changed = contact_upsert_lossless(row=contact_row(body.dict()))
-    return (201 if created else 200), {"contact": contact_out(contact), "created": created, "changed": changed}
+    return Status(201 if created else 200, {"contact": contact_out(contact), "created": created, "changed": changed})
 
 
 @router.get("", response=ContactPage)

@@ -2,7 +2,7 @@
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from ninja import Router
+from ninja import Router, Status
 
 from ... import services
 from ...models import BulkEnrollment, Enrollment, Sequence
@@ -26,9 +26,9 @@ def enrollment_create(request, body: EnrollIn):
         sequence_id=body.sequence_id, rows=[row], update_contacts=body.update_contact, actor=actor_of(request)
     )
     if result.rejected:
-        return 409, {"detail": result.rejected[0][1]}
+        return Status(409, {"detail": result.rejected[0][1]})
     enrollment = Enrollment.objects.get(sequence_id=body.sequence_id, contact__email=row.email)
-    return 201, enrollment_out(enrollment.pk)
+    return Status(201, enrollment_out(enrollment.pk))
 
 
 @router.get("", response=EnrollmentPage)
@@ -54,7 +54,7 @@ def enrollment_bulk(request, body: BulkIn):
         token_id=request.auth.pk,
     )
     bulk.refresh_from_db()
-    return 202, bulk_out(bulk, status_url=_status_url(request, bulk.pk))
+    return Status(202, bulk_out(bulk, status_url=_status_url(request, bulk.pk)))
 
 
 @router.get("/bulk/{bulk_id}", response={200: BulkOut, 404: Error})

@@ -1,6 +1,6 @@
 """/api/v1/suppressions: add (stops the person everywhere), lift with a justification, check, list."""
 
-from ninja import Router
+from ninja import Router, Status
 
 from ... import services
 from ...selectors import ledger_search, normalize_email, suppression_active_for
@@ -27,7 +27,7 @@ def suppression_add(request, body: SuppressionIn):
     entry, summary = services.suppression_add(
         value=body.value, reason=body.reason, note=body.note, source="api", actor=actor_of(request)
     )
-    return 201, {"entry": suppression_out(entry), "result": stop_out(summary)}
+    return Status(201, {"entry": suppression_out(entry), "result": stop_out(summary)})
 
 
 @router.post("/lift", response={201: SuppressionOut, 409: Error})
@@ -35,7 +35,7 @@ def suppression_add(request, body: SuppressionIn):
 def suppression_lift(request, body: LiftIn):
     """Lift with a justification: a new ledger entry; the history stays."""
     entry = services.suppression_lift(value=body.value, note=body.note, actor=actor_of(request), source="api")
-    return 201, suppression_out(entry)
+    return Status(201, suppression_out(entry))
 
 
 @router.get("/check", response=SuppressionCheckOut)
