@@ -12,8 +12,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from ..management.commands.enroll import NAMED, row_check
-from ..models import Contact
-from ..services import ContactRow, ServiceError
+from ..models import Contact, Enrollment
+from ..services import ContactRow, ServiceError, enrollment_create
 from ..services.enrollments import _changes
 
 
@@ -36,8 +36,11 @@ def contact_row(data: dict[str, Any], *, line: int = 1) -> ContactRow:
     return row
 
 
-def contact_upsert_lossless(*, row: ContactRow) -> tuple[Contact, bool, list[str]]:
-    """Create the contact, or change an existing one in the non-empty values given; own short transaction."""
+def contact_upsert_lossless(*, row: ContactRow, update: bool = True) -> tuple[Contact, bool, list[str]]:
+    """Create the contact, or (with `update`) change an existing one in the non-empty values given.
+
+    Its own short transaction, or a savepoint in the caller's.
+    """
     for _ in range(2):  # a concurrent first insert of the same address: the second pass updates it
         try:
             with transaction.atomic():
@@ -53,7 +56,7 @@ def contact_upsert_lossless(*, row: ContactRow) -> tuple[Contact, bool, list[str
                     )
                     contact.refresh_from_db()
                     return contact, True, []
-                changes = _changes(contact, row)
+                changes = _changes(contact, row) if update else {}
                 for name, value in changes.items():
                     setattr(contact, name, value)
                 if changes:
@@ -62,3 +65,10 @@ def contact_upsert_lossless(*, row: ContactRow) -> tuple[Contact, bool, list[str
         except IntegrityError:
             continue
     raise ServiceError(f"{row.email}: could not be written, try again")
+
+
+def enrollment_create_from_row(*, sequence_id: int, row: ContactRow, update_contact: bool, actor: str) -> Enrollment:
+    """Enroll one API row as `enroll` would: one transaction, and a refused row changes nothing, not its contact."""
+    with transaction.atomic(durable=True):
+        contact, _, _ = contact_upsert_lossless(row=row, update=update_contact)
+        return enrollment_create(sequence_id=sequence_id, contact_id=contact.pk, actor=actor)

@@ -9,7 +9,7 @@ from ...models import BulkEnrollment, Enrollment, Sequence
 from ...web.access import OPERATE, VIEW_ENROLLMENT
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out
-from ..contacts import contact_row
+from ..contacts import contact_row, enrollment_create_from_row
 from ..present import enrollment_out, enrollment_row, page_of, stop_out
 from ..schemas import BulkIn, BulkOut, EnrollIn, EnrollmentActionOut, EnrollmentOut, EnrollmentPage, Error, StopIn
 
@@ -22,12 +22,9 @@ def enrollment_create(request, body: EnrollIn):
     """Enroll one contact (created or, with update_contact, updated as `enroll` does) and schedule step 1."""
     row = contact_row(body.dict())
     get_object_or_404(Sequence, pk=body.sequence_id)
-    result = services.enrollments_create_batch(
-        sequence_id=body.sequence_id, rows=[row], update_contacts=body.update_contact, actor=actor_of(request)
+    enrollment = enrollment_create_from_row(
+        sequence_id=body.sequence_id, row=row, update_contact=body.update_contact, actor=actor_of(request)
     )
-    if result.rejected:
-        return Status(409, {"detail": result.rejected[0][1]})
-    enrollment = Enrollment.objects.get(sequence_id=body.sequence_id, contact__email=row.email)
     return Status(201, enrollment_out(enrollment.pk))
 
 
