@@ -7,6 +7,8 @@ the receiver answered 500 (the periodic pass enqueues the due retry).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import time
 
@@ -71,6 +73,10 @@ def test_a_reply_through_dovecot_is_delivered_signed_and_again_after_a_500(imap_
     replied = [r for r in receiver.received if r.headers.get("Outreach-Event") == "contact.replied"]
     assert [r.answered for r in replied] == [500, 200]
     for request in replied:
+        # Checked as a receiver would, independently of our signing code: HMAC-SHA256 over "<t>.<body>".
+        parts = dict(p.split("=", 1) for p in request.headers[HEADER].split(","))
+        expected = hmac.new(SECRET.encode(), parts["t"].encode() + b"." + request.body, hashlib.sha256).hexdigest()
+        assert hmac.compare_digest(parts["v1"], expected) and abs(time.time() - int(parts["t"])) < 300
         assert signature_valid(header=request.headers[HEADER], secret=SECRET, body=request.body, now=int(time.time()))
         assert not signature_valid(header=request.headers[HEADER], secret="wrong", body=request.body,
                                    now=int(time.time()))
