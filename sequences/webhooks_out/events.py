@@ -88,8 +88,6 @@ def webhook_event_for(
     if kind == Event.MAILBOX_BLOCKED:
         return WebhookEvent.MAILBOX_BLOCKED, {"mailbox": data.get("mailbox", ""), "reason": data.get("reason", "")}
     if kind == GUARDRAIL_KIND:
-        return WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL, {
-            "mailbox": data.get("mailbox", ""),
-            "reason": data.get("reason", ""),
-        }
+        # The mailbox, the reason in words and the figures the guardrail decided on.
+        return WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL, dict(data)
     return None
