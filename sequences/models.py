@@ -269,11 +269,5 @@ class OperatorAction(models.Model):
 
 
 # Models of the API and of outbound webhooks live next to their code; importable from here.
-from .api.models import ApiToken, BulkEnrollment, IdempotencyKey  # noqa: E402
-from .webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: E402
-
-__all__ = [
-    "ApiToken", "BulkEnrollment", "Contact", "Enrollment", "IdempotencyKey", "OperatorAction", "ProviderCancel",
-    "SendJob", "Sequence", "Step", "Suppression", "TimelineEvent", "WebhookAttempt", "WebhookDelivery",
-    "WebhookEndpoint",
-]
+from .api.models import ApiToken, BulkEnrollment, IdempotencyKey  # noqa: E402, F401
+from .webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""`manage.py bench api` on tiny sizes: functional checks only, never timings (the command runs as an operator runs it)."""
+"""`manage.py bench api` on tiny sizes: functional checks only, never timings (run as an operator runs it)."""
 
 from __future__ import annotations
 

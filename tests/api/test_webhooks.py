@@ -145,3 +145,12 @@ def test_a_delivery_without_its_secret_is_not_sent(world, receiver, endpoint, mo
     (delivery,) = WebhookDelivery.objects.all()
     assert "no signing secret" in webhook_deliver(delivery_id=delivery.pk)
     assert receiver.received == []
+
+
+def test_the_guardrail_pause_is_a_known_event_with_its_figures():
+    from sequences.webhooks_out.events import GUARDRAIL_KIND, webhook_event_for
+
+    data = {"mailbox": "sales", "reason": "hard bounces 6 % over 7 days (limit 5 %)", "bounces": 6, "sends": 100}
+    event, payload = webhook_event_for(GUARDRAIL_KIND, email="", enrollment_id=None, job_id=None, data=data)
+    assert event == WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL and payload == data
+    assert webhook_event_for("job_claimed", email="a@example.com", enrollment_id=1, job_id=1, data={}) is None
