@@ -107,3 +107,10 @@ def bulk_enrollment_run(bulk_id: int) -> str:
     from .api.bulk import bulk_enrollment_run as run
 
     return run(bulk_id=bulk_id)
+
+
+def api_housekeeping() -> int:
+    """Periodic: forget idempotency keys older than a day."""
+    from .api.idempotency import idempotency_keys_purge
+
+    return idempotency_keys_purge()

@@ -9,7 +9,9 @@ advisory lock on (token, key) — held while the first one runs, outside any
 transaction — so the second waits and then replays the first's answer.
 
 Not stored (the request never reached its action, so a retry may run it):
-401 (no live token) and 429 (rate limited).
+401 (no live token) and 429 (rate limited). Stored answers are kept for
+KEEP (24 hours, as Stripe keeps them); the hourly `api_housekeeping` pass
+deletes older ones, after which the key may be used again.
 """
 
 from __future__ import annotations
@@ -17,15 +19,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import contextmanager
+from datetime import timedelta
 from functools import wraps
 
 from django.db import IntegrityError, connection, transaction
 from django.http import HttpResponse, JsonResponse
 
+from ..dbclock import db_now
 from ..models import IdempotencyKey
 from .tokens import api_token_lookup
 
 HEADER = "Idempotency-Key"
+KEEP = timedelta(hours=24)
 NOT_STORED = {401, 429}
 
 
@@ -99,3 +104,9 @@ def idempotent(view: Callable) -> Callable:
             return response
 
     return wrapped
+
+
+def idempotency_keys_purge() -> int:
+    """Delete stored answers older than KEEP; returns how many."""
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=db_now() - KEEP).delete()
+    return deleted

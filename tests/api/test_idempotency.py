@@ -82,3 +82,18 @@ def test_two_concurrent_identical_posts_enroll_once(api, world):
     assert answers[0].json() == answers[1].json()
     assert sorted(a.headers.get("Idempotent-Replayed", "") for a in answers) == ["", "true"]
     assert Enrollment.objects.filter(contact__email="race@example.com").count() == 1
+
+
+def test_answers_are_kept_a_day_then_the_key_is_free_again(api, world):
+    from datetime import timedelta
+
+    from sequences.tasks import api_housekeeping
+
+    client = api("operator")
+    key = {"Idempotency-Key": "old"}
+    assert client.post("/api/v1/contacts", {"email": "old@example.com"}, headers=key).status_code == 201
+    assert api_housekeeping() == 0
+    IdempotencyKey.objects.update(created_at=IdempotencyKey.objects.get().created_at - timedelta(hours=25))
+    assert api_housekeeping() == 1
+    again = client.post("/api/v1/contacts", {"email": "old@example.com"}, headers=key)
+    assert again.status_code == 200 and "Idempotent-Replayed" not in again.headers
