@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "django_rq",
     "anymail",
     "axes",
+    "ninja",  # the API docs page serves Swagger UI from ninja's own static files, not a CDN
     "sequences",
     "mailboxes",
     "proving",

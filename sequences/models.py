@@ -323,3 +323,8 @@ class OperatorAction(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+
+# Models of the API and of outbound webhooks live next to their code; importable from here.
+from .api.models import ApiToken, BulkEnrollment, IdempotencyKey  # noqa: E402, F401
+from .webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: E402, F401

@@ -90,3 +90,34 @@ def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, inva
                                          progress=progress)
     result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
     return result
+
+
+def webhook_deliver(delivery_id: int) -> str:
+    from .webhooks_out.deliver import webhook_deliver as deliver
+
+    outcome = deliver(delivery_id=delivery_id)
+    log.info("webhook delivery %s: %s", delivery_id, outcome)
+    return outcome
+
+
+def webhooks_due() -> int:
+    """Periodic: enqueue outbound webhook deliveries whose retry is due (or whose RQ job was lost)."""
+    from .queues import enqueue_webhook_deliveries
+    from .webhooks_out.deliver import webhook_deliveries_due
+
+    due = webhook_deliveries_due()
+    enqueue_webhook_deliveries(due)
+    return len(due)
+
+
+def bulk_enrollment_run(bulk_id: int) -> str:
+    from .api.bulk import bulk_enrollment_run as run
+
+    return run(bulk_id=bulk_id)
+
+
+def api_housekeeping() -> int:
+    """Periodic: forget idempotency keys older than a day."""
+    from .api.idempotency import idempotency_keys_purge
+
+    return idempotency_keys_purge()

@@ -95,7 +95,7 @@ def event_record(
 ) -> TimelineEvent:
     """Append one event; requires the caller's transaction (stamped by the database clock)."""
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    return TimelineEvent.objects.create(
+    row = TimelineEvent.objects.create(
         kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
@@ -104,3 +104,9 @@ def event_record(
         worker_id=worker_id,
         data=data,
     )
+    # Outbound webhooks: the outbox row commits with the event. Imported here because the outbox reads Event
+    # from this module (a module-level import would make the two import each other).
+    from .webhooks_out.outbox import outbox_write
+
+    outbox_write(row)
+    return row

@@ -30,9 +30,9 @@ from typing import Any
 from proving.bench.env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, bench_env, migrate
 from proving.harness.stack import DrillError, PrivateRedis
 
-SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail")
+SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail", "api")
 # `all` runs them in this order (scale last: it leaves the biggest tables)
-ALL = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "scale")
+ALL = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "scale")
 
 # Sizes: (full, --quick). Every one can be overridden on the command line.
 DEFAULTS: dict[str, tuple[Any, Any]] = {
@@ -58,6 +58,7 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "rows": (50_000, 5_000),
     "guardrail_sends": (100_000, 10_000),
     "bounces": (200, 50),
+    "api_calls": (2_000, 200),
     "timeout": (4 * 3600.0, 1800.0),
 }
 
@@ -285,7 +286,7 @@ def machine_table(facts: dict[str, Any]) -> str:
 
 
 def inner(suite: str, write: Callable[[str], None]) -> int:
-    from proving.bench import ceiling, enroll, guard, guardrail, ingest, reply_to_stop, scale, slow_provider
+    from proving.bench import api, ceiling, enroll, guard, guardrail, ingest, reply_to_stop, scale, slow_provider
 
     def terminate(signum, frame):  # the outer process' deadline: unwind, so workers and servers stop
         raise SystemExit(128 + signum)
@@ -303,6 +304,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         "scale": scale.run,
         "enroll": enroll.run,
         "guardrail": guardrail.run,
+        "api": api.run,
     }
     # `all`: the guard suite already measures the ceiling with the same W; once is enough.
     names = [n for n in ALL if n != "ceiling" or options.get("no_ceiling")] if suite == "all" else [suite]
