@@ -83,3 +83,19 @@ def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, inva
                                          progress=progress)
     result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
     return result
+
+
+def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str) -> dict[str, Any]:
+    """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page."""
+    job = get_current_job()
+
+    def progress(done: int, total: int) -> None:
+        if job is not None:
+            job.meta.update({"done": done, "total": total})
+            job.save_meta()
+
+    result = services.enrollments_create_many(sequence_id=sequence_id, rows=[services.ContactRow(**r) for r in rows],
+                                              actor=actor, progress=progress)
+    return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
+            "invalid": len(rejected), "contacts_created": result.contacts_created,
+            "contacts_kept": result.contacts_kept, "rejected": sorted([tuple(r) for r in rejected] + result.rejected)}

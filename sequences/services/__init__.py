@@ -17,7 +17,16 @@ Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 
 from .common import ServiceError, StopSummary
 from .doctor import Finding, enrollments_doctor
-from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
+from .enrollments import (
+    BatchResult,
+    ContactRow,
+    Refusal,
+    contact_upsert,
+    enrollment_create,
+    enrollments_create_batch,
+    enrollments_create_many,
+    enrollments_dry_run,
+)
 from .mailbox_health import (
     ProbeResult,
     mailbox_probe,
@@ -72,6 +81,7 @@ __all__ = [
     "StopSummary", "TrackingEvent", "contact_upsert", "dispatch_due", "enrollment_after_provider_answer",
     "enrollment_create", "enrollment_pause", "enrollment_pause_in_transaction", "enrollment_resume",
     "enrollment_stop", "enrollment_stop_in_transaction", "enrollments_create_batch", "enrollments_doctor",
+    "enrollments_create_many", "enrollments_dry_run", "Refusal",
     "final_check", "leases_sweep", "mailbox_pause", "mailbox_probe", "mailbox_probes_due", "mailbox_resume",
     "provider_cancel_request", "provider_cancels_stale", "provider_event_record", "provider_event_reject",
     "provider_send_at_for", "queued_stale", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",

@@ -75,6 +75,8 @@ class BatchResult:
     contacts_updated: int = 0
     fields_changed: Counter = dataclass_field(default_factory=Counter)  # field name -> contacts changed
     contacts_kept: int = 0  # existing contacts the file would have changed, left as they were
+    suppressed: int = 0  # rejected rows whose address (or domain) is suppressed
+    already_enrolled: int = 0  # rejected rows already in the sequence
 
 
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
@@ -94,6 +96,42 @@ def _suppressed(emails: list[str]) -> dict[str, Suppression]:
                 out[email] = entry
                 break
     return out
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a row is not enrolled although it is valid: its address is suppressed, or already in the sequence."""
+
+    SUPPRESSED = "suppressed"
+    ALREADY_ENROLLED = "already_enrolled"
+
+    kind: str
+    reason: str
+
+
+def _refusals(sequence: Sequence, rows: list[ContactRow]) -> dict[str, Refusal]:
+    """The rows the batch refuses, by address: the one rule for enrolling and for a dry run."""
+    emails = [row.email for row in rows]
+    suppressed = _suppressed(emails)
+    enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
+                   .values_list("contact__email", flat=True))
+    refused = {}
+    for email in emails:
+        blocked = suppressed.get(email)
+        if blocked is not None:
+            refused[email] = Refusal(Refusal.SUPPRESSED, f"{email} is suppressed ({blocked.reason}, {blocked.value})")
+        elif email in enrolled:
+            refused[email] = Refusal(Refusal.ALREADY_ENROLLED, f"{email} is already enrolled in {sequence.name!r}")
+    return refused
+
+
+def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow]) -> dict[str, Refusal]:
+    """What enrollments_create_batch would refuse, without writing anything (reads only)."""
+    sequence = Sequence.objects.get(pk=sequence_id)
+    refused: dict[str, Refusal] = {}
+    for start in range(0, len(rows), 5000):
+        refused |= _refusals(sequence, rows[start:start + 5000])
+    return refused
 
 
 def _insert(model: type[models.Model], rows: list[dict[str, Any]]) -> list[int]:
@@ -155,19 +193,19 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         if step is None:
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         emails = [row.email for row in rows]
-        suppressed = _suppressed(emails)
-        enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
-                       .values_list("contact__email", flat=True))
+        refused = _refusals(sequence, rows)
         existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
         accepted: list[ContactRow] = []
         for row in rows:
-            blocked = suppressed.get(row.email)
-            if blocked is not None:
-                result.rejected.append((row.line, f"{row.email} is suppressed ({blocked.reason}, {blocked.value})"))
-            elif row.email in enrolled:
-                result.rejected.append((row.line, f"{row.email} is already enrolled in {sequence.name!r}"))
-            else:
+            refusal = refused.get(row.email)
+            if refusal is None:
                 accepted.append(row)
+                continue
+            result.rejected.append((row.line, refusal.reason))
+            if refusal.kind == Refusal.SUPPRESSED:
+                result.suppressed += 1
+            else:
+                result.already_enrolled += 1
 
         new_rows = [r for r in accepted if r.email not in existing]
         new_ids = _insert(Contact, [{"email": r.email, "first_name": r.first_name, "last_name": r.last_name,
@@ -218,3 +256,20 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         _insert(TimelineEvent, events)
         result.enrolled = len(accepted)
     return result
+
+
+def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: str = "", batch_size: int = 1000,
+                            progress=None) -> BatchResult:
+    """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each."""
+    total = BatchResult()
+    for start in range(0, len(rows), batch_size):
+        result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size], actor=actor)
+        total.enrolled += result.enrolled
+        total.rejected += result.rejected
+        total.contacts_created += result.contacts_created
+        total.contacts_kept += result.contacts_kept
+        total.suppressed += result.suppressed
+        total.already_enrolled += result.already_enrolled
+        if progress is not None:
+            progress(min(start + batch_size, len(rows)), len(rows))
+    return total

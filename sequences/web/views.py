@@ -9,6 +9,7 @@ showing what did happen (kept once in the session).
 from __future__ import annotations
 
 import csv
+import secrets
 from dataclasses import asdict
 from urllib.parse import urlencode
 
@@ -58,6 +59,7 @@ from .forms import (
 E = Enrollment.Status
 # Imports up to this many rows run inside the request; larger ones in an RQ job with a progress page.
 INLINE_IMPORT_ROWS = 200
+INLINE_IMPORT_PREFIX = "inline-"  # an import done inside the request; its result lives in the session
 
 
 def _actor(request) -> str:
@@ -69,7 +71,7 @@ def _search(request) -> str:
     return form.cleaned_data["q"].strip() if form.is_valid() else ""
 
 
-def _result_key(kind: str, pk: int) -> str:
+def _result_key(kind: str, pk: int | str) -> str:
     return f"ui-result:{kind}:{pk}"
 
 
@@ -358,8 +360,11 @@ def suppression_import(request):
         if len(import_rows) <= INLINE_IMPORT_ROWS:
             result = services.suppression_import(rows=import_rows, actor=_actor(request), source=source)
             result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
-            return render(request, "ui/suppression_import_status.html", {"result": result, "done": True,
-                                                                          "file": source})
+            # POST/redirect/GET: the result is kept in the session, so reloading it shows it again
+            # instead of importing the file a second time.
+            key = f"{INLINE_IMPORT_PREFIX}{secrets.token_hex(8)}"
+            request.session[_result_key("suppression_import", key)] = {"result": result, "file": source}
+            return redirect("suppression_import_status", job_id=key)
         try:
             job = _import_queue().enqueue(
                 tasks.suppression_import, [asdict(r) for r in import_rows], _actor(request), source, invalid,
@@ -384,6 +389,11 @@ def _import_queue():
 
 @ui_view(MANAGE_SUPPRESSIONS)
 def suppression_import_status(request, job_id: str):
+    if job_id.startswith(INLINE_IMPORT_PREFIX):
+        kept = request.session.get(_result_key("suppression_import", job_id))
+        if kept is None:
+            raise Http404("no such import")
+        return render(request, "ui/suppression_import_status.html", {**kept, "done": True})
     try:
         job = Job.fetch(job_id, connection=_import_queue().connection)
     except NoSuchJobError:
