@@ -156,3 +156,29 @@ def test_small_suppression_import_redirects_and_a_reload_imports_nothing(client,
         assert "Imported: 1 new suppression, 0 already suppressed, 0 rows with errors." in page
     assert Suppression.objects.filter(value="reload@example.com").count() == 1
     assert OperatorAction.objects.filter(action="suppression_add").count() == 1
+
+
+def test_incident_lanes_size_gaps_by_length_and_label_long_ones_as_breaks():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sequences.web.incidents import LanePoint, lanes
+
+    t0 = timezone.now()
+    at = [t0, t0 + timedelta(milliseconds=10), t0 + timedelta(milliseconds=20), t0 + timedelta(seconds=105.02)]
+    points = [LanePoint("job", at[0], "claimed v2", "claim"), LanePoint("reply", at[1], "reply received", "received"),
+              LanePoint("job", at[2], "final check: authorized v3", "authorized"),
+              LanePoint("reply", at[3], "reply committed", "committed")]
+    geometry = lanes(points, window=(at[0], at[2]))
+    xs = [p.x for p in geometry["points"]]
+    assert xs == sorted(xs) and len(set(xs)) == 4
+    short, long = xs[1] - xs[0], xs[3] - xs[2]
+    assert long > 2 * short, "105 s takes more room than 10 ms"
+    assert [g["text"] for g in geometry["gaps"]] == ["+10 ms", "+10 ms"]
+    assert [b["text"] for b in geometry["breaks"]] == ["… 105.0 s later …"]
+    assert [p.number for p in geometry["points"]] == [1, 2, 3, 4]
+    # Numbers sit above the send-job lane and below the reply lane: the dashed guides run between them.
+    job_y, reply_y = geometry["lane_y"]["job"], geometry["lane_y"]["reply"]
+    for p in geometry["points"]:
+        assert p.text_y < job_y if p.lane == "job" else p.text_y > reply_y
