@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import secrets
+from collections import Counter
 from dataclasses import asdict
 from urllib.parse import urlencode
 
@@ -90,21 +91,33 @@ def dashboard(request):
 def sequence_list(request):
     q = _search(request)
     status = request.GET.get("status", "")
-    qs = Sequence.objects.select_related("mailbox").annotate(
-        n_total=Count("enrollments"),
-        n_active=Count("enrollments", filter=Q(enrollments__status=E.ACTIVE)),
-        n_paused=Count("enrollments", filter=Q(enrollments__status=E.PAUSED)),
-        n_stopped=Count("enrollments", filter=Q(enrollments__status=E.STOPPED)),
-        n_completed=Count("enrollments", filter=Q(enrollments__status=E.COMPLETED)),
-    )
+    qs = Sequence.objects.select_related("mailbox")
     if q:
         qs = qs.filter(Q(name__icontains=q) | Q(mailbox__name__icontains=q) | Q(mailbox__address__icontains=q))
     if status in Sequence.Status.values:
         qs = qs.filter(status=status)
+    page = page_of(request, qs.order_by("name"))
+    _enrollment_counts(page)
     return render(request, "ui/sequence_list.html", {
-        "page": page_of(request, qs.order_by("name")), "q": q, "status": status,
+        "page": page, "q": q, "status": status,
         "statuses": Sequence.Status.choices, "query": query_without_page(request),
     })
+
+
+def _enrollment_counts(sequences) -> None:
+    """Each shown sequence's enrollments by status, in one grouped read that the (sequence, status) index answers.
+
+    (Counting through a join of every sequence with every enrollment took a third of a second at 200,000.)
+    """
+    counts: Counter = Counter()
+    grouped = (Enrollment.objects.filter(sequence_id__in=[s.pk for s in sequences]).order_by()
+               .values_list("sequence_id", "status").annotate(n=Count("*")))
+    for sequence_id, value, n in grouped:
+        counts[sequence_id, value] = n
+    for s in sequences:
+        s.n_active, s.n_paused = counts[s.pk, E.ACTIVE], counts[s.pk, E.PAUSED]
+        s.n_stopped, s.n_completed = counts[s.pk, E.STOPPED], counts[s.pk, E.COMPLETED]
+        s.n_total = sum(n for (sequence_id, _), n in counts.items() if sequence_id == s.pk)
 
 
 @ui_view(VIEW)
