@@ -40,9 +40,8 @@ def _run(statements):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sequences', '0006_failed_steps_can_be_retried'),
+        ("sequences", "0006_failed_steps_can_be_retried"),
     ]
 
     operations = [

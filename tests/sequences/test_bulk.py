@@ -10,8 +10,9 @@ from sequences.labels import stop_summary_lines
 from sequences.models import Enrollment, OperatorAction, SendJob
 from sequences.pipeline import send_job_process
 from tests.factories import enroll, make_sequence
-from tests.ui.conftest import roles, users  # noqa: F401 - the UI roles and one user per role
+from tests.ui import conftest as ui
 
+roles, users = ui.roles, ui.users  # the UI's fixtures: its roles and one user per role
 pytestmark = pytest.mark.django_db(transaction=True)  # a real send: no transaction across the transport
 S = SendJob.State
 E = Enrollment.Status
@@ -55,7 +56,10 @@ def test_bulk_pause_confirms_then_reports_what_it_did_to_the_selection_only(clie
     assert "0 jobs in flight now (authorized, being handed off) — cannot recall." in page
     assert "1 job handed off earlier (submitted before this stop) — cannot recall." in page
     assert dict(Enrollment.objects.values_list("contact__email", "status")) == {
-        "sent@example.com": E.PAUSED, "waiting@example.com": E.PAUSED, "other@example.com": E.ACTIVE}
+        "sent@example.com": E.PAUSED,
+        "waiting@example.com": E.PAUSED,
+        "other@example.com": E.ACTIVE,
+    }
     assert SendJob.objects.filter(enrollment=other, state=S.SCHEDULED).count() == 1
     assert OperatorAction.objects.filter(action="enrollment_pause", actor=users["operator"].username).count() == 2
 

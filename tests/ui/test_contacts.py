@@ -57,22 +57,39 @@ def test_contact_page_shows_every_sequence_mailbox_suppression_and_inbound_mail(
     a = enroll(first, "bob@example.com", first_name="Bob")
     enroll(second, "bob@example.com")
     InboundMessage.objects.create(
-        mailbox=first.mailbox, folder="INBOX", uidvalidity=1, uid=1, message_id="<r1@example.com>",
-        from_address="bob@example.com", subject="Re: spring offer", kind="human_reply", enrollment=a,
+        mailbox=first.mailbox,
+        folder="INBOX",
+        uidvalidity=1,
+        uid=1,
+        message_id="<r1@example.com>",
+        from_address="bob@example.com",
+        subject="Re: spring offer",
+        kind="human_reply",
+        enrollment=a,
     )
     services.suppression_add(value="@example.com", reason="manual", note="whole company asked", actor="ops")
     client.force_login(users["staff"])
     contact = Contact.objects.get(email="bob@example.com")
     html = client.get(reverse("contact_detail", args=[contact.pk])).content.decode()
-    for text in ("Spring", "Renewal", "sales", "support", "Re: spring offer", "whole company asked",
-                 "Suppressed (Manual, @example.com)", "Canceled — never sent"):
+    for text in (
+        "Spring",
+        "Renewal",
+        "sales",
+        "support",
+        "Re: spring offer",
+        "whole company asked",
+        "Suppressed (Manual, @example.com)",
+        "Canceled — never sent",
+    ):
         assert text in html, text
     assert html.count('data-label="Sequence"') >= 4  # two enrollments, two jobs
 
 
 def upload_csv(client, sequence, text: str):
-    response = client.post(reverse("enroll_upload", args=[sequence.pk]),
-                           {"file": SimpleUploadedFile("people.csv", text.encode(), content_type="text/csv")})
+    response = client.post(
+        reverse("enroll_upload", args=[sequence.pk]),
+        {"file": SimpleUploadedFile("people.csv", text.encode(), content_type="text/csv")},
+    )
     assert response.status_code == 302, response.content.decode()[:500]
     return response["Location"]
 
@@ -82,13 +99,15 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     enroll(sequence, "old@example.com")
     services.suppression_add(value="no@example.com", reason="unsubscribe", note="asked", actor="ops")
     client.force_login(users["operator"])
-    text = ("Mail,Given,Firm,Plan,Junk\n"
-            "new1@example.com,Ann,Acme,gold,x\n"  # 2
-            "not-an-address,Bad,,,\n"  # 3
-            "old@example.com,Old,,,\n"  # 4: already enrolled
-            "NO@example.com,No,,,\n"  # 5: suppressed
-            "new1@example.com,Dup,,,\n"  # 6: duplicate of line 2
-            "new2@example.com,Ben,Beta,silver,y\n")  # 7
+    text = (
+        "Mail,Given,Firm,Plan,Junk\n"
+        "new1@example.com,Ann,Acme,gold,x\n"  # 2
+        "not-an-address,Bad,,,\n"  # 3
+        "old@example.com,Old,,,\n"  # 4: already enrolled
+        "NO@example.com,No,,,\n"  # 5: suppressed
+        "new1@example.com,Dup,,,\n"  # 6: duplicate of line 2
+        "new2@example.com,Ben,Beta,silver,y\n"
+    )  # 7
     map_url = upload_csv(client, sequence, text)
 
     page = client.get(map_url)
@@ -96,8 +115,9 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     assert [t for _, _, t in page.context["columns"]] == ["field", "field", "field", "field", "field"]
     assert "dry_run" not in page.context
     # No email column chosen: said so, nothing checked.
-    refused = client.get(map_url, {"col0": "field", "col1": "first_name", "col2": "company", "col3": "field",
-                                   "col4": "ignore"})
+    refused = client.get(
+        map_url, {"col0": "field", "col1": "first_name", "col2": "company", "col3": "field", "col4": "ignore"}
+    )
     assert refused.status_code == 400 and "One column must be the email address." in refused.content.decode()
 
     mapping = {"col0": "email", "col1": "first_name", "col2": "company", "col3": "field", "col4": "ignore"}
@@ -137,8 +157,10 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
 def test_enroll_upload_refuses_a_file_it_cannot_read(client, users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=1)
     client.force_login(users["operator"])
-    response = client.post(reverse("enroll_upload", args=[sequence.pk]),
-                           {"file": SimpleUploadedFile("x.csv", b"email\n\xff\xfe@x\n", content_type="text/csv")})
+    response = client.post(
+        reverse("enroll_upload", args=[sequence.pk]),
+        {"file": SimpleUploadedFile("x.csv", b"email\n\xff\xfe@x\n", content_type="text/csv")},
+    )
     assert response.status_code == 400
     assert re.search(r"line 2, byte 1 .*0xff is not UTF-8", response.content.decode())
     client.force_login(users["staff"])
@@ -148,8 +170,9 @@ def test_enroll_upload_refuses_a_file_it_cannot_read(client, users):
 def test_small_suppression_import_redirects_and_a_reload_imports_nothing(client, users):
     client.force_login(users["admin"])
     text = "email,reason\nreload@example.com,manual\n"
-    response = client.post(reverse("suppression_import"),
-                           {"file": SimpleUploadedFile("list.csv", text.encode(), content_type="text/csv")})
+    response = client.post(
+        reverse("suppression_import"), {"file": SimpleUploadedFile("list.csv", text.encode(), content_type="text/csv")}
+    )
     assert response.status_code == 302
     for _ in range(3):
         page = client.get(response["Location"]).content.decode()
@@ -167,9 +190,12 @@ def test_incident_lanes_size_gaps_by_length_and_label_long_ones_as_breaks():
 
     t0 = timezone.now()
     at = [t0, t0 + timedelta(milliseconds=10), t0 + timedelta(milliseconds=20), t0 + timedelta(seconds=105.02)]
-    points = [LanePoint("job", at[0], "claimed v2", "claim"), LanePoint("reply", at[1], "reply received", "received"),
-              LanePoint("job", at[2], "final check: authorized v3", "authorized"),
-              LanePoint("reply", at[3], "reply committed", "committed")]
+    points = [
+        LanePoint("job", at[0], "claimed v2", "claim"),
+        LanePoint("reply", at[1], "reply received", "received"),
+        LanePoint("job", at[2], "final check: authorized v3", "authorized"),
+        LanePoint("reply", at[3], "reply committed", "committed"),
+    ]
     geometry = lanes(points, window=(at[0], at[2]))
     xs = [p.x for p in geometry["points"]]
     assert xs == sorted(xs) and len(set(xs)) == 4

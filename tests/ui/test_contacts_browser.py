@@ -70,8 +70,9 @@ def test_enroll_a_thousand_row_csv_through_the_upload(live_server, page: Page, u
     expect(page.locator("#enroll-result")).to_contain_text("Enrolled: 995.")
     assert Enrollment.objects.filter(sequence=sequence).count() == 995, "reloading the result enrolls nothing"
     assert SendJob.objects.filter(enrollment__sequence=sequence, state=S.SCHEDULED).count() == 995
-    assert not Enrollment.objects.filter(contact__email__in=["unsubscribed@people.example",
-                                                             "p22@blocked.example"]).exists()
+    assert not Enrollment.objects.filter(
+        contact__email__in=["unsubscribed@people.example", "p22@blocked.example"]
+    ).exists()
 
     page.goto(f"{live_server.url}/contacts/?q=First500")
     expect(page.locator("#contacts tbody tr")).to_have_count(1)
@@ -80,8 +81,9 @@ def test_enroll_a_thousand_row_csv_through_the_upload(live_server, page: Page, u
 
 
 def test_bulk_pause_with_the_honest_summary(live_server, page: Page, users, screenshot, smtp_server):
-    sequence = make_sequence(mailbox=MailboxFactory(smtp_port=smtp_server.port), steps=2, waits=(0, 3600),
-                             name="Bulk spring")
+    sequence = make_sequence(
+        mailbox=MailboxFactory(smtp_port=smtp_server.port), steps=2, waits=(0, 3600), name="Bulk spring"
+    )
     sent = enroll(sequence, "long-ago@example.com")
     (job_id,) = services.dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w").state == S.SUBMITTED
@@ -105,8 +107,11 @@ def test_bulk_pause_with_the_honest_summary(live_server, page: Page, users, scre
     expect(result.locator(".label.never-sent")).to_have_count(2)
     screenshot("bulk-pause-result")
     statuses = dict(Enrollment.objects.values_list("contact__email", "status"))
-    assert statuses == {"long-ago@example.com": "paused", "waiting@example.com": "paused",
-                        "untouched@example.com": "active"}
+    assert statuses == {
+        "long-ago@example.com": "paused",
+        "waiting@example.com": "paused",
+        "untouched@example.com": "active",
+    }
     assert len(smtp_server.received) == 1
 
 
@@ -152,12 +157,15 @@ def test_phone_layout_of_the_enrollment_and_contacts_pages(live_server, page: Pa
 
 
 def _overlap(a, b) -> bool:
-    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] and (
-        b["y"] < a["y"] + a["height"])
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and (b["y"] < a["y"] + a["height"])
+    )
 
 
-def test_incident_picture_has_no_overlapping_labels_and_no_guide_across_one(live_server, page: Page, users,
-                                                                             screenshot):
+def test_incident_picture_has_no_overlapping_labels_and_no_guide_across_one(live_server, page: Page, users, screenshot):
     from tests.ui.test_operations import reply_to, submit
 
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
@@ -171,12 +179,14 @@ def test_incident_picture_has_no_overlapping_labels_and_no_guide_across_one(live
     expect(svg).to_be_visible()
     texts = svg.locator("text").evaluate_all(
         "els => els.map(e => { const b = e.getBBox(); "
-        "return {x: b.x, y: b.y, width: b.width, height: b.height, t: e.textContent}; })")
+        "return {x: b.x, y: b.y, width: b.width, height: b.height, t: e.textContent}; })"
+    )
     for i, a in enumerate(texts):
-        for b in texts[i + 1:]:
+        for b in texts[i + 1 :]:
             assert not _overlap(a, b), (a, b)
-    guides = svg.locator("line.guide").evaluate_all("els => els.map(e => { const b = e.getBBox(); "
-                                                    "return {x: b.x - 0.5, y: b.y, width: 1, height: b.height}; })")
+    guides = svg.locator("line.guide").evaluate_all(
+        "els => els.map(e => { const b = e.getBBox(); return {x: b.x - 0.5, y: b.y, width: 1, height: b.height}; })"
+    )
     assert guides
     for guide in guides:
         for text in texts:
