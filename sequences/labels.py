@@ -154,11 +154,15 @@ def _jobs(n: int) -> str:
 
 
 def stop_summary_lines(summary: StopSummary) -> list[str]:
-    """What a stop did to jobs, one sentence each: never sent, in flight, already submitted."""
+    """What a stop did to jobs, one sentence each: never sent, in flight now, handed off earlier.
+
+    "In flight now" (authorized, its hand-off under way) and "handed off earlier" (submitted
+    before the stop, finished) are kept apart: only the first may still be leaving as we speak.
+    """
     return [
         f"{_jobs(summary.canceled)} canceled — never sent",
-        f"{_jobs(summary.in_flight)} in flight (authorized, being handed off) — cannot recall",
-        f"{_jobs(summary.submitted)} already submitted — cannot recall",
+        f"{_jobs(summary.in_flight)} in flight now (authorized, being handed off) — cannot recall",
+        f"{_jobs(summary.submitted)} handed off earlier (submitted before this stop) — cannot recall",
     ]
 
 

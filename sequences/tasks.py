@@ -77,8 +77,8 @@ def mailbox_probe(mailbox_id: int) -> str:
     return result.outcome
 
 
-def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):
-    """A large CSV import; reports progress in the RQ job's meta for the status page."""
+def _meta_progress():
+    """A progress(done, total) callback keeping the counts in the current RQ job's meta, which its status page reads."""
     job = get_current_job()
 
     def progress(done: int, total: int) -> None:
@@ -86,8 +86,13 @@ def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, inva
             job.meta.update({"done": done, "total": total})
             job.save_meta()
 
+    return progress
+
+
+def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):
+    """A large CSV import; reports progress in the RQ job's meta for the status page."""
     result = services.suppression_import(rows=[services.ImportRow(**r) for r in rows], actor=actor, source=source,
-                                         progress=progress)
+                                         progress=_meta_progress())
     result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
     return result
 
@@ -121,3 +126,10 @@ def api_housekeeping() -> int:
     from .api.idempotency import idempotency_keys_purge
 
     return idempotency_keys_purge()
+def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str) -> dict[str, Any]:
+    """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page."""
+    result = services.enrollments_create_many(sequence_id=sequence_id, rows=[services.ContactRow(**r) for r in rows],
+                                              actor=actor, progress=_meta_progress())
+    return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
+            "invalid": len(rejected), "contacts_created": result.contacts_created,
+            "contacts_kept": result.contacts_kept, "rejected": sorted([tuple(r) for r in rejected] + result.rejected)}

@@ -30,9 +30,13 @@ from typing import Any
 from proving.bench.env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, bench_env, migrate
 from proving.harness.stack import DrillError, PrivateRedis
 
-SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail", "api")
+SUITES = (
+    "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail", "api", "pages",
+)
 # `all` runs them in this order (scale last: it leaves the biggest tables)
-ALL = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "scale")
+ALL = (
+    "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "pages", "scale",
+)
 
 # Sizes: (full, --quick). Every one can be overridden on the command line.
 DEFAULTS: dict[str, tuple[Any, Any]] = {
@@ -59,6 +63,10 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "guardrail_sends": (100_000, 10_000),
     "bounces": (200, 50),
     "api_calls": (2_000, 200),
+    "page_jobs": (1_000_000, 50_000),
+    "page_enrollments": (200_000, 10_000),
+    "page_small_jobs": (10_000, 2_000),
+    "page_requests": (40, 10),
     "timeout": (4 * 3600.0, 1800.0),
 }
 
@@ -286,7 +294,18 @@ def machine_table(facts: dict[str, Any]) -> str:
 
 
 def inner(suite: str, write: Callable[[str], None]) -> int:
-    from proving.bench import api, ceiling, enroll, guard, guardrail, ingest, reply_to_stop, scale, slow_provider
+    from proving.bench import (
+        api,
+        ceiling,
+        enroll,
+        guard,
+        guardrail,
+        ingest,
+        pages,
+        reply_to_stop,
+        scale,
+        slow_provider,
+    )
 
     def terminate(signum, frame):  # the outer process' deadline: unwind, so workers and servers stop
         raise SystemExit(128 + signum)
@@ -305,6 +324,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         "enroll": enroll.run,
         "guardrail": guardrail.run,
         "api": api.run,
+        "pages": pages.run,
     }
     # `all`: the guard suite already measures the ceiling with the same W; once is enough.
     names = [n for n in ALL if n != "ceiling" or options.get("no_ceiling")] if suite == "all" else [suite]

@@ -31,7 +31,16 @@ from .campaigns import (
 )
 from .common import ServiceError, StopSummary
 from .doctor import Finding, enrollments_doctor
-from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
+from .enrollments import (
+    BatchResult,
+    ContactRow,
+    Refusal,
+    contact_upsert,
+    enrollment_create,
+    enrollments_create_batch,
+    enrollments_create_many,
+    enrollments_dry_run,
+)
 from .erasure import contact_erase, contact_export
 from .guardrails import Figures, guardrail_crossed, guardrail_figures, guardrail_may_cross, guardrail_record
 from .holds import person_hold_for_auto_reply
@@ -88,14 +97,15 @@ from .suppressions import (
 )
 
 __all__ = [
-    "Authorization", "BatchResult", "ContactRow", "Figures", "Finding", "ImportRow", "ProbeResult", "ServiceError",
-    "StepInvalid", "StopSummary", "TrackingEvent", "contact_erase", "contact_export", "contact_upsert", "dispatch_due",
-    "enrollment_after_provider_answer", "enrollment_create", "enrollment_pause", "enrollment_pause_in_transaction",
-    "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction", "enrollments_create_batch",
-    "enrollments_doctor", "final_check", "guardrail_crossed", "guardrail_figures", "guardrail_may_cross",
-    "guardrail_record", "leases_sweep", "mailbox_pause", "mailbox_pause_sweep", "mailbox_probe", "mailbox_probes_due",
-    "mailbox_resume", "person_hold_for_auto_reply", "person_stop_in_transaction", "provider_cancel_request",
-    "provider_cancels_stale", "provider_event_record", "provider_event_reject", "provider_send_at_for", "queued_stale",
+    "Authorization", "BatchResult", "ContactRow", "Figures", "Finding", "ImportRow", "ProbeResult", "Refusal",
+    "ServiceError", "StepInvalid", "StopSummary", "TrackingEvent", "contact_erase", "contact_export", "contact_upsert",
+    "dispatch_due", "enrollment_after_provider_answer", "enrollment_create", "enrollment_pause",
+    "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
+    "enrollments_create_batch", "enrollments_create_many", "enrollments_doctor", "enrollments_dry_run", "final_check",
+    "guardrail_crossed", "guardrail_figures", "guardrail_may_cross", "guardrail_record", "leases_sweep",
+    "mailbox_pause", "mailbox_pause_sweep", "mailbox_probe", "mailbox_probes_due", "mailbox_resume",
+    "person_hold_for_auto_reply", "person_stop_in_transaction", "provider_cancel_request", "provider_cancels_stale",
+    "provider_event_record", "provider_event_reject", "provider_send_at_for", "queued_stale",
     "reply_stop_in_transaction", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",
     "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry", "send_job_record_submitted",
     "send_job_record_unknown", "send_job_record_unpreparable", "send_job_record_unreachable", "send_job_retry",

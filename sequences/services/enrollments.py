@@ -94,6 +94,8 @@ class BatchResult:
     contacts_updated: int = 0
     fields_changed: Counter = dataclass_field(default_factory=Counter)  # field name -> contacts changed
     contacts_kept: int = 0  # existing contacts the file would have changed, left as they were
+    suppressed: int = 0  # rejected rows whose address (or domain) is suppressed
+    already_enrolled: int = 0  # rejected rows already in the sequence
 
 
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
@@ -113,6 +115,53 @@ def _suppressed(emails: list[str]) -> dict[str, Suppression]:
                 out[email] = entry
                 break
     return out
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a row is not enrolled although it is valid: its address is suppressed, or already in the sequence."""
+
+    SUPPRESSED = "suppressed"
+    ERASED = "erased"  # counted with the suppressed: never mailed again
+    ALREADY_ENROLLED = "already_enrolled"
+    TIMEZONE = "timezone"
+
+    kind: str
+    reason: str
+
+
+def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bool = False,
+              existing: dict[str, Contact] | None = None) -> dict[str, Refusal]:
+    """The rows the batch refuses, by address: the one rule for enrolling and for a dry run."""
+    emails = [row.email for row in rows]
+    suppressed = _suppressed(emails)
+    erased = addresses_erased(emails)
+    enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
+                   .values_list("contact__email", flat=True))
+    if existing is None:
+        existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+    refused = {}
+    for row in rows:
+        email, blocked = row.email, suppressed.get(row.email)
+        zone = _zone_refused(row, existing.get(email), update_contacts=update_contacts)
+        if email in erased:
+            refused[email] = Refusal(Refusal.ERASED, ERASED)
+        elif blocked is not None:
+            refused[email] = Refusal(Refusal.SUPPRESSED, f"{email} is suppressed ({blocked.reason}, {blocked.value})")
+        elif email in enrolled:
+            refused[email] = Refusal(Refusal.ALREADY_ENROLLED, f"{email} is already enrolled in {sequence.name!r}")
+        elif zone:
+            refused[email] = Refusal(Refusal.TIMEZONE, f"{email}: timezone: {zone}")
+    return refused
+
+
+def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow]) -> dict[str, Refusal]:
+    """What enrollments_create_batch would refuse, without writing anything (reads only)."""
+    sequence = Sequence.objects.get(pk=sequence_id)
+    refused: dict[str, Refusal] = {}
+    for start in range(0, len(rows), 5000):
+        refused |= _refusals(sequence, rows[start:start + 5000])
+    return refused
 
 
 def _insert(model: type[models.Model], rows: list[dict[str, Any]]) -> list[int]:
@@ -184,25 +233,19 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         if step is None:
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         emails = [row.email for row in rows]
-        suppressed = _suppressed(emails)
-        erased = addresses_erased(emails)
-        enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
-                       .values_list("contact__email", flat=True))
         existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+        refused = _refusals(sequence, rows, update_contacts=update_contacts, existing=existing)
         accepted: list[ContactRow] = []
         for row in rows:
-            blocked = suppressed.get(row.email)
-            zone = _zone_refused(row, existing.get(row.email), update_contacts=update_contacts)
-            if row.email in erased:
-                result.rejected.append((row.line, ERASED))
-            elif blocked is not None:
-                result.rejected.append((row.line, f"{row.email} is suppressed ({blocked.reason}, {blocked.value})"))
-            elif row.email in enrolled:
-                result.rejected.append((row.line, f"{row.email} is already enrolled in {sequence.name!r}"))
-            elif zone:
-                result.rejected.append((row.line, f"{row.email}: timezone: {zone}"))
-            else:
+            refusal = refused.get(row.email)
+            if refusal is None:
                 accepted.append(row)
+                continue
+            result.rejected.append((row.line, refusal.reason))
+            if refusal.kind in (Refusal.SUPPRESSED, Refusal.ERASED):
+                result.suppressed += 1
+            elif refusal.kind == Refusal.ALREADY_ENROLLED:
+                result.already_enrolled += 1
 
         new_rows = [r for r in accepted if r.email not in existing]
         new_ids = _insert(Contact, [{"email": r.email, "first_name": r.first_name, "last_name": r.last_name,
@@ -255,3 +298,20 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         _insert(TimelineEvent, events)
         result.enrolled = len(accepted)
     return result
+
+
+def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: str = "", batch_size: int = 1000,
+                            progress=None) -> BatchResult:
+    """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each."""
+    total = BatchResult()
+    for start in range(0, len(rows), batch_size):
+        result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size], actor=actor)
+        total.enrolled += result.enrolled
+        total.rejected += result.rejected
+        total.contacts_created += result.contacts_created
+        total.contacts_kept += result.contacts_kept
+        total.suppressed += result.suppressed
+        total.already_enrolled += result.already_enrolled
+        if progress is not None:
+            progress(min(start + batch_size, len(rows)), len(rows))
+    return total

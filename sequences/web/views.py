@@ -9,6 +9,8 @@ showing what did happen (kept once in the session).
 from __future__ import annotations
 
 import csv
+import secrets
+from collections import Counter
 from dataclasses import asdict
 from urllib.parse import urlencode
 
@@ -60,6 +62,7 @@ from .forms import (
 E = Enrollment.Status
 # Imports up to this many rows run inside the request; larger ones in an RQ job with a progress page.
 INLINE_IMPORT_ROWS = 200
+INLINE_IMPORT_PREFIX = "inline-"  # an import done inside the request; its result lives in the session
 
 
 def _actor(request) -> str:
@@ -71,7 +74,7 @@ def _search(request) -> str:
     return form.cleaned_data["q"].strip() if form.is_valid() else ""
 
 
-def _result_key(kind: str, pk: int) -> str:
+def _result_key(kind: str, pk: int | str) -> str:
     return f"ui-result:{kind}:{pk}"
 
 
@@ -90,21 +93,33 @@ def dashboard(request):
 def sequence_list(request):
     q = _search(request)
     status = request.GET.get("status", "")
-    qs = Sequence.objects.select_related("mailbox").annotate(
-        n_total=Count("enrollments"),
-        n_active=Count("enrollments", filter=Q(enrollments__status=E.ACTIVE)),
-        n_paused=Count("enrollments", filter=Q(enrollments__status=E.PAUSED)),
-        n_stopped=Count("enrollments", filter=Q(enrollments__status=E.STOPPED)),
-        n_completed=Count("enrollments", filter=Q(enrollments__status=E.COMPLETED)),
-    )
+    qs = Sequence.objects.select_related("mailbox")
     if q:
         qs = qs.filter(Q(name__icontains=q) | Q(mailbox__name__icontains=q) | Q(mailbox__address__icontains=q))
     if status in Sequence.Status.values:
         qs = qs.filter(status=status)
+    page = page_of(request, qs.order_by("name"))
+    _enrollment_counts(page)
     return render(request, "ui/sequence_list.html", {
-        "page": page_of(request, qs.order_by("name")), "q": q, "status": status,
+        "page": page, "q": q, "status": status,
         "statuses": Sequence.Status.choices, "query": query_without_page(request),
     })
+
+
+def _enrollment_counts(sequences) -> None:
+    """Each shown sequence's enrollments by status, in one grouped read that the (sequence, status) index answers.
+
+    (Counting through a join of every sequence with every enrollment took a third of a second at 200,000.)
+    """
+    counts: Counter = Counter()
+    grouped = (Enrollment.objects.filter(sequence_id__in=[s.pk for s in sequences]).order_by()
+               .values_list("sequence_id", "status").annotate(n=Count("*")))
+    for sequence_id, value, n in grouped:
+        counts[sequence_id, value] = n
+    for s in sequences:
+        s.n_active, s.n_paused = counts[s.pk, E.ACTIVE], counts[s.pk, E.PAUSED]
+        s.n_stopped, s.n_completed = counts[s.pk, E.STOPPED], counts[s.pk, E.COMPLETED]
+        s.n_total = sum(n for (sequence_id, _), n in counts.items() if sequence_id == s.pk)
 
 
 @ui_view(VIEW)
@@ -369,8 +384,11 @@ def suppression_import(request):
         if len(import_rows) <= INLINE_IMPORT_ROWS:
             result = services.suppression_import(rows=import_rows, actor=_actor(request), source=source)
             result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
-            return render(request, "ui/suppression_import_status.html", {"result": result, "done": True,
-                                                                          "file": source})
+            # POST/redirect/GET: the result is kept in the session, so reloading it shows it again
+            # instead of importing the file a second time.
+            key = f"{INLINE_IMPORT_PREFIX}{secrets.token_hex(8)}"
+            request.session[_result_key("suppression_import", key)] = {"result": result, "file": source}
+            return redirect("suppression_import_status", job_id=key)
         try:
             job = _import_queue().enqueue(
                 tasks.suppression_import, [asdict(r) for r in import_rows], _actor(request), source, invalid,
@@ -395,6 +413,11 @@ def _import_queue():
 
 @ui_view(MANAGE_SUPPRESSIONS)
 def suppression_import_status(request, job_id: str):
+    if job_id.startswith(INLINE_IMPORT_PREFIX):
+        kept = request.session.get(_result_key("suppression_import", job_id))
+        if kept is None:
+            raise Http404("no such import")
+        return render(request, "ui/suppression_import_status.html", {**kept, "done": True})
     try:
         job = Job.fetch(job_id, connection=_import_queue().connection)
     except NoSuchJobError:

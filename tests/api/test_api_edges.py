@@ -110,7 +110,7 @@ def test_enrollment_labels_say_already_submitted_after_a_stop(api, world, smtp_s
     stopped = api("operator").post(f"/api/v1/enrollments/{enrollment.pk}/stop")
     result = stopped.json()["result"]
     assert (result["canceled"], result["already_submitted"]) == (1, 1)
-    assert "1 job already submitted — cannot recall" in result["summary"]
+    assert "1 job handed off earlier (submitted before this stop) — cannot recall" in result["summary"]
     labels = {j["step"]: (j["label"], j["tone"]) for j in api("staff").get(f"/api/v1/enrollments/{enrollment.pk}")
               .json()["jobs"]}
     assert labels[1][0].startswith("Already submitted at ") and labels[1][0].endswith("— cannot recall")

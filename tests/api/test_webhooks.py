@@ -91,7 +91,7 @@ def test_a_reply_through_dovecot_is_delivered_signed_and_again_after_a_500(imap_
     (stopped,) = deliveries("enrollment.stopped")
     data = json.loads(stopped.body)["data"]
     assert (data["reason"], data["canceled"], data["already_submitted"]) == ("replied", 1, 1)
-    assert "1 job already submitted — cannot recall" in data["summary"]
+    assert "1 job handed off earlier (submitted before this stop) — cannot recall" in data["summary"]
     assert deliveries("message.submitted")[0].state == "delivered"
 
 

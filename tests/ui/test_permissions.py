@@ -26,6 +26,8 @@ READ = {A: (LOGIN, LOGIN), ST: (200, 405), OP: (200, 405), AD: (200, 405)}
 OPERATE = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (200, 302), AD: (200, 302)}
 OPERATE_POST = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (405, 302), AD: (405, 302)}  # no page: a button
 OPERATE_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (200, 400), AD: (200, 400)}  # an empty form: 400
+OPERATE_BACK = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (302, 302), AD: (302, 302)}  # nothing selected: back
+OPERATE_MISSING = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (404, 405), AD: (404, 405)}
 ADMIN_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 400)}
 ADMIN_READ = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 405)}
 DJANGO_ADMIN = {A: (ADMIN_LOGIN, ADMIN_LOGIN), ST: (ADMIN_LOGIN, ADMIN_LOGIN), OP: (ADMIN_LOGIN, ADMIN_LOGIN),
@@ -77,6 +79,16 @@ TABLE = [
      {**ADMIN_READ, AD: (404, 405)}),
     ("suppression_export", lambda w: reverse("suppression_export"), ADMIN_READ),
     ("operator_log", lambda w: reverse("operator_log"), READ),
+    ("contact_list", lambda w: reverse("contact_list") + "?q=@example.com", READ),
+    ("contact_detail", lambda w: reverse("contact_detail", args=[w["active"].contact_id]), READ),
+    ("enrollment_bulk", lambda w: reverse("enrollment_bulk", args=[w["sequence"].pk]), OPERATE_BACK),
+    ("enroll_upload", lambda w: reverse("enroll_upload", args=[w["sequence"].pk]), OPERATE_FORM),
+    ("enroll_map", lambda w: reverse("enroll_map", args=[w["sequence"].pk, "nosuchupload"]), OPERATE_MISSING),
+    ("enroll_run", lambda w: reverse("enroll_run", args=[w["sequence"].pk, "nosuchupload"]),
+     {**OPERATE_POST, OP: (405, 404), AD: (405, 404)}),
+    ("enroll_status", lambda w: reverse("enroll_status", args=[w["sequence"].pk, "no-such-job"]), OPERATE_MISSING),
+    ("enroll_progress", lambda w: reverse("enroll_progress", args=[w["sequence"].pk, "no-such-job"]),
+     OPERATE_MISSING),
     ("admin:index", lambda w: reverse("admin:index"), DJANGO_ADMIN),
     ("rq_home", lambda w: "/admin/rq/", DJANGO_ADMIN),
 ]
@@ -93,7 +105,7 @@ CASES = [
 def test_the_table_covers_every_ui_route():
     names = {p.name for p in ui_urls.urlpatterns}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 304
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368
 
 
 def test_every_ui_view_checks_a_permission():
