@@ -62,7 +62,9 @@ def job_label_and_tone(job: SendJob) -> Label:
         or enrollment_mailbox(enrollment).paused
     )
     if job.state == S.CANCELED:
-        return Label(f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})", Tone.NEVER_SENT)
+        why = reason_sentence(job.cancel_reason).rstrip(".")
+        why = why[:1].lower() + why[1:]
+        return Label(f"Canceled — never sent: {why} ({stamp(job.canceled_at)})", Tone.NEVER_SENT)
     provider = _provider_label(job)
     if provider:
         return provider
@@ -202,6 +204,7 @@ REASON_SENTENCES: dict[str, str] = {
     "hard_bounce": "The address does not exist (hard bounce).",
     "operator": "An operator stopped it.",
     "failed": "A step could not be sent.",
+    "colleague_replied": "Someone at the same company replied.",
 }
 
 

@@ -115,7 +115,7 @@ def test_enrollment_labels_say_already_submitted_after_a_stop(api, world, smtp_s
               .json()["jobs"]}
     assert labels[1][0].startswith("Already submitted at ") and labels[1][0].endswith("— cannot recall")
     assert labels[1][1] == "cannot-recall"
-    assert labels[2][0].startswith("Canceled — never sent (operator,") and labels[2][1] == "never-sent"
+    assert labels[2][0].startswith("Canceled — never sent: an operator stopped it (") and labels[2][1] == "never-sent"
     kinds = [e["kind"] for e in api("staff").get("/api/v1/timeline/active@example.com").json()]
     assert kinds[0] == "enrolled" and "job_submitted" in kinds and kinds[-1] == "enrollment_stopped"
 

@@ -61,7 +61,7 @@ def test_operator_pauses_a_sequence_with_one_job_mid_send_and_one_already_submit
         expect(result).to_contain_text("1 job handed off earlier (submitted before this stop) — cannot recall.")
         canceled = result.locator(".label.never-sent")
         expect(canceled).to_have_count(1)
-        expect(canceled).to_contain_text("Canceled — never sent (sequence_paused, ")
+        expect(canceled).to_contain_text("Canceled — never sent: the sequence was paused (")
         recalled = result.locator(".label.cannot-recall")
         expect(recalled).to_have_count(1)
         expect(recalled).to_have_text(re.compile(r"^Already submitted at .+ UTC — cannot recall$"))
