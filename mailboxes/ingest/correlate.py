@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from sequences.models import Enrollment, SendJob
 
+from ..classify.evidence import REFERENCES_CONSIDERED
 from ..kinds import Kind
 from ..models import InboundMessage, Mailbox
 from .parse import Parsed
@@ -32,14 +33,19 @@ class Correlation:
 
 
 def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -> Correlation:
-    """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first."""
+    """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first.
+
+    One query for every Message-ID the mail names (its own thread ids and those of the original inside
+    a report); one more only for a report's recipients or the sender when no id held.
+    """
     c = parsed.classification
-    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence")
+    embedded = list(c.original_message_ids[:REFERENCES_CONSIDERED]) if c is not None else []
+    known = jobs_by_message_id([*parsed.own_ids, *embedded])
     refused: list[str] = []  # evidence that named something but did not hold
 
     def by_message_id(ids) -> SendJob | None:
         for message_id in ids:
-            job = jobs.filter(message_id=message_id).first()
+            job = known.get(message_id)
             if job is None:
                 continue
             problem = _not_ours(job, mailbox, internaldate)
@@ -53,19 +59,20 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -
         if job is not None:
             return Correlation(rule, job, [job.enrollment.contact.email])
     if c is not None:
-        job = by_message_id(c.original_message_ids)
+        job = by_message_id(embedded)
         if job is not None:
             return Correlation(Rule.EMBEDDED, job, [job.enrollment.contact.email])
         if c.kind in (Kind.BOUNCE, Kind.COMPLAINT) and c.recipients:
-            sent = {r: _sent_to(r, mailbox, internaldate) for r in c.recipients}
-            known = [r for r, job in sent.items() if job is not None]
-            if known:
-                return Correlation(Rule.RECIPIENT, sent[known[0]], known)
+            recipients = list(c.recipients[:REFERENCES_CONSIDERED])
+            sent = _sent_to(recipients, mailbox, internaldate)
+            found = [r for r in recipients if r in sent]
+            if found:
+                return Correlation(Rule.RECIPIENT, sent[found[0]], found)
             names = ", ".join(c.recipients[:5])
             refused.append(f"the report names {names}; {_nothing_sent(internaldate)}")
             return _no_evidence(refused)
     if parsed.from_address:
-        job = _sent_to(parsed.from_address, mailbox, internaldate)
+        job = _sent_to([parsed.from_address], mailbox, internaldate).get(parsed.from_address)
         if job is not None:
             return Correlation(Rule.SENDER, job, [parsed.from_address])
         if Enrollment.objects.filter(contact__email=parsed.from_address).exists():
@@ -73,16 +80,42 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -
     return _no_evidence(refused) if refused else Correlation()
 
 
-def _sent_to(address: str, mailbox: Mailbox, internaldate: datetime | None) -> SendJob | None:
-    """The latest job this mailbox submitted to *address* before *internaldate*."""
-    if internaldate is None:
-        return None
-    return (
+def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
+    """Our jobs named by *ids* (any mailbox), by Message-ID: one query however many ids."""
+    ids = [i for i in dict.fromkeys(ids) if i][: 3 * REFERENCES_CONSIDERED]
+    if not ids:
+        return {}
+    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").filter(message_id__in=ids)
+    return {job.message_id: job for job in jobs}
+
+
+def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> tuple[set[str], set[str]]:
+    """(Message-IDs of ours, enrolled sender addresses) among the headers of a batch: two queries per batch.
+
+    A mail that names neither, and whose header shows no machine signal, cannot act (see triage).
+    """
+    ids = {i for p in parsed_by_uid.values() for i in p.own_ids}
+    senders = {p.from_address for p in parsed_by_uid.values() if p.from_address}
+    ours = set(SendJob.objects.filter(message_id__in=ids).values_list("message_id", flat=True)) if ids else set()
+    enrolled = set(Enrollment.objects.filter(contact__email__in=senders).values_list("contact__email", flat=True)
+                   ) if senders else set()
+    return ours, enrolled
+
+
+def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | None) -> dict[str, SendJob]:
+    """For each of *addresses*, the latest job this mailbox submitted to it before *internaldate*: one query."""
+    if internaldate is None or not addresses:
+        return {}
+    jobs = (
         SendJob.objects.select_related("enrollment__contact")
-        .filter(enrollment__contact__email=address, enrollment__sequence__mailbox=mailbox,
+        .filter(enrollment__contact__email__in=addresses, enrollment__sequence__mailbox=mailbox,
                 submitted_at__isnull=False, submitted_at__lte=internaldate + ARRIVAL_SLACK)
-        .order_by("-submitted_at").first()
+        .order_by("-submitted_at")
     )
+    latest: dict[str, SendJob] = {}
+    for job in jobs:
+        latest.setdefault(job.enrollment.contact.email, job)
+    return latest
 
 
 def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> str | None:

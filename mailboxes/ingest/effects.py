@@ -23,6 +23,8 @@ from .correlate import Correlation
 # One action per kind: (row, correlation, classification, source) -> what was done, in words.
 Effect = Callable[[InboundMessage, Correlation, Classification | None, str], str]
 
+NOT_CORRELATED = "not correlated to anything we sent: recorded only"
+
 SUPPRESS_FOR_KIND = {
     Kind.UNSUBSCRIBE_REQUEST: Suppression.Reason.UNSUBSCRIBE,
     Kind.COMPLAINT: Suppression.Reason.COMPLAINT,
@@ -96,7 +98,7 @@ def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Clas
     if correlation.rule == InboundMessage.Rule.NO_EVIDENCE:
         return f"no evidence we sent to it ({correlation.why}): recorded only, nothing stopped or suppressed"
     if not correlation.addresses:
-        return "not correlated to anything we sent: recorded only"
+        return NOT_CORRELATED
     effect = EFFECTS.get(row.kind)
     return effect(row, correlation, c, f"inbound:{row.pk}") if effect else "recorded only"
 
