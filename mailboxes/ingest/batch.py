@@ -25,8 +25,9 @@ from .record import inbound_record, metadata_batch_record, metadata_row
 FETCH_BUDGET = 16 * 1024 * 1024  # bytes asked for in one FETCH (by RFC822.SIZE, each capped at the limit)
 
 
-def batch_ingest(session: ImapSession, mailbox: Mailbox, folder: str, uidvalidity: int, uids: list[int]
-                 ) -> dict[str, int]:
+def batch_ingest(
+    session: ImapSession, mailbox: Mailbox, folder: str, uidvalidity: int, uids: list[int]
+) -> dict[str, int]:
     """Ingest *uids* (ascending) of the selected folder; returns counts (fetched, recorded, duplicates, bodies)."""
     limit = settings.OUTREACH_INBOUND_FETCH_LIMIT
     counts = {"fetched": 0, "recorded": 0, "duplicates": 0, "bodies": 0}
@@ -67,8 +68,9 @@ def batch_ingest(session: ImapSession, mailbox: Mailbox, folder: str, uidvalidit
 
 def _may_act(parsed: Parsed, ours: set[str], enrolled: set[str]) -> bool:
     """Whether the header leaves it open that this mail acts (see mailboxes.ingest.triage)."""
-    return bool(parsed.error or parsed.machine or parsed.from_address in enrolled
-                or any(i in ours for i in parsed.own_ids))
+    return bool(
+        parsed.error or parsed.machine or parsed.from_address in enrolled or any(i in ours for i in parsed.own_ids)
+    )
 
 
 def _bodies(session: ImapSession, messages: list[FetchedMessage], limit: int) -> Iterator[FetchedMessage]:

@@ -25,9 +25,13 @@ def inbound_raw_purge(*, days: int | None = None) -> int:
     purged = 0
     while True:
         with transaction.atomic(durable=True):
-            ids = list(InboundMessage.objects.filter(content=InboundMessage.Content.FULL, committed_at__lt=cutoff)
-                       .order_by("pk").values_list("pk", flat=True)[:PURGE_BATCH])
+            ids = list(
+                InboundMessage.objects.filter(content=InboundMessage.Content.FULL, committed_at__lt=cutoff)
+                .order_by("pk")
+                .values_list("pk", flat=True)[:PURGE_BATCH]
+            )
             if not ids:
                 return purged
             purged += InboundMessage.objects.filter(pk__in=ids).update(
-                raw=b"", content=InboundMessage.Content.PURGED, raw_purged_at=db_now())
+                raw=b"", content=InboundMessage.Content.PURGED, raw_purged_at=db_now()
+            )

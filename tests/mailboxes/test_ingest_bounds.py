@@ -65,10 +65,15 @@ def with_attachment(reply: bytes, megabytes: int) -> bytes:
     head, _, body = reply.partition(b"\r\n\r\n")
     head = head.replace(b"Content-Type: text/plain; charset=utf-8", b'Content-Type: multipart/mixed; boundary="b1"')
     line = b"QUJD" * 19 + b"\r\n"
-    return (head + b"\r\nMIME-Version: 1.0\r\n\r\n--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + body
-            + b"\r\n--b1\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n"
-            + b"Content-Disposition: attachment; filename=deck.pdf\r\n\r\n"
-            + line * (megabytes * 1024 * 1024 // len(line)) + b"--b1--\r\n")
+    return (
+        head
+        + b"\r\nMIME-Version: 1.0\r\n\r\n--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n"
+        + body
+        + b"\r\n--b1\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n"
+        + b"Content-Disposition: attachment; filename=deck.pdf\r\n\r\n"
+        + line * (megabytes * 1024 * 1024 // len(line))
+        + b"--b1--\r\n"
+    )
 
 
 POLL_CHILD = """
@@ -87,11 +92,21 @@ def test_a_54_mb_message_is_read_with_flat_memory_and_still_acts(imap_mailbox, d
     dovecot.append("alice", "INBOX", raw)
 
     # The poller runs in a child process that reports its own peak RSS.
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="outreach.settings", MAILBOX_ID=str(imap_mailbox.pk),
-               DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
-               REDIS_URL=django_settings.REDIS_URL)
-    child = subprocess.run([sys.executable, "-c", POLL_CHILD], env=env, capture_output=True, text=True, timeout=300,
-                           cwd=django_settings.BASE_DIR)
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="outreach.settings",
+        MAILBOX_ID=str(imap_mailbox.pk),
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
+        REDIS_URL=django_settings.REDIS_URL,
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", POLL_CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=django_settings.BASE_DIR,
+    )
     assert child.returncode == 0, child.stderr[-3000:]
     answer = json.loads(child.stdout.strip().splitlines()[-1])
 
@@ -104,8 +119,9 @@ def test_a_54_mb_message_is_read_with_flat_memory_and_still_acts(imap_mailbox, d
     assert ImapCursor.objects.get().last_uid == inbound.uid
 
 
-def test_the_fetch_is_partial_and_a_message_that_cannot_be_read_whole_is_still_recorded(imap_mailbox, dovecot,
-                                                                                       settings):
+def test_the_fetch_is_partial_and_a_message_that_cannot_be_read_whole_is_still_recorded(
+    imap_mailbox, dovecot, settings
+):
     settings.OUTREACH_INBOUND_FETCH_LIMIT = 4096
     enrollment, job = send_first_step(imap_mailbox)
     raw = mails.reply(to_message_id=job.message_id, body="Please stop.\r\n" + "padding line\r\n" * 2000)

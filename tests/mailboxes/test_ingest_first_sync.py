@@ -24,8 +24,10 @@ def history(dovecot, days_ago: int, **reply) -> int:
 
 
 def test_a_folder_is_first_read_from_the_mailboxs_first_submission(imap_mailbox, dovecot):
-    old = [history(dovecot, 30, to_message_id="", in_reply_to=False, sender=f"friend{i}@example.org",
-                   subject="Old thread") for i in range(3)]
+    old = [
+        history(dovecot, 30, to_message_id="", in_reply_to=False, sender=f"friend{i}@example.org", subject="Old thread")
+        for i in range(3)
+    ]
     old.append(history(dovecot, 10, to_message_id="", in_reply_to=False, subject="Lunch?"))  # ada, before enrolling
     enrollment, job = send_first_step(imap_mailbox)
     new = dovecot.append("alice", "INBOX", mails.reply(to_message_id=job.message_id))

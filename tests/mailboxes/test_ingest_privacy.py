@@ -24,23 +24,31 @@ from tests.mailboxes.test_ingest import poll, send_first_step
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-
 def personal_mail(marker: str, *, sender: str, attachment: bool = False) -> bytes:
     body = f"Dinner at ours on Friday? {marker}\r\nLove, Grandma"
     if not attachment:
-        return mails.reply(to_message_id="", in_reply_to=False, sender=sender, name=f"Grandma {marker}",
-                           subject=f"Family dinner {marker}", body=body)
-    return (f"From: Grandma {marker} <{sender}>\r\nTo: {mails.OURS}\r\nSubject: Photos {marker}\r\n"
-            f"Message-ID: {mails.new_id('family.example')}\r\nMIME-Version: 1.0\r\n"
-            'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
-            f"--b\r\nContent-Type: text/plain\r\n\r\n{body}\r\n--b\r\nContent-Type: text/plain; name=notes.txt\r\n"
-            f"Content-Disposition: attachment\r\n\r\n{marker} notes\r\n--b--\r\n").encode()
+        return mails.reply(
+            to_message_id="",
+            in_reply_to=False,
+            sender=sender,
+            name=f"Grandma {marker}",
+            subject=f"Family dinner {marker}",
+            body=body,
+        )
+    return (
+        f"From: Grandma {marker} <{sender}>\r\nTo: {mails.OURS}\r\nSubject: Photos {marker}\r\n"
+        f"Message-ID: {mails.new_id('family.example')}\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+        f"--b\r\nContent-Type: text/plain\r\n\r\n{body}\r\n--b\r\nContent-Type: text/plain; name=notes.txt\r\n"
+        f"Content-Disposition: attachment\r\n\r\n{marker} notes\r\n--b--\r\n"
+    ).encode()
 
 
 def pg_dump() -> str:
     name = connection.settings_dict["NAME"]
-    return subprocess.run(["pg_dump", "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True, check=True,
-                          timeout=120).stdout.decode("utf-8", "replace")
+    return subprocess.run(
+        ["pg_dump", "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True, check=True, timeout=120
+    ).stdout.decode("utf-8", "replace")
 
 
 def test_unrelated_personal_mail_leaves_no_trace_but_its_metadata(imap_mailbox, dovecot, client, django_user_model):
@@ -59,7 +67,13 @@ def test_unrelated_personal_mail_leaves_no_trace_but_its_metadata(imap_mailbox, 
     for row in unrelated:
         assert row.content == "metadata"
         assert (row.subject, row.from_name, row.from_address, bytes(row.raw), row.headers, row.reply_text) == (
-            "", "", "", b"", {}, "")
+            "",
+            "",
+            "",
+            b"",
+            {},
+            "",
+        )
         assert row.size > 0 and row.internaldate is not None and row.uid
     reply = InboundMessage.objects.get(job=job)
     assert reply.content == "full" and b"REPLY-TEXT" in bytes(reply.raw)
