@@ -32,15 +32,18 @@ class Correlation:
     why: str = ""  # for Rule.NO_EVIDENCE: why nothing is done, in words
 
 
-def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -> Correlation:
+def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
+              known: dict[str, SendJob] | None = None) -> Correlation:
     """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first.
 
     One query for every Message-ID the mail names (its own thread ids and those of the original inside
-    a report); one more only for a report's recipients or the sender when no id held.
+    a report), none for ids in *known* (looked up by the caller with its header); one more only for a
+    report's recipients or the sender when no id held.
     """
     c = parsed.classification
     embedded = list(c.original_message_ids[:REFERENCES_CONSIDERED]) if c is not None else []
-    known = jobs_by_message_id([*parsed.own_ids, *embedded])
+    known = dict(known or {})
+    known.update(jobs_by_message_id([i for i in [*parsed.own_ids, *embedded] if i not in known]))
     refused: list[str] = []  # evidence that named something but did not hold
 
     def by_message_id(ids) -> SendJob | None:
@@ -81,22 +84,26 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -
 
 
 def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
-    """Our jobs named by *ids* (any mailbox), by Message-ID: one query however many ids."""
-    ids = [i for i in dict.fromkeys(ids) if i][: 3 * REFERENCES_CONSIDERED]
+    """Our jobs named by the ids of one message (any mailbox), by Message-ID: one query however many ids."""
+    return _jobs_named([i for i in dict.fromkeys(ids) if i][: 3 * REFERENCES_CONSIDERED])
+
+
+def _jobs_named(ids: list[str]) -> dict[str, SendJob]:
     if not ids:
         return {}
-    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").filter(message_id__in=ids)
+    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").filter(
+        message_id__in=set(ids))
     return {job.message_id: job for job in jobs}
 
 
-def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> tuple[set[str], set[str]]:
-    """(Message-IDs of ours, enrolled sender addresses) among the headers of a batch: two queries per batch.
+def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> tuple[dict[str, SendJob], set[str]]:
+    """(our jobs by the Message-IDs the headers name, enrolled sender addresses) of a batch: two queries.
 
     A mail that names neither, and whose header shows no machine signal, cannot act (see triage).
     """
-    ids = {i for p in parsed_by_uid.values() for i in p.own_ids}
+    ids = [i for p in parsed_by_uid.values() for i in p.own_ids]
     senders = {p.from_address for p in parsed_by_uid.values() if p.from_address}
-    ours = set(SendJob.objects.filter(message_id__in=ids).values_list("message_id", flat=True)) if ids else set()
+    ours = _jobs_named(ids)
     enrolled = set(Enrollment.objects.filter(contact__email__in=senders).values_list("contact__email", flat=True)
                    ) if senders else set()
     return ours, enrolled

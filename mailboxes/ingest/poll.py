@@ -47,6 +47,8 @@ class PollResult:
     mailbox: str
     folders: dict[str, dict[str, int]] = field(default_factory=dict)
     error: str = ""
+    # Over all folders: messages read whole (the rest needed their header only) and the seconds spent on them.
+    stats: dict[str, float] = field(default_factory=lambda: {"bodies": 0, "acting_seconds": 0.0})
 
     @property
     def fetched(self) -> int:
@@ -103,7 +105,8 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         with ImapSession(imap_config_for(mailbox)) as session:
             for folder in mailbox.imap_folders or ["INBOX"]:
                 try:
-                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since)
+                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since,
+                                                          result.stats)
                 except (ImapConnectionError, ImapAuthError):
                     raise  # the connection itself: the whole mailbox
                 except (ImapError, SecretRefused) as exc:
@@ -145,7 +148,7 @@ def _folder_error(session: ImapSession, folder: str, exc: ImapError) -> str:
 
 
 def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress,
-                 since: date | None = None) -> dict[str, int]:
+                 since: date | None, stats: dict[str, float]) -> dict[str, int]:
     cursor = cursor_for(mailbox, folder)
     counts = {"fetched": 0, "recorded": 0, "duplicates": 0}
     status = session.select(folder)
@@ -163,8 +166,8 @@ def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size
     try:
         for i in range(0, len(uids), batch_size):
             done = batch_ingest(session, mailbox, folder, cursor.uidvalidity, uids[i : i + batch_size])
-            for key in counts:
-                counts[key] += done[key]
+            for key, value in done.items():
+                (counts if key in counts else stats)[key] += value
             if progress:
                 progress(folder, counts["fetched"], len(uids))
     except ImapUidValidityError:

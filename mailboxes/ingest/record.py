@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
+from django.db.models import Q
 
-from sequences.dbclock import db_now
+from sequences.dbclock import DbClock
 from sequences.timeline import Event, event_record
 
 from ..imap import FetchedMessage
@@ -39,16 +40,18 @@ class IngestResult:
 
 
 def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
-                   parsed: Parsed | None = None) -> IngestResult:
+                   mailbox: Mailbox | None = None, known: dict | None = None) -> IngestResult:
     """Record one fetched message and its effects, and advance the cursor; one durable transaction.
 
+    *mailbox* and *known* (our jobs by Message-ID, looked up already) save the poller queries.
     A message whose parsing, classification or recording still fails is quarantined: recorded as
     metadata with the reason in words, and the cursor moves on.
     """
-    mailbox = Mailbox.objects.get(pk=mailbox_id)
+    mailbox = mailbox if mailbox is not None else Mailbox.objects.get(pk=mailbox_id)
     try:
-        parsed = parsed if parsed is not None else parse(fetched.raw)  # CPU only, before the transaction
-        correlation = correlate(parsed, mailbox, fetched.internaldate) if parsed.classification else Correlation()
+        parsed = parse(fetched.raw)  # CPU only, before the transaction
+        correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known) if parsed.classification
+                       else Correlation())
         with transaction.atomic(durable=True):
             return _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation)
     except IntegrityError:
@@ -126,8 +129,13 @@ def _quarantine(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: Fetche
 
 
 def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correlation: Correlation) -> IngestResult:
-    existing = InboundMessage.objects.filter(mailbox=mailbox, folder=folder, uidvalidity=uidvalidity,
-                                             uid=fetched.uid).first()
+    # One query: this UID recorded already, or the first row of this Message-ID (this is a copy then).
+    same_uid = Q(folder=folder, uidvalidity=uidvalidity, uid=fetched.uid)
+    same_id = Q(message_id=parsed.message_id, duplicate_of=None) if parsed.message_id else Q(pk__in=[])
+    found = list(InboundMessage.objects.filter(same_uid | same_id, mailbox=mailbox).only(
+        "pk", "folder", "uidvalidity", "uid", "message_id", "duplicate_of"))
+    existing = next((r for r in found if (r.folder, r.uidvalidity, r.uid) == (folder, uidvalidity, fetched.uid)),
+                    None)
     if existing is not None:
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
         return IngestResult(existing.pk, False, True, "same UID seen again: no-op")
@@ -151,10 +159,7 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
             classification_reason=c.reason[:2000], reply_text=c.reply_text[:20000],
         )
 
-    original = None
-    if parsed.message_id:
-        original = InboundMessage.objects.filter(mailbox=mailbox, message_id=parsed.message_id,
-                                                 duplicate_of=None).first()
+    original = next((r for r in found if r.message_id == parsed.message_id and r.duplicate_of_id is None), None)
     if original is not None:
         # The same mail in another folder, or again after a UIDVALIDITY rescan: record, never act twice.
         row.duplicate_of = original
@@ -180,7 +185,7 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
 
 def _advance_cursor(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:
     ImapCursor.objects.filter(mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, last_uid__lt=uid
-                              ).update(last_uid=uid, updated_at=db_now())
+                              ).update(last_uid=uid, updated_at=DbClock())
 
 
 def _advance_cursor_alone(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:
