@@ -95,4 +95,4 @@ def clean(value: str) -> str:
 
 def _first_id(value: str) -> str:
     found = MSGID.findall(value)
-    return found[0] if found else clean(value)[:998]
+    return (found[0] if found else clean(value))[:998]  # the column's size: a longer id must not fail the row

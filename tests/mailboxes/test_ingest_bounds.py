@@ -133,3 +133,18 @@ def test_the_fetch_is_partial_and_a_message_that_cannot_be_read_whole_is_still_r
     assert len(bytes(inbound.raw)) == 4096 and inbound.raw_truncated and inbound.size == len(raw)
     enrollment.refresh_from_db()
     assert enrollment.stop_reason == "replied"
+
+
+def test_a_reply_with_an_oversized_message_id_is_recorded_and_acts_and_the_cursor_moves_on(imap_mailbox, dovecot):
+    enrollment, job = send_first_step(imap_mailbox)
+    huge_id = f"<{'x' * 1500}@client.example>"
+    first = dovecot.append("alice", "INBOX", mails.reply(to_message_id=job.message_id, message_id=huge_id))
+    after = dovecot.append("alice", "INBOX", mails.reply(to_message_id="", in_reply_to=False, sender="z@z.example"))
+
+    poll(imap_mailbox)
+
+    enrollment.refresh_from_db()
+    assert enrollment.stop_reason == "replied"
+    row = InboundMessage.objects.get(uid=first)
+    assert len(row.message_id) == 998 and row.correlation_rule == "in_reply_to"
+    assert ImapCursor.objects.get().last_uid == after
