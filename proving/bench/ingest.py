@@ -86,19 +86,11 @@ def run(ctx) -> dict[str, Any]:
         "mix": dict(kinds),
         "bytes": bare["bytes"],
         "dovecot_first_select_s": round(index_seconds, 2),
-        "bare_fetch": {"messages": bare["messages"], "seconds": round(bare["seconds"], 2),
-                       "messages_per_s": round(bare["messages"] / bare["seconds"], 1),
-                       "maxrss_mib": round(bare_rss / 1024, 1),
-                       "rss_start_mib": round(bare["rss_start_kib"] / 1024, 1)},
-        "fetch_parse": {"messages": parsed["messages"], "seconds": round(parsed["seconds"], 2),
-                        "messages_per_s": round(parsed["messages"] / parsed["seconds"], 1),
-                        "maxrss_mib": round(parse_rss / 1024, 1),
-                        "rss_start_mib": round(parsed["rss_start_kib"] / 1024, 1)},
-        "ingest": {"messages": polled["messages"], "seconds": round(polled["seconds"], 2),
-                   "messages_per_s": round(polled["messages"] / polled["seconds"], 1),
-                   "maxrss_mib": round(poll_rss / 1024, 1), "rss_start_mib": round(polled["rss_start_kib"] / 1024, 1),
-                   "error": polled["error"], "bodies_fetched": polled.get("stats", {}).get("bodies"),
-                   "acting_seconds": round(polled.get("stats", {}).get("acting_seconds", 0.0), 2)},
+        "bare_fetch": _reader(bare, bare_rss),
+        "fetch_parse": _reader(parsed, parse_rss),
+        "ingest": _reader(polled, poll_rss) | {
+            "error": polled["error"], "bodies_fetched": polled["stats"]["bodies"],
+            "acting_seconds": round(polled["stats"]["acting_seconds"], 2)},
         "recorded_by_kind": dict(recorded),
         "stored_full": inbound.filter(content=InboundMessage.Content.FULL).count(),
         "stored_metadata_only": inbound.filter(content=InboundMessage.Content.METADATA).count(),
@@ -156,10 +148,11 @@ def _unrelated_only(ctx, server, count: int, timeout: float) -> dict[str, Any]:
                                              "--user", "quiet", "--password", PASSWORD], timeout)
     polled, poll_rss = run_child("ingest", ["ingest", "--mailbox-id", str(mailbox.pk)], timeout,
                                  env=child_env(PASSWORD))
+    return {"messages": count, "bare_fetch": _reader(bare, bare_rss), "ingest": _reader(polled, poll_rss)}
 
-    def reader(answer: dict, rss: int) -> dict:
-        return {"messages": answer["messages"], "seconds": round(answer["seconds"], 2),
-                "messages_per_s": round(answer["messages"] / answer["seconds"], 1),
-                "maxrss_mib": round(rss / 1024, 1), "rss_start_mib": round(answer["rss_start_kib"] / 1024, 1)}
 
-    return {"messages": count, "bare_fetch": reader(bare, bare_rss), "ingest": reader(polled, poll_rss)}
+def _reader(answer: dict, rss_kib: int) -> dict:
+    """One child's answer as the table's fields: messages, seconds, messages/s, RSS at start and peak."""
+    return {"messages": answer["messages"], "seconds": round(answer["seconds"], 2),
+            "messages_per_s": round(answer["messages"] / answer["seconds"], 1),
+            "maxrss_mib": round(rss_kib / 1024, 1), "rss_start_mib": round(answer["rss_start_kib"] / 1024, 1)}
