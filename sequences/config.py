@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import time
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -28,7 +27,7 @@ from mailboxes.secrets import mailbox_config_problems
 
 from .messages import step_validate
 from .models import Sequence, Step
-from .window import parse_days
+from .window import RECIPIENT, parse_days, zone_problem
 
 DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -65,14 +64,21 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
     "smtp_password_env": ("smtp", "password_env"), "smtp_security": ("smtp", "security"),
     "window_days": ("window", "days"), "window_start": ("window", "start"), "window_end": ("window", "end"),
-    "window_timezone": ("window", "timezone"),
+    "window_timezone": ("window", "timezone"), "window_fallback_timezone": ("window", "fallback_timezone"),
     "imap_host": ("imap", "host"), "imap_port": ("imap", "port"), "imap_username": ("imap", "username"),
     "imap_password_env": ("imap", "password_env"), "imap_security": ("imap", "security"),
     "imap_folders": ("imap", "folders"),
     "transport_kind": ("transport", "kind"), "esp_name": ("transport", "esp"),
     "esp_api_key_env": ("transport", "api_key_env"), "esp_api_url": ("transport", "api_url"),
     "esp_schedule_ahead_minutes": ("transport", "schedule_ahead_minutes"),
+    "guardrail_window_days": ("guardrail", "window"), "guardrail_bounce_rate": ("guardrail", "bounce_rate"),
+    "guardrail_bounce_min_sends": ("guardrail", "bounce_min_sends"),
+    "guardrail_complaint_rate": ("guardrail", "complaint_rate"),
+    "guardrail_complaint_min_deliveries": ("guardrail", "complaint_min_deliveries"),
+    "guardrail_silence_seconds": ("guardrail", "silence_after_resume"),
 }
+GUARDRAIL_KEYS = {"window", "bounce_rate", "bounce_min_sends", "complaint_rate", "complaint_min_deliveries",
+                  "silence_after_resume"}
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
 
 
@@ -221,7 +227,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file"})
+                                 "transport", "drill_target", "ca_file", "guardrail"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -254,7 +260,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         reader.error(f"{path}.smtp.password", "passwords are never stored; name an env var with password_env")
 
     window = reader.get(table, path, "window", dict, {})
-    reader.unknown(window, f"{path}.window", {"days", "start", "end", "timezone"})
+    reader.unknown(window, f"{path}.window", {"days", "start", "end", "timezone", "fallback_timezone"})
     out["window_days"] = reader.get(window, f"{path}.window", "days", str, "")
     try:
         parse_days(out["window_days"] or "")
@@ -262,11 +268,16 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         reader.error(f"{path}.window.days", str(exc), out["window_days"])
     out["window_start"] = _time(reader, f"{path}.window.start", reader.get(window, f"{path}.window", "start", str))
     out["window_end"] = _time(reader, f"{path}.window.end", reader.get(window, f"{path}.window", "end", str))
+    # "recipient": the window opens in each contact's own zone; fallback_timezone where a contact has none.
     out["window_timezone"] = reader.get(window, f"{path}.window", "timezone", str, "UTC")
-    try:
-        ZoneInfo(out["window_timezone"] or "UTC")
-    except (ZoneInfoNotFoundError, ValueError):
-        reader.error(f"{path}.window.timezone", f"unknown time zone {out['window_timezone']!r}")
+    if out["window_timezone"] != RECIPIENT and zone_problem(out["window_timezone"] or "UTC"):
+        reader.error(f"{path}.window.timezone", f"{zone_problem(out['window_timezone'])}, or \"{RECIPIENT}\" "
+                                               "for each contact's own zone")
+    out["window_fallback_timezone"] = reader.get(window, f"{path}.window", "fallback_timezone", str, "UTC")
+    if zone_problem(out["window_fallback_timezone"] or "UTC"):
+        reader.error(f"{path}.window.fallback_timezone", zone_problem(out["window_fallback_timezone"]))
+    elif "fallback_timezone" in window and out["window_timezone"] != RECIPIENT:
+        reader.warn(f"{path}.window.fallback_timezone", f"used only with timezone = \"{RECIPIENT}\"")
 
     imap = reader.get(table, path, "imap", dict, {})
     reader.unknown(imap, f"{path}.imap", {"host", "port", "username", "password_env", "security", "folders"})
@@ -297,11 +308,42 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         if out["esp_name"] and out["esp_name"].lower() not in known_esps():
             reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
                                                   f"{', '.join(sorted(known_esps()))})", out["esp_name"])
+    _parse_guardrail(reader, f"{path}.guardrail", reader.get(table, path, "guardrail", dict, {}), out)
     _check_ranges(reader, path, out)
     out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
         reader.error(f"{path}.{key}", problem, value)
     return out
+
+
+def _parse_guardrail(reader: _Reader, path: str, table: dict, out: dict[str, Any]) -> None:
+    """Deliverability guardrail thresholds (defaults: 3 % hard bounces after 50 sends, 0.1 % complaints after
+    1,000 deliveries, over 7 days; an operator's resume silences it for 24 hours)."""
+    reader.unknown(table, path, GUARDRAIL_KEYS)
+    durations = {"window": ("guardrail_window_days", "7d", 86400), "silence_after_resume":
+                 ("guardrail_silence_seconds", "24h", 1)}
+    for key, (name, default, unit) in durations.items():
+        value = table.get(key, default)
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            reader.error(f"{path}.{key}", str(exc), value)
+            seconds = parse_duration(default)
+        if key == "window" and (seconds < 86400 or seconds % 86400):
+            reader.error(f"{path}.window", f"{value!r} is not a whole number of days (e.g. \"7d\")", value)
+        out[name] = seconds // unit
+    for key, name, default in (("bounce_rate", "guardrail_bounce_rate", 3.0),
+                               ("complaint_rate", "guardrail_complaint_rate", 0.1)):
+        rate = reader.get(table, path, key, (int, float), default)
+        if rate is not None and not 0 < rate <= 100:
+            reader.error(f"{path}.{key}", f"a percentage above 0 and at most 100, got {rate}", rate)
+        out[name] = float(rate if rate is not None else default)
+    for key, name, default in (("bounce_min_sends", "guardrail_bounce_min_sends", 50),
+                               ("complaint_min_deliveries", "guardrail_complaint_min_deliveries", 1000)):
+        count = reader.get(table, path, key, int, default)
+        if count is not None and count < 1:
+            reader.error(f"{path}.{key}", f"must be 1 or more, got {count}", count)
+        out[name] = count if count is not None else default
 
 
 def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
@@ -329,16 +371,44 @@ def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
                                            "sends or polls must have it")
 
 
+def _sequence_mailboxes(reader: _Reader, path: str, table: dict, known: set[str]) -> tuple[str | None, list[str]]:
+    """`mailbox = "a"` (one mailbox) or `mailboxes = ["a", "b"]` (a pool to rotate over): (first, pool)."""
+    if ("mailbox" in table) == ("mailboxes" in table):
+        reader.error(f"{path}.mailbox", "name either `mailbox = \"NAME\"` or `mailboxes = [\"A\", \"B\"]` "
+                                        "(a pool; each enrollment keeps the one it is given)")
+        return None, []
+    if "mailbox" in table:
+        names = [reader.get(table, path, "mailbox", str)]
+        key = "mailbox"
+    else:
+        names = reader.get(table, path, "mailboxes", list, [])
+        key = "mailboxes"
+        if not names:
+            reader.error(f"{path}.mailboxes", "name at least one mailbox")
+        elif not all(isinstance(n, str) for n in names):
+            reader.error(f"{path}.mailboxes", "must be a list of mailbox names")
+            return None, []
+        elif len(set(names)) != len(names):
+            reader.error(f"{path}.mailboxes", "names a mailbox more than once")
+    for name in names:
+        if name is not None and name not in known:
+            reader.error(f"{path}.{key}", f"no mailbox named {name!r} (in this file or the database)", name)
+    first = names[0] if names else None
+    return first, (names if key == "mailboxes" else [])
+
+
 def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str]) -> dict[str, Any] | None:
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
-    reader.unknown(table, path, {"name", "mailbox", "step"})
+    reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply"})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
-    out["mailbox"] = reader.get(table, path, "mailbox", str, required=True)
-    if out["mailbox"] is not None and out["mailbox"] not in mailboxes:
-        reader.error(f"{path}.mailbox", f"no mailbox named {out['mailbox']!r} (in this file or the database)",
-                     out["mailbox"])
+    # A reply stops the person everywhere; "domain" also stops everyone at the company (never a free-mail domain).
+    out["stop_on_reply"] = reader.get(table, path, "stop_on_reply", str, None)
+    if out["stop_on_reply"] is not None and out["stop_on_reply"] not in Sequence.StopOnReply.values:
+        reader.error(f"{path}.stop_on_reply", f"must be one of {', '.join(Sequence.StopOnReply.values)}",
+                     out["stop_on_reply"])
+    out["mailbox"], out["pool"] = _sequence_mailboxes(reader, path, table, mailboxes)
     steps = reader.get(table, path, "step", list, [])
     if not steps:
         reader.error(f"{path}.step", "a sequence needs at least one [[sequence.step]]")
@@ -351,8 +421,10 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
         reader.unknown(step, spath, {"subject", "body", "wait", "thread"})
         subject = reader.get(step, spath, "subject", str, "")
         body = reader.get(step, spath, "body", str, required=True)
+        thread = reader.get(step, spath, "thread", bool, index > 1)
         # The same check as every other path that saves a step (admin, any later UI or API).
-        for key, problems in step_validate(subject=subject or "", body=body or "", position=index).items():
+        for key, problems in step_validate(subject=subject or "", body=body or "", position=index,
+                                           thread=thread).items():
             for problem in problems:
                 reader.error(f"{spath}.{key}", problem, step.get(key))
         wait = step.get("wait", "0s")
@@ -361,7 +433,6 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
         except ValueError as exc:
             reader.error(f"{spath}.wait", str(exc), wait)
             wait_seconds = 0
-        thread = reader.get(step, spath, "thread", bool, index > 1)
         out["steps"].append({"position": index, "subject": subject or "", "body": body or "",
                              "wait_seconds": wait_seconds, "thread": thread,
                              "given": {name for name, key in STEP_KEYS.items() if key in step}})
@@ -394,6 +465,17 @@ def _update(obj: Any, values: dict[str, Any], names: set[str], what: str, result
     return bool(changed)
 
 
+def _pool_update(sequence: Sequence, names: list[str], what: str, result: ApplyResult, *, created: bool) -> bool:
+    """Set a sequence's pool of mailboxes; a change applies to new enrollments only (each keeps its mailbox)."""
+    old = sorted(sequence.pool.values_list("name", flat=True))
+    if old == sorted(names):
+        return False
+    sequence.pool.set(Mailbox.objects.filter(name__in=names))
+    if not created:
+        result.changes.append(f"{what}: mailboxes {old!r} -> {sorted(names)!r} (new enrollments only)")
+    return not created
+
+
 def config_apply(plan: Plan) -> ApplyResult:
     """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
     result = ApplyResult()
@@ -416,12 +498,16 @@ def config_apply(plan: Plan) -> ApplyResult:
             created = sequence is None
             changed = False
             if created:
-                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox)
-            elif sequence.mailbox_id != mailbox.pk:
+                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
+                                                   stop_on_reply=entry.get("stop_on_reply") or "person")
+            elif entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
+                changed = True
+            if not created and sequence.mailbox_id != mailbox.pk:
                 result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")
                 sequence.mailbox = mailbox
                 sequence.save(update_fields=["mailbox"])
                 changed = True
+            changed |= _pool_update(sequence, entry["pool"], what, result, created=created)
             existing = {s.position: s for s in Step.objects.filter(sequence=sequence)}
             for step in entry["steps"]:
                 values = {k: v for k, v in step.items() if k != "given"}

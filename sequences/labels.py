@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from django.utils import timezone
 
 from .models import Enrollment, ProviderCancel, SendJob
+from .window import local_and_utc, mailbox_next_open, mailbox_window_zone
 
 if TYPE_CHECKING:
     from .services.common import StopSummary
@@ -51,12 +52,14 @@ def job_label(job: SendJob) -> str:
 
 def job_label_and_tone(job: SendJob) -> Label:
     """The label of a job and its tone, decided by the same branch."""
+    from .services.rotation import enrollment_mailbox  # here: services import this module
+
     enrollment: Enrollment = job.enrollment
     sequence = enrollment.sequence
     stopped = (
         enrollment.status in (Enrollment.Status.STOPPED, Enrollment.Status.PAUSED)
         or sequence.status != sequence.Status.ACTIVE
-        or sequence.mailbox.paused
+        or enrollment_mailbox(enrollment).paused
     )
     if job.state == S.CANCELED:
         return Label(f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})", Tone.NEVER_SENT)
@@ -84,6 +87,44 @@ def job_label_and_tone(job: SendJob) -> Label:
     if job.state == S.QUEUED:
         return Label(f"Queued at {stamp(job.queued_at)} — not sent yet", Tone.PENDING)
     return Label(f"Scheduled for {stamp(job.scheduled_at)} — not sent yet", Tone.PENDING)
+
+
+@dataclass(frozen=True)
+class SendTime:
+    """When a job leaves (or left), in the zone its mailbox's window opens in for this contact, and in UTC."""
+
+    at: datetime
+    zone: str
+    local: str  # "Tue 1 Dec 2026 09:00 Pacific/Auckland"
+    utc: str  # "Mon 30 Nov 2026 20:00 UTC"
+    expected: bool  # not sent yet: the earliest moment the final check can let it leave
+
+    @property
+    def text(self) -> str:
+        return self.utc if self.zone == "UTC" else f"{self.local} ({self.utc})"
+
+
+def send_time_words(job: SendJob) -> SendTime:
+    """The job's send time in the contact's local time and UTC, for "what will send when" and job views.
+
+    A job not sent yet: the later of its scheduled time and its window's next
+    opening in that zone (the daily cap may still move it; the final check
+    decides). A job past the hand-off: when it was submitted, or authorized.
+    Reads the job's enrollment, contact and mailbox (select them with the job).
+    """
+    from .services.rotation import enrollment_mailbox  # here: services import this module
+
+    enrollment = job.enrollment
+    mailbox = enrollment_mailbox(enrollment)
+    zone = mailbox_window_zone(mailbox, enrollment.contact.timezone)
+    passed = job.submitted_at or job.authorized_at
+    if passed is not None:
+        at, expected = passed, False
+    else:
+        at = mailbox_next_open(job.scheduled_at, mailbox=mailbox, contact_zone=enrollment.contact.timezone)
+        at, expected = at or job.scheduled_at, True
+    local, utc = local_and_utc(at, zone)
+    return SendTime(at=at, zone=zone, local=local, utc=utc, expected=expected)
 
 
 # Scheduled send at a provider: what the provider was asked, what it answered, and what that means.

@@ -34,6 +34,13 @@ def provider_cancel(job_id: int) -> str:
     return status
 
 
+def mailbox_guardrail_sweep(mailbox_id: int) -> int:
+    """After the guardrail paused a mailbox: cancel its pending jobs, as an operator's pause does."""
+    summary = services.mailbox_pause_sweep(mailbox_id=mailbox_id)
+    log.info("mailbox %s: guardrail pause canceled %s jobs", mailbox_id, summary.canceled)
+    return summary.canceled
+
+
 def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
     """One dispatcher pass: queue due jobs, re-enqueue queued jobs Redis may have lost, sweep leases."""
     sweep = services.leases_sweep()

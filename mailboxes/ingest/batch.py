@@ -19,7 +19,8 @@ from django.conf import settings
 
 from ..imap import FetchedMessage, ImapSession
 from ..models import Mailbox
-from .correlate import ties_in_headers
+from .correlate import own_copy, ties_in_headers
+from .effects import own_copy_effect
 from .parse import Parsed, parse_headers
 from .record import inbound_record, metadata_batch_record, metadata_row
 
@@ -27,7 +28,7 @@ FETCH_BUDGET = 16 * 1024 * 1024  # bytes asked for in one FETCH (by RFC822.SIZE,
 
 
 def batch_ingest(
-    session: ImapSession, mailbox: Mailbox, folder: str, uidvalidity: int, uids: list[int]
+    session: ImapSession, mailbox: Mailbox, folder: str, uidvalidity: int, uids: list[int], *, sent_folder: bool = False
 ) -> dict[str, int]:
     """Ingest *uids* (ascending) of the selected folder.
 
@@ -54,7 +55,10 @@ def batch_ingest(
     for head in heads:
         counts["fetched"] += 1
         if head.uid not in wanted:
-            pending.append(metadata_row(mailbox, folder, uidvalidity, head, parsed[head.uid].message_id))
+            p = parsed[head.uid]
+            own = own_copy(p, mailbox, folder=folder, sent_folder=sent_folder, known=ours)
+            effect = {"effect": own_copy_effect(own)} if own else {}
+            pending.append(metadata_row(mailbox, folder, uidvalidity, head, p.message_id, **effect))
             continue
         if pending:
             flush(pending[-1].uid)
@@ -65,7 +69,13 @@ def batch_ingest(
         counts["bodies"] += 1
         started = time.perf_counter()
         outcome = inbound_record(
-            mailbox_id=mailbox.pk, folder=folder, uidvalidity=uidvalidity, fetched=whole, mailbox=mailbox, known=ours
+            mailbox_id=mailbox.pk,
+            folder=folder,
+            uidvalidity=uidvalidity,
+            fetched=whole,
+            mailbox=mailbox,
+            known=ours,
+            sent_folder=sent_folder,
         )
         counts["acting_seconds"] += time.perf_counter() - started
         counts["recorded"] += outcome.created

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sequences.models import Enrollment, SendJob
+from sequences.services.rotation import enrollment_mailbox_id, sends_from
 
 from ..classify.evidence import REFERENCES_CONSIDERED
 from ..kinds import Kind
@@ -24,26 +25,36 @@ Rule = InboundMessage.Rule
 ARRIVAL_SLACK = timedelta(seconds=1)
 
 
+# Folder names (their last part, lowercased) that hold a mailbox's own sent mail, besides special-use \Sent.
+SENT_FOLDER_NAMES = {"sent", "sent items", "sent messages", "sent mail", "sent-mail", "outbox", "gesendet",
+                     "gesendete objekte", "envoyés", "éléments envoyés", "enviados", "elementos enviados"}
+
+
 @dataclass
 class Correlation:
     rule: str = Rule.NONE
     job: SendJob | None = None
     addresses: list[str] = field(default_factory=list)  # whose enrollments are affected
-    why: str = ""  # for Rule.NO_EVIDENCE: why nothing is done, in words
+    why: str = ""  # for Rule.NO_EVIDENCE and own copies: why nothing is done, in words
+    own_copy: bool = False  # our own sent mail (a Sent folder, our address, our Message-ID): never a reply
 
 
 def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
-              known: dict[str, SendJob] | None = None) -> Correlation:
+              known: dict[str, SendJob] | None = None, *, folder: str = "", sent_folder: bool = False) -> Correlation:
     """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first.
 
-    One query for every Message-ID the mail names (its own thread ids and those of the original inside
-    a report), none for ids in *known* (looked up by the caller with its header); one more only for a
-    report's recipients or the sender when no id held.
+    One query for every Message-ID the mail names (its own, its thread ids and those of the original
+    inside a report), none for ids in *known* (looked up by the caller with its header); one more only
+    for a report's recipients or the sender when no id held.
     """
     c = parsed.classification
     embedded = list(c.original_message_ids[:REFERENCES_CONSIDERED]) if c is not None else []
     known = dict(known or {})
-    known.update(jobs_by_message_id([i for i in [*parsed.own_ids, *embedded] if i not in known]))
+    named = [parsed.message_id, *parsed.own_ids, *embedded]
+    known.update(jobs_by_message_id([i for i in named if i and i not in known]))
+    own = own_copy(parsed, mailbox, folder=folder, sent_folder=sent_folder, known=known)
+    if own:
+        return Correlation(why=own, own_copy=True)
     refused: list[str] = []  # evidence that named something but did not hold
 
     def by_message_id(ids) -> SendJob | None:
@@ -97,11 +108,11 @@ def _jobs_named(ids: list[str]) -> dict[str, SendJob]:
 
 
 def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> tuple[dict[str, SendJob], set[str]]:
-    """(our jobs by the Message-IDs the headers name, enrolled sender addresses) of a batch: two queries.
+    """(our jobs by the Message-IDs the headers name or carry, enrolled sender addresses) of a batch: two queries.
 
     A mail that names neither, and whose header shows no machine signal, cannot act (see triage).
     """
-    ids = [i for p in parsed_by_uid.values() for i in p.own_ids]
+    ids = [i for p in parsed_by_uid.values() for i in [p.message_id, *p.own_ids] if i]
     senders = {p.from_address for p in parsed_by_uid.values() if p.from_address}
     ours = _jobs_named(ids)
     enrolled = set(Enrollment.objects.filter(contact__email__in=senders).values_list("contact__email", flat=True)
@@ -115,7 +126,7 @@ def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | No
         return {}
     jobs = (
         SendJob.objects.select_related("enrollment__contact")
-        .filter(enrollment__contact__email__in=addresses, enrollment__sequence__mailbox=mailbox,
+        .filter(sends_from(mailbox.pk, via="enrollment__"), enrollment__contact__email__in=addresses,
                 submitted_at__isnull=False, submitted_at__lte=internaldate + ARRIVAL_SLACK)
         .order_by("-submitted_at")
     )
@@ -127,7 +138,7 @@ def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | No
 
 def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> str | None:
     """Why a job named by Message-ID is no evidence for this message, or None when it is."""
-    if job.enrollment.sequence.mailbox_id != mailbox.pk:
+    if enrollment_mailbox_id(job.enrollment) != mailbox.pk:
         return "was sent from another mailbox"
     if job.submitted_at is None:
         return "was never submitted"
@@ -136,6 +147,26 @@ def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> 
     if internaldate + ARRIVAL_SLACK < job.submitted_at:
         return f"was submitted at {job.submitted_at:%Y-%m-%d %H:%M:%S}, after this message arrived"
     return None
+
+
+def own_copy(parsed: Parsed, mailbox: Mailbox, *, folder: str, sent_folder: bool,
+             known: dict[str, SendJob] | None = None) -> str:
+    """Why a message is a copy of our own sent mail ('' when it is not): it can never be a reply.
+
+    A Sent folder (special-use \\Sent, or a Sent folder's usual name), a From of
+    the mailbox's own address, or one of our own Message-IDs. Such a copy
+    threads under our earlier steps (In-Reply-To), so without this it would
+    look like an answer to them.
+    """
+    leaf = folder.replace(".", "/").rsplit("/", 1)[-1].strip().lower()
+    if sent_folder or leaf in SENT_FOLDER_NAMES:
+        return f"in the folder {folder!r}, which holds this mailbox's sent mail"
+    if parsed.from_address and parsed.from_address == mailbox.address.strip().lower():
+        return f"sent from this mailbox's own address {mailbox.address}"
+    if parsed.message_id and (parsed.message_id in known if known is not None
+                              else SendJob.objects.filter(message_id=parsed.message_id).exists()):
+        return f"its Message-ID {parsed.message_id} is one we generated for a message we sent"
+    return ""
 
 
 def _nothing_sent(internaldate: datetime | None) -> str:

@@ -23,6 +23,7 @@ from django.db.models import F, Min
 
 from sequences.dbclock import db_now
 from sequences.models import SendJob
+from sequences.services.rotation import sends_from
 from sequences.timeline import Event, event_record
 
 from ..imap import (
@@ -83,7 +84,7 @@ def cursor_reset(cursor: ImapCursor, uidvalidity: int, highestmodseq: int | None
 
 def first_sync_day(mailbox: Mailbox) -> date | None:
     """The day a new folder is read from: the mailbox's first submission minus a day; None if nothing was sent."""
-    first = SendJob.objects.filter(enrollment__sequence__mailbox=mailbox, submitted_at__isnull=False).aggregate(
+    first = SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), submitted_at__isnull=False).aggregate(
         first=Min("submitted_at"))["first"]
     return (first - timedelta(days=1)).date() if first else None
 
@@ -103,10 +104,11 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
     folder_errors: list[str] = []
     try:
         with ImapSession(imap_config_for(mailbox)) as session:
+            sent = _sent_folders(session)
             for folder in mailbox.imap_folders or ["INBOX"]:
                 try:
                     result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since,
-                                                          result.stats)
+                                                          result.stats, sent_folder=folder in sent)
                 except (ImapConnectionError, ImapAuthError):
                     raise  # the connection itself: the whole mailbox
                 except (ImapError, SecretRefused) as exc:
@@ -147,8 +149,16 @@ def _folder_error(session: ImapSession, folder: str, exc: ImapError) -> str:
     return f"folder {folder} not found" + (f" — did you mean {guess}?" if guess else "") + f" ({exc})"
 
 
+def _sent_folders(session: ImapSession) -> set[str]:
+    """Folders marked \\Sent: what is in them is our own mail, never a reply (a failed LIST: the names decide)."""
+    try:
+        return session.sent_folders()
+    except ImapError:
+        return set()
+
+
 def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress,
-                 since: date | None, stats: dict[str, float]) -> dict[str, int]:
+                 since: date | None, stats: dict[str, float], *, sent_folder: bool = False) -> dict[str, int]:
     cursor = cursor_for(mailbox, folder)
     counts = {"fetched": 0, "recorded": 0, "duplicates": 0}
     status = session.select(folder)
@@ -165,7 +175,8 @@ def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size
     uids = session.uids_after(read_after)
     try:
         for i in range(0, len(uids), batch_size):
-            done = batch_ingest(session, mailbox, folder, cursor.uidvalidity, uids[i : i + batch_size])
+            done = batch_ingest(session, mailbox, folder, cursor.uidvalidity, uids[i : i + batch_size],
+                                sent_folder=sent_folder)
             for key, value in done.items():
                 (counts if key in counts else stats)[key] += value
             if progress:

@@ -11,6 +11,9 @@
 | `mailbox_health`  | a mailbox that fails as a whole: block, hold its jobs, probe, unblock         |
 | `provider_cancel` | scheduled sends at a provider and their cancels                               |
 | `provider_events` | providers' tracking events                                                    |
+| `guardrails`      | a mailbox's hard-bounce and complaint rates: pause when a limit is crossed    |
+| `holds`           | an out-of-office answer holds the person's live jobs until their return       |
+| `erasure`         | erase a person (a keyed hash of the address stays) and export what is held    |
 
 Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 """
@@ -18,6 +21,9 @@ Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 from .common import ServiceError, StopSummary
 from .doctor import Finding, enrollments_doctor
 from .enrollments import BatchResult, ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
+from .erasure import contact_erase, contact_export
+from .guardrails import Figures, guardrail_crossed, guardrail_figures, guardrail_may_cross, guardrail_record
+from .holds import person_hold_for_auto_reply
 from .mailbox_health import (
     ProbeResult,
     mailbox_probe,
@@ -54,7 +60,10 @@ from .stops import (
     enrollment_stop,
     enrollment_stop_in_transaction,
     mailbox_pause,
+    mailbox_pause_sweep,
     mailbox_resume,
+    person_stop_in_transaction,
+    reply_stop_in_transaction,
     send_job_retry,
     sequence_pause,
     sequence_resume,
@@ -78,5 +87,7 @@ __all__ = [
     "send_job_record_failed", "send_job_record_mailbox_refused", "send_job_record_retry", "send_job_record_submitted",
     "send_job_record_unknown", "send_job_record_unpreparable", "send_job_record_unreachable", "send_job_retry",
     "sequence_pause", "sequence_resume", "suppression_add", "suppression_add_in_transaction", "suppression_import",
-    "suppression_lift",
+    "suppression_lift", "Figures", "contact_erase", "contact_export", "guardrail_crossed", "guardrail_figures",
+    "guardrail_may_cross", "guardrail_record", "mailbox_pause_sweep", "person_hold_for_auto_reply",
+    "person_stop_in_transaction", "reply_stop_in_transaction",
 ]

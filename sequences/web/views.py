@@ -23,7 +23,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from .. import services, tasks
-from ..labels import stop_summary_text
+from ..labels import send_time_words, stop_summary_text
 from ..models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
 from ..selectors import (
     jobs_with_labels,
@@ -34,6 +34,8 @@ from ..selectors import (
     suppression_status,
     suppressions_current,
 )
+from ..services.rotation import enrollment_mailbox, sequence_pool
+from ..states import CANCELABLE
 from . import charts, incidents, rows
 from .access import (
     MANAGE_SUPPRESSIONS,
@@ -160,7 +162,8 @@ def sequence_resume(request, pk: int):
     return render(request, "ui/confirm.html", {
         "kind": "sequence_resume", "object": sequence, "title": f"Resume sequence “{sequence.name}”?",
         "active_enrollments": sequence.enrollments.filter(status=E.ACTIVE).count(),
-        "mailbox_paused": sequence.mailbox.paused, "already": sequence.status == Sequence.Status.ACTIVE,
+        "mailbox_paused": any(m.paused for m in sequence_pool(sequence)),
+        "already": sequence.status == Sequence.Status.ACTIVE,
         "back": reverse("sequence_detail", args=[pk]), "button": "Resume sequence",
     })
 
@@ -169,7 +172,7 @@ def sequence_resume(request, pk: int):
 
 
 def _enrollment(pk: int) -> Enrollment:
-    return get_object_or_404(Enrollment.objects.select_related("contact", "sequence__mailbox"), pk=pk)
+    return get_object_or_404(Enrollment.objects.select_related("contact", "mailbox", "sequence__mailbox"), pk=pk)
 
 
 @ui_view(VIEW_ENROLLMENT)
@@ -179,8 +182,11 @@ def enrollment_detail(request, pk: int):
     result = request.session.pop(_result_key("enrollment", pk), None)
     if result and "job_ids_canceled" in result:
         result = rows.stop_result_rows(result, jobs_with_labels().filter(enrollment=enrollment))
+    upcoming = next((job for job in jobs if job.state in CANCELABLE), None)
     return render(request, "ui/enrollment_detail.html", {
         "enrollment": enrollment, "contact": enrollment.contact, "job_rows": rows.job_rows(jobs),
+        "mailbox": enrollment_mailbox(enrollment),
+        "next_send": send_time_words(upcoming) if upcoming is not None else None,
         "events": rows.event_rows(rows.enrollment_events(enrollment)),
         "inbound": enrollment.inbound.select_related("mailbox").order_by("committed_at", "id"),
         "stop": rows.stop_summary_of(enrollment), "result": result,

@@ -60,6 +60,9 @@ class Command(BaseCommand):
         g.add_argument("--scale-backlog", type=int, help="IMAP messages ingested against the big table")
         g = parser.add_argument_group("enroll")
         g.add_argument("--rows", type=int, help="CSV rows enrolled (and copied for the baseline)")
+        g = parser.add_argument_group("guardrail")
+        g.add_argument("--guardrail-sends", type=int, help="messages sent within the mailbox's window")
+        g.add_argument("--bounces", type=int, help="hard bounces recorded (and manual suppressions for the baseline)")
         parser.add_argument("--inner", action="store_true", help="(internal) run inside the bench environment")
 
     def handle(self, *args, suite, inner, json_out, **options):

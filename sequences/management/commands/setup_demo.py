@@ -28,6 +28,7 @@ from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Sequence, Step
 from sequences.pipeline import send_job_process
 from sequences.queues import enqueue_sends
+from sequences.services.rotation import enrollment_mailbox, enrollment_mailbox_id
 
 DEMO_WORKER = "setup_demo"
 
@@ -108,7 +109,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"could not enqueue {len(others)} other due job(s) ({exc}); the dispatcher will")
         if job.pk not in due:
             raise RuntimeError(f"demo job {job.pk} was not dispatched")
-        mailbox = enrollment.sequence.mailbox
+        mailbox = enrollment_mailbox(enrollment)
         if smtp_listening(mailbox.smtp_host, mailbox.smtp_port):
             outcome = send_job_process(job_id=job.pk, worker_id=DEMO_WORKER)
             self.stdout.write(f"  sent step 1 to the SMTP server on {mailbox.smtp_host}:{mailbox.smtp_port}: "
@@ -130,11 +131,12 @@ class Command(BaseCommand):
         """Alan's reply to step 1, through the real ingestion (as if the poller had fetched it over IMAP)."""
         contact = enrollment.contact
         raw = (
-            f"From: {contact.first_name} <{contact.email}>\r\nTo: {enrollment.sequence.mailbox.address}\r\n"
+            f"From: {contact.first_name} <{contact.email}>\r\nTo: {enrollment_mailbox(enrollment).address}\r\n"
             f"Subject: Re: Quick question, {contact.first_name}\r\nMessage-ID: <demo-reply-{job.pk}@example.org>\r\n"
             f"In-Reply-To: {job.message_id}\r\nReferences: {job.message_id}\r\n"
             "Content-Type: text/plain; charset=utf-8\r\n\r\n"
             "Thanks, not right now. Please don't follow up.\r\n\r\n> Is Bletchley looking at outreach tools?\r\n"
         ).encode()
         fetched = FetchedMessage(uid=1, internaldate=db_now(), raw=raw, size=len(raw), flags=())
-        return inbound_record(mailbox_id=enrollment.sequence.mailbox_id, folder="demo", uidvalidity=1, fetched=fetched)
+        return inbound_record(mailbox_id=enrollment_mailbox_id(enrollment), folder="demo", uidvalidity=1,
+                              fetched=fetched)
