@@ -158,6 +158,14 @@ class InboundMessage(models.Model):
         NO_EVIDENCE = "no_evidence", "No evidence we sent to it"
         NONE = "none", "Not correlated"
 
+    class Content(models.TextChoices):
+        # Correlated to something we sent, or machine-generated (DSN, ARF, auto-reply): kept to act and explain.
+        FULL = "full", "Stored"
+        # Anything else: mailbox, folder, UID, Message-ID, INTERNALDATE, size and kind only.
+        METADATA = "metadata", "Not stored: unrelated to anything we sent"
+        # Raw source removed after OUTREACH_INBOUND_RETENTION_DAYS; the row, its fields and effects stay.
+        PURGED = "purged", "Raw source removed after the retention period"
+
     mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound")
     folder = models.CharField(max_length=255)
     uidvalidity = models.BigIntegerField()
@@ -189,6 +197,8 @@ class InboundMessage(models.Model):
 
     raw = models.BinaryField(blank=True)  # kept up to OUTREACH_INBOUND_RAW_LIMIT bytes
     raw_truncated = models.BooleanField(default=False)
+    content = models.CharField(max_length=10, choices=Content.choices, default=Content.FULL)
+    raw_purged_at = models.DateTimeField(null=True, blank=True)
     parse_error = models.TextField(blank=True)
 
     class Meta:

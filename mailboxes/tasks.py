@@ -8,6 +8,7 @@ import django_rq
 from rq import Retry
 
 from .ingest.poll import mailbox_poll
+from .ingest.retention import inbound_raw_purge as _raw_purge
 from .models import Mailbox
 
 log = logging.getLogger("outreach.ingest")
@@ -52,3 +53,11 @@ def poll_all() -> int:
     for mailbox_id in ids:
         enqueue_poll(mailbox_id)
     return len(ids)
+
+
+def inbound_raw_purge() -> int:
+    """Periodic: remove the raw source of inbound mail older than OUTREACH_INBOUND_RETENTION_DAYS."""
+    purged = _raw_purge()
+    if purged:
+        log.info("removed the raw source of %d inbound messages past the retention period", purged)
+    return purged

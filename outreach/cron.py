@@ -6,14 +6,12 @@ RQ's cron scheduler has no lock between two scheduler processes: run one.
 from django.conf import settings
 from rq import cron
 
-from mailboxes.tasks import poll_all
-from sequences.tasks import dispatch, doctor
+from mailboxes.tasks import inbound_raw_purge, poll_all
+from sequences.tasks import api_housekeeping, dispatch, doctor, webhooks_due
 
 cron.register(dispatch, queue_name="default", interval=10)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
 cron.register(doctor, queue_name="default", interval=300)
-
-from sequences.tasks import api_housekeeping, webhooks_due  # noqa: E402
-
 cron.register(webhooks_due, queue_name="default", interval=10)
 cron.register(api_housekeeping, queue_name="default", interval=3600)
+cron.register(inbound_raw_purge, queue_name="default", interval=3600)

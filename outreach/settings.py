@@ -243,6 +243,10 @@ OUTREACH_ERASURE_KEY = os.environ.get("OUTREACH_SECRET_ERASURE_KEY", "")
 OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))
+# Bytes of one message read from IMAP (a partial fetch): enough for any DSN, ARF or reply; memory stays flat.
+OUTREACH_INBOUND_FETCH_LIMIT = int(os.environ.get("OUTREACH_INBOUND_FETCH_LIMIT", str(10 * 1024 * 1024)))
+# Days the raw source of correlated or machine-generated inbound mail is kept; then a periodic job removes it.
+OUTREACH_INBOUND_RETENTION_DAYS = int(os.environ.get("OUTREACH_INBOUND_RETENTION_DAYS", "90"))
 
 # --- providers and public endpoints ---------------------------
 # ESP tracking webhooks require HTTP basic auth: OUTREACH_WEBHOOK_SECRET is

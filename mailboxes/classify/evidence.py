@@ -64,11 +64,8 @@ def status_codes_in(text: str) -> list[str]:
 
 
 def unique(items: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for item in items:
-        if item and item not in out:
-            out.append(item)
-    return out
+    """The non-empty items in first-seen order; linear time (a dict keeps the order)."""
+    return [item for item in dict.fromkeys(items) if item]
 
 
 def normalize_msgid(value: str) -> str:
@@ -82,13 +79,19 @@ def normalize_msgid(value: str) -> str:
     return f"<{token}>" if "@" in token else ""
 
 
+# A thread's newest ids come last in References; older ones add nothing and a crafted header may hold thousands.
+REFERENCES_CONSIDERED = 100
+
+
 def own_reply_ids(msg: Message) -> list[str]:
-    """In-Reply-To and References of the message itself (RFC 5322 §3.6.4)."""
+    """In-Reply-To and the last REFERENCES_CONSIDERED ids of References of the message itself (RFC 5322 §3.6.4)."""
     ids: list[str] = []
-    for name in ("In-Reply-To", "References"):
-        for value in headers_of(msg, name):
-            ids.extend(_MSGID_RE.findall(value))
-    return unique(ids)
+    for value in headers_of(msg, "In-Reply-To")[:REFERENCES_CONSIDERED]:
+        ids.extend(_MSGID_RE.findall(value[:MAX_SCAN])[:REFERENCES_CONSIDERED])
+    references: list[str] = []
+    for value in headers_of(msg, "References"):
+        references = (references + _MSGID_RE.findall(value)[-REFERENCES_CONSIDERED:])[-REFERENCES_CONSIDERED:]
+    return unique(ids[:REFERENCES_CONSIDERED] + references)
 
 
 def embedded_headers(msg: Message) -> list[Message]:

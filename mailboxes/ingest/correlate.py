@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from sequences.models import Enrollment, SendJob
 from sequences.services.rotation import enrollment_mailbox_id, sends_from
 
+from ..classify.evidence import REFERENCES_CONSIDERED
 from ..kinds import Kind
 from ..models import InboundMessage, Mailbox
 from .parse import Parsed
@@ -38,19 +39,27 @@ class Correlation:
     own_copy: bool = False  # our own sent mail (a Sent folder, our address, our Message-ID): never a reply
 
 
-def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None, *, folder: str = "",
-              sent_folder: bool = False) -> Correlation:
-    """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first."""
-    own = own_copy(parsed, mailbox, folder=folder, sent_folder=sent_folder)
+def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
+              known: dict[str, SendJob] | None = None, *, folder: str = "", sent_folder: bool = False) -> Correlation:
+    """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first.
+
+    One query for every Message-ID the mail names (its own, its thread ids and those of the original
+    inside a report), none for ids in *known* (looked up by the caller with its header); one more only
+    for a report's recipients or the sender when no id held.
+    """
+    c = parsed.classification
+    embedded = list(c.original_message_ids[:REFERENCES_CONSIDERED]) if c is not None else []
+    known = dict(known or {})
+    named = [parsed.message_id, *parsed.own_ids, *embedded]
+    known.update(jobs_by_message_id([i for i in named if i and i not in known]))
+    own = own_copy(parsed, mailbox, folder=folder, sent_folder=sent_folder, known=known)
     if own:
         return Correlation(why=own, own_copy=True)
-    c = parsed.classification
-    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence")
     refused: list[str] = []  # evidence that named something but did not hold
 
     def by_message_id(ids) -> SendJob | None:
         for message_id in ids:
-            job = jobs.filter(message_id=message_id).first()
+            job = known.get(message_id)
             if job is None:
                 continue
             problem = _not_ours(job, mailbox, internaldate)
@@ -64,19 +73,20 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None, *
         if job is not None:
             return Correlation(rule, job, [job.enrollment.contact.email])
     if c is not None:
-        job = by_message_id(c.original_message_ids)
+        job = by_message_id(embedded)
         if job is not None:
             return Correlation(Rule.EMBEDDED, job, [job.enrollment.contact.email])
         if c.kind in (Kind.BOUNCE, Kind.COMPLAINT) and c.recipients:
-            sent = {r: _sent_to(r, mailbox, internaldate) for r in c.recipients}
-            known = [r for r, job in sent.items() if job is not None]
-            if known:
-                return Correlation(Rule.RECIPIENT, sent[known[0]], known)
+            recipients = list(c.recipients[:REFERENCES_CONSIDERED])
+            sent = _sent_to(recipients, mailbox, internaldate)
+            found = [r for r in recipients if r in sent]
+            if found:
+                return Correlation(Rule.RECIPIENT, sent[found[0]], found)
             names = ", ".join(c.recipients[:5])
             refused.append(f"the report names {names}; {_nothing_sent(internaldate)}")
             return _no_evidence(refused)
     if parsed.from_address:
-        job = _sent_to(parsed.from_address, mailbox, internaldate)
+        job = _sent_to([parsed.from_address], mailbox, internaldate).get(parsed.from_address)
         if job is not None:
             return Correlation(Rule.SENDER, job, [parsed.from_address])
         if Enrollment.objects.filter(contact__email=parsed.from_address).exists():
@@ -84,16 +94,46 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None, *
     return _no_evidence(refused) if refused else Correlation()
 
 
-def _sent_to(address: str, mailbox: Mailbox, internaldate: datetime | None) -> SendJob | None:
-    """The latest job this mailbox submitted to *address* before *internaldate*."""
-    if internaldate is None:
-        return None
-    return (
+def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
+    """Our jobs named by the ids of one message (any mailbox), by Message-ID: one query however many ids."""
+    return _jobs_named([i for i in dict.fromkeys(ids) if i][: 3 * REFERENCES_CONSIDERED])
+
+
+def _jobs_named(ids: list[str]) -> dict[str, SendJob]:
+    if not ids:
+        return {}
+    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").filter(
+        message_id__in=set(ids))
+    return {job.message_id: job for job in jobs}
+
+
+def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> tuple[dict[str, SendJob], set[str]]:
+    """(our jobs by the Message-IDs the headers name or carry, enrolled sender addresses) of a batch: two queries.
+
+    A mail that names neither, and whose header shows no machine signal, cannot act (see triage).
+    """
+    ids = [i for p in parsed_by_uid.values() for i in [p.message_id, *p.own_ids] if i]
+    senders = {p.from_address for p in parsed_by_uid.values() if p.from_address}
+    ours = _jobs_named(ids)
+    enrolled = set(Enrollment.objects.filter(contact__email__in=senders).values_list("contact__email", flat=True)
+                   ) if senders else set()
+    return ours, enrolled
+
+
+def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | None) -> dict[str, SendJob]:
+    """For each of *addresses*, the latest job this mailbox submitted to it before *internaldate*: one query."""
+    if internaldate is None or not addresses:
+        return {}
+    jobs = (
         SendJob.objects.select_related("enrollment__contact")
-        .filter(sends_from(mailbox.pk, via="enrollment__"), enrollment__contact__email=address,
+        .filter(sends_from(mailbox.pk, via="enrollment__"), enrollment__contact__email__in=addresses,
                 submitted_at__isnull=False, submitted_at__lte=internaldate + ARRIVAL_SLACK)
-        .order_by("-submitted_at").first()
+        .order_by("-submitted_at")
     )
+    latest: dict[str, SendJob] = {}
+    for job in jobs:
+        latest.setdefault(job.enrollment.contact.email, job)
+    return latest
 
 
 def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> str | None:
@@ -109,7 +149,8 @@ def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> 
     return None
 
 
-def own_copy(parsed: Parsed, mailbox: Mailbox, *, folder: str, sent_folder: bool) -> str:
+def own_copy(parsed: Parsed, mailbox: Mailbox, *, folder: str, sent_folder: bool,
+             known: dict[str, SendJob] | None = None) -> str:
     """Why a message is a copy of our own sent mail ('' when it is not): it can never be a reply.
 
     A Sent folder (special-use \\Sent, or a Sent folder's usual name), a From of
@@ -122,7 +163,8 @@ def own_copy(parsed: Parsed, mailbox: Mailbox, *, folder: str, sent_folder: bool
         return f"in the folder {folder!r}, which holds this mailbox's sent mail"
     if parsed.from_address and parsed.from_address == mailbox.address.strip().lower():
         return f"sent from this mailbox's own address {mailbox.address}"
-    if parsed.message_id and SendJob.objects.filter(message_id=parsed.message_id).exists():
+    if parsed.message_id and (parsed.message_id in known if known is not None
+                              else SendJob.objects.filter(message_id=parsed.message_id).exists()):
         return f"its Message-ID {parsed.message_id} is one we generated for a message we sent"
     return ""
 

@@ -24,6 +24,12 @@ from .correlate import Correlation
 # One action per kind: (row, correlation, classification, source) -> what was done, in words.
 Effect = Callable[[InboundMessage, Correlation, Classification | None, str], str]
 
+NOT_CORRELATED = "not correlated to anything we sent: recorded only"
+
+
+def own_copy_effect(why: str) -> str:
+    return f"our own sent mail ({why}): recorded only, never counted as a reply"
+
 SUPPRESS_FOR_KIND = {
     Kind.UNSUBSCRIBE_REQUEST: Suppression.Reason.UNSUBSCRIBE,
     Kind.COMPLAINT: Suppression.Reason.COMPLAINT,
@@ -94,11 +100,11 @@ def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Clas
     if row.kind == Kind.QUARANTINED:
         return f"quarantined: {row.parse_error}"
     if correlation.own_copy:
-        return f"our own sent mail ({correlation.why}): recorded only, never counted as a reply"
+        return own_copy_effect(correlation.why)
     if correlation.rule == InboundMessage.Rule.NO_EVIDENCE:
         return f"no evidence we sent to it ({correlation.why}): recorded only, nothing stopped or suppressed"
     if not correlation.addresses:
-        return "not correlated to anything we sent: recorded only"
+        return NOT_CORRELATED
     effect = EFFECTS.get(row.kind)
     return effect(row, correlation, c, f"inbound:{row.pk}") if effect else "recorded only"
 

@@ -12,6 +12,8 @@ from email.utils import parseaddr
 from sequences.selectors import normalize_email
 
 from ..classify import Classification, classify
+from ..classify.evidence import REFERENCES_CONSIDERED
+from .triage import machine_signal
 
 MSGID = re.compile(r"<[^<>\s]+>")
 HEADER_LIMIT = 8000  # characters of one header value that are decoded and kept
@@ -30,12 +32,32 @@ class Parsed:
     in_reply_to: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
+    machine: str = ""  # a header that marks the mail as machine-generated, in words ("" when none does)
     classification: Classification | None = None
     error: str = ""
+
+    @property
+    def own_ids(self) -> list[str]:
+        """The ids this mail names as its thread, strongest first: In-Reply-To, then References newest first."""
+        return list(dict.fromkeys([*self.in_reply_to, *reversed(self.references)]))
 
 
 def parse(raw: bytes) -> Parsed:
     """Parse and classify; never raises (hostile input is recorded and quarantined)."""
+    out = parse_headers(raw)
+    try:
+        out.classification = classify(raw)
+    except Exception as exc:  # noqa: BLE001
+        out.error = (out.error + "; " if out.error else "") + f"classifier failed: {type(exc).__name__}: {exc}"
+    return out
+
+
+def parse_headers(raw: bytes) -> Parsed:
+    """The header fields only (*raw* is a message's header or all of it); no classification. Never raises.
+
+    Linear in the size of the header: ids are found with one regular-expression pass and only the
+    last REFERENCES_CONSIDERED of References are kept (a thread's newest ids come last).
+    """
     out = Parsed()
     try:
         # compat32 keeps header values as raw strings: the modern policy's
@@ -51,14 +73,11 @@ def parse(raw: bytes) -> Parsed:
         out.from_name, address = parseaddr(out.headers.get("From", ""))
         out.from_address = normalize_email(address) if "@" in address else ""
         out.subject = out.headers.get("Subject", "")[:1000]
-        out.in_reply_to = MSGID.findall(out.headers.get("In-Reply-To", ""))
-        out.references = MSGID.findall(out.headers.get("References", ""))
+        out.in_reply_to = MSGID.findall(str(msg.get("In-Reply-To", ""))[:HEADER_LIMIT])[:REFERENCES_CONSIDERED]
+        out.references = MSGID.findall(str(msg.get("References", "")))[-REFERENCES_CONSIDERED:]
+        out.machine = machine_signal(msg)
     except Exception as exc:  # noqa: BLE001 - content must never crash the poller
         out.error = f"header parse failed: {type(exc).__name__}: {exc}"
-    try:
-        out.classification = classify(raw)
-    except Exception as exc:  # noqa: BLE001
-        out.error = (out.error + "; " if out.error else "") + f"classifier failed: {type(exc).__name__}: {exc}"
     return out
 
 
@@ -76,4 +95,4 @@ def clean(value: str) -> str:
 
 def _first_id(value: str) -> str:
     found = MSGID.findall(value)
-    return found[0] if found else clean(value)[:998]
+    return (found[0] if found else clean(value))[:998]  # the column's size: a longer id must not fail the row

@@ -1,7 +1,13 @@
 """Polling: one pass over a mailbox's folders from their cursors. No transaction is open during IMAP I/O.
 
-Each fetched message is handed to mailboxes.ingest.record, which commits it
-in its own short transaction; the cursor only moves inside that transaction.
+Each batch of new UIDs goes through mailboxes.ingest.batch, which commits
+what it records in short transactions; the cursor only moves inside them.
+
+A folder seen for the first time (or after a UIDVALIDITY change) starts at
+the mailbox's first submission: the first UID that IMAP SEARCH SINCE finds
+for that date minus a day (clock skew), or UIDNEXT when this mailbox has
+submitted nothing yet. Older mail is never fetched; ``since`` re-reads from
+an explicit date.
 """
 
 from __future__ import annotations
@@ -9,12 +15,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Min
 
 from sequences.dbclock import db_now
+from sequences.models import SendJob
+from sequences.services.rotation import sends_from
 from sequences.timeline import Event, event_record
 
 from ..imap import (
@@ -29,7 +38,7 @@ from ..imap import (
 from ..models import ImapCursor, Mailbox
 from ..secrets import SecretRefused
 from ..selectors import secret_from_env
-from .record import inbound_record
+from .batch import batch_ingest
 
 log = logging.getLogger("outreach.ingest")
 
@@ -39,6 +48,8 @@ class PollResult:
     mailbox: str
     folders: dict[str, dict[str, int]] = field(default_factory=dict)
     error: str = ""
+    # Over all folders: messages read whole (the rest needed their header only) and the seconds spent on them.
+    stats: dict[str, float] = field(default_factory=lambda: {"bodies": 0, "acting_seconds": 0.0})
 
     @property
     def fetched(self) -> int:
@@ -56,24 +67,35 @@ def cursor_for(mailbox: Mailbox, folder: str) -> ImapCursor:
     return cursor
 
 
-def cursor_reset(cursor: ImapCursor, uidvalidity: int, highestmodseq: int | None) -> None:
-    """A new UIDVALIDITY: every UID we knew is void, so rescan the folder from the start.
+def cursor_reset(cursor: ImapCursor, uidvalidity: int, highestmodseq: int | None, last_uid: int = 0) -> None:
+    """A new UIDVALIDITY: every UID we knew is void, so rescan the folder from *last_uid* (its first sync start).
 
     Message-ID deduplication makes the rescan harmless: nothing acts twice.
     """
     first_sight = cursor.uidvalidity is None
     with transaction.atomic(durable=True):
         ImapCursor.objects.filter(pk=cursor.pk).update(
-            uidvalidity=uidvalidity, last_uid=0, highestmodseq=highestmodseq,
+            uidvalidity=uidvalidity, last_uid=last_uid, highestmodseq=highestmodseq,
             rescans=F("rescans") + (0 if first_sight else 1), updated_at=db_now())
         if not first_sight:
             event_record(kind=Event.IMAP_UIDVALIDITY_CHANGED, mailbox=cursor.mailbox.name, folder=cursor.folder,
                          old=cursor.uidvalidity, new=uidvalidity)
 
 
+def first_sync_day(mailbox: Mailbox) -> date | None:
+    """The day a new folder is read from: the mailbox's first submission minus a day; None if nothing was sent."""
+    first = SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), submitted_at__isnull=False).aggregate(
+        first=Min("submitted_at"))["first"]
+    return (first - timedelta(days=1)).date() if first else None
+
+
 def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
-                 progress: Callable[[str, int, int], None] | None = None) -> PollResult:
-    """One pass over a mailbox's folders. No transaction is open during IMAP I/O."""
+                 progress: Callable[[str, int, int], None] | None = None, since: date | None = None) -> PollResult:
+    """One pass over a mailbox's folders. No transaction is open during IMAP I/O.
+
+    *since*: also read mail that arrived on that day or later even when it is older than the cursor
+    (an explicit re-read of history; what was recorded already is a no-op).
+    """
     mailbox = Mailbox.objects.get(pk=mailbox_id)
     result = PollResult(mailbox=mailbox.name)
     if not mailbox.has_imap:
@@ -85,8 +107,8 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
             sent = _sent_folders(session)
             for folder in mailbox.imap_folders or ["INBOX"]:
                 try:
-                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress,
-                                                          sent_folder=folder in sent)
+                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since,
+                                                          result.stats, sent_folder=folder in sent)
                 except (ImapConnectionError, ImapAuthError):
                     raise  # the connection itself: the whole mailbox
                 except (ImapError, SecretRefused) as exc:
@@ -135,8 +157,8 @@ def _sent_folders(session: ImapSession) -> set[str]:
         return set()
 
 
-def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress, *,
-                 sent_folder: bool = False) -> dict[str, int]:
+def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress,
+                 since: date | None, stats: dict[str, float], *, sent_folder: bool = False) -> dict[str, int]:
     cursor = cursor_for(mailbox, folder)
     counts = {"fetched": 0, "recorded": 0, "duplicates": 0}
     status = session.select(folder)
@@ -144,22 +166,30 @@ def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size
         if cursor.uidvalidity is not None:
             log.warning("mailbox %s folder %s: UIDVALIDITY %s -> %s, rescanning", mailbox.name, folder,
                         cursor.uidvalidity, status.uidvalidity)
-        cursor_reset(cursor, status.uidvalidity, status.highestmodseq)
+        start = _start_after(session, status, first_sync_day(mailbox))
+        cursor_reset(cursor, status.uidvalidity, status.highestmodseq, start)
         cursor.refresh_from_db()
-    pending = len(session.uids_after(cursor.last_uid))
+    read_after = cursor.last_uid
+    if since is not None:
+        read_after = min(read_after, _start_after(session, status, since))
+    uids = session.uids_after(read_after)
     try:
-        for batch in session.iter_new(folder, cursor.last_uid, batch_size, uidvalidity=cursor.uidvalidity):
-            for fetched in batch:
-                outcome = inbound_record(mailbox_id=mailbox.pk, folder=folder, uidvalidity=cursor.uidvalidity,
-                                         fetched=fetched, sent_folder=sent_folder)
-                counts["fetched"] += 1
-                counts["recorded"] += outcome.created
-                counts["duplicates"] += outcome.duplicate
+        for i in range(0, len(uids), batch_size):
+            done = batch_ingest(session, mailbox, folder, cursor.uidvalidity, uids[i : i + batch_size],
+                                sent_folder=sent_folder)
+            for key, value in done.items():
+                (counts if key in counts else stats)[key] += value
             if progress:
-                progress(folder, counts["fetched"], pending)
+                progress(folder, counts["fetched"], len(uids))
     except ImapUidValidityError:
         # Changed between our SELECT and the listing: the next pass rescans.
         log.warning("mailbox %s folder %s: UIDVALIDITY changed during the pass", mailbox.name, folder)
     if status.highestmodseq is not None:
         ImapCursor.objects.filter(pk=cursor.pk).update(highestmodseq=status.highestmodseq)
     return counts
+
+
+def _start_after(session: ImapSession, status, day: date | None) -> int:
+    """The UID to read after: just before the first mail of *day* (SEARCH SINCE), or UIDNEXT - 1."""
+    first = session.uid_since(day) if day is not None else None
+    return first - 1 if first is not None else status.uidnext - 1

@@ -1,21 +1,34 @@
-"""Recording one fetched message: the inbound row, its effect and the cursor, in one durable transaction."""
+"""Recording fetched mail: the inbound row, its effect and the cursor, committed together.
+
+A message that may act (correlated to something we sent, or machine-generated) is committed in its
+own durable transaction with its effects. Mail that cannot act is stored as metadata only and many
+such rows go in one transaction with the cursor advance (``metadata_batch_record``): a crash loses
+nothing and re-fetches at most one batch.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
+from django.db.models import Q
 
-from sequences.dbclock import db_now
+from sequences.dbclock import DbClock
 from sequences.timeline import Event, event_record
 
 from ..imap import FetchedMessage
 from ..kinds import Kind
 from ..models import ImapCursor, InboundMessage, Mailbox
 from .correlate import Correlation, correlate
-from .effects import inbound_effects_apply
+from .effects import NOT_CORRELATED, inbound_effects_apply
 from .parse import Parsed, clean, parse
+
+Content = InboundMessage.Content
+# Machine-generated mail is kept even when it names nothing we sent: a forged or stray report is evidence.
+MACHINE_KINDS = frozenset({Kind.BOUNCE, Kind.COMPLAINT, Kind.AUTO_REPLY, Kind.AUTH_FAILURE})
+# Errors that the content of one message can cause; anything else (the database gone) is the poll's.
+CONTENT_ERRORS = (DataError, ValueError, TypeError, LookupError, RecursionError)
 
 
 @dataclass
@@ -27,56 +40,128 @@ class IngestResult:
 
 
 def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
+                   mailbox: Mailbox | None = None, known: dict | None = None,
                    sent_folder: bool = False) -> IngestResult:
     """Record one fetched message and its effects, and advance the cursor; one durable transaction.
 
+    *mailbox* and *known* (our jobs by Message-ID, looked up already) save the poller queries.
     `sent_folder`: the server marks the folder \\Sent (special-use), so nothing in it is a reply.
+    A message whose parsing, classification or recording still fails is quarantined: recorded as
+    metadata with the reason in words, and the cursor moves on.
     """
-    parsed = parse(fetched.raw)  # CPU only, before the transaction
-    mailbox = Mailbox.objects.get(pk=mailbox_id)
-    correlation = (correlate(parsed, mailbox, fetched.internaldate, folder=folder, sent_folder=sent_folder)
-                   if parsed.classification else Correlation())
+    mailbox = mailbox if mailbox is not None else Mailbox.objects.get(pk=mailbox_id)
     try:
+        parsed = parse(fetched.raw)  # CPU only, before the transaction
+        correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, folder=folder,
+                                 sent_folder=sent_folder) if parsed.classification else Correlation())
         with transaction.atomic(durable=True):
             return _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation)
     except IntegrityError:
         # Another poller recorded the same UID (or the same Message-ID) first: a no-op.
         _advance_cursor_alone(mailbox_id, folder, uidvalidity, fetched.uid)
         return IngestResult(None, False, True, "already recorded by a concurrent poll")
+    except CONTENT_ERRORS as exc:
+        return _quarantine(mailbox, folder, uidvalidity, fetched, f"could not be recorded: {type(exc).__name__}")
+
+
+def content_for(kind: str, correlation: Correlation) -> str:
+    """Full content for mail tied to something we sent or machine-generated; metadata only otherwise."""
+    return Content.FULL if correlation.job is not None or kind in MACHINE_KINDS else Content.METADATA
+
+
+def metadata_row(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: FetchedMessage, message_id: str, *,
+                 kind: str = Kind.UNRELATED, effect: str = NOT_CORRELATED, rule: str = InboundMessage.Rule.NONE,
+                 parse_error: str = "") -> InboundMessage:
+    """An unsaved metadata-only row: no body, subject, raw source, sender or headers."""
+    return InboundMessage(
+        mailbox=mailbox, folder=folder, uidvalidity=uidvalidity, uid=fetched.uid, message_id=message_id[:998],
+        internaldate=fetched.internaldate, size=fetched.size or len(fetched.raw), kind=kind,
+        correlation_rule=rule, effect=effect, parse_error=parse_error[:2000], content=Content.METADATA)
+
+
+def metadata_batch_record(*, folder: str, uidvalidity: int, rows: list[InboundMessage], last_uid: int) -> dict:
+    """Write metadata-only rows and advance the cursor to *last_uid*, in one durable transaction.
+
+    Rows whose UID is already recorded are skipped; a second copy of a Message-ID (another folder, a
+    rescan, twice in this batch) is recorded as a copy of the first.
+    """
+    counts = {"recorded": 0, "duplicates": 0}
+    if not rows:
+        return counts
+    mailbox = rows[0].mailbox
+    try:
+        with transaction.atomic(durable=True):
+            _metadata_rows_write(mailbox, folder, uidvalidity, rows, counts)
+            _advance_cursor(mailbox.pk, folder, uidvalidity, last_uid)
+    except IntegrityError:
+        # A concurrent poll recorded some of them first: theirs stand.
+        counts = {"recorded": 0, "duplicates": len(rows)}
+        _advance_cursor_alone(mailbox.pk, folder, uidvalidity, last_uid)
+    return counts
+
+
+def _metadata_rows_write(mailbox, folder, uidvalidity, rows: list[InboundMessage], counts: dict) -> None:
+    seen_uids = set(InboundMessage.objects.filter(mailbox=mailbox, folder=folder, uidvalidity=uidvalidity,
+                                                  uid__in=[r.uid for r in rows]).values_list("uid", flat=True))
+    fresh = [r for r in rows if r.uid not in seen_uids]
+    counts["duplicates"] += len(rows) - len(fresh)
+    ids = {r.message_id for r in fresh if r.message_id}
+    originals = dict(InboundMessage.objects.filter(mailbox=mailbox, message_id__in=ids, duplicate_of=None)
+                     .values_list("message_id", "pk")) if ids else {}
+    firsts, copies, first_ids = [], [], set(originals)
+    for row in fresh:
+        (copies if row.message_id and row.message_id in first_ids else firsts).append(row)
+        first_ids.add(row.message_id)
+    InboundMessage.objects.bulk_create(firsts)
+    originals.update({r.message_id: r.pk for r in firsts if r.message_id})
+    for row in copies:
+        row.duplicate_of_id = originals[row.message_id]
+        row.effect = f"copy of inbound #{row.duplicate_of_id}: no action"
+    InboundMessage.objects.bulk_create(copies)
+    counts["recorded"] += len(firsts) + len(copies)
+    counts["duplicates"] += len(copies)
+
+
+def _quarantine(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: FetchedMessage, reason: str
+                ) -> IngestResult:
+    row = metadata_row(mailbox, folder, uidvalidity, fetched, "", kind=Kind.QUARANTINED,
+                       effect=f"quarantined: {reason}", parse_error=reason)
+    counts = metadata_batch_record(folder=folder, uidvalidity=uidvalidity, rows=[row], last_uid=fetched.uid)
+    return IngestResult(row.pk, bool(counts["recorded"]), bool(counts["duplicates"]), row.effect)
 
 
 def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correlation: Correlation) -> IngestResult:
-    existing = InboundMessage.objects.filter(mailbox=mailbox, folder=folder, uidvalidity=uidvalidity,
-                                             uid=fetched.uid).first()
+    # One query: this UID recorded already, or the first row of this Message-ID (this is a copy then).
+    same_uid = Q(folder=folder, uidvalidity=uidvalidity, uid=fetched.uid)
+    same_id = Q(message_id=parsed.message_id, duplicate_of=None) if parsed.message_id else Q(pk__in=[])
+    found = list(InboundMessage.objects.filter(same_uid | same_id, mailbox=mailbox).only(
+        "pk", "folder", "uidvalidity", "uid", "message_id", "duplicate_of"))
+    existing = next((r for r in found if (r.folder, r.uidvalidity, r.uid) == (folder, uidvalidity, fetched.uid)),
+                    None)
     if existing is not None:
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
         return IngestResult(existing.pk, False, True, "same UID seen again: no-op")
 
     c = parsed.classification
-    limit = settings.OUTREACH_INBOUND_RAW_LIMIT
-    row = InboundMessage(
-        mailbox=mailbox, folder=folder, uidvalidity=uidvalidity, uid=fetched.uid,
-        message_id=parsed.message_id, internaldate=fetched.internaldate,
-        from_address=parsed.from_address[:320], from_name=clean(parsed.from_name)[:400], subject=parsed.subject,
-        headers=parsed.headers, size=fetched.size or len(fetched.raw),
-        raw=fetched.raw[:limit], raw_truncated=len(fetched.raw) > limit, parse_error=parsed.error,
-        correlation_rule=correlation.rule, job=correlation.job,
-        enrollment=correlation.job.enrollment if correlation.job else None,
-    )
-    if c is None:
-        row.kind = Kind.QUARANTINED
+    kind = c.kind if c is not None else Kind.QUARANTINED
+    if content_for(kind, correlation) == Content.METADATA:
+        row = metadata_row(mailbox, folder, uidvalidity, fetched, parsed.message_id, kind=kind,
+                           rule=correlation.rule, parse_error=parsed.error)
     else:
-        row.kind = c.kind
-        row.bounce_type = c.bounce_type
-        row.recipients = list(c.recipients)
-        row.status_codes = list(c.status_codes)
-        row.classification_reason = c.reason[:2000]
-        row.reply_text = c.reply_text[:20000]
+        limit = settings.OUTREACH_INBOUND_RAW_LIMIT
+        row = InboundMessage(
+            mailbox=mailbox, folder=folder, uidvalidity=uidvalidity, uid=fetched.uid,
+            message_id=parsed.message_id, internaldate=fetched.internaldate,
+            from_address=parsed.from_address[:320], from_name=clean(parsed.from_name)[:400], subject=parsed.subject,
+            headers=parsed.headers, size=fetched.size or len(fetched.raw), kind=kind,
+            raw=fetched.raw[:limit], raw_truncated=len(fetched.raw) > limit or fetched.truncated,
+            parse_error=parsed.error, correlation_rule=correlation.rule, job=correlation.job,
+            enrollment=correlation.job.enrollment if correlation.job else None,
+            bounce_type=c.bounce_type, recipients=list(c.recipients), status_codes=list(c.status_codes),
+            classification_reason=c.reason[:2000], reply_text=c.reply_text[:20000],
+        )
 
-    original = None
-    if parsed.message_id:
-        original = InboundMessage.objects.filter(mailbox=mailbox, message_id=parsed.message_id,
-                                                 duplicate_of=None).first()
+    original = next((r for r in found if r.message_id == parsed.message_id and r.duplicate_of_id is None), None)
     if original is not None:
         # The same mail in another folder, or again after a UIDVALIDITY rescan: record, never act twice.
         row.duplicate_of = original
@@ -86,13 +171,14 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         return IngestResult(row.pk, True, True, row.effect)
 
     row.save()
-    email = correlation.addresses[0] if correlation.addresses else ""
-    event_record(
-        kind=Event.INBOUND_RECEIVED, email=email, enrollment=row.enrollment_id, job=row.job_id,
-        inbound=row.pk, internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "",
-        classified=row.kind, bounce_type=row.bounce_type, rule=row.correlation_rule,
-        message_id=parsed.message_id[:300], mailbox=mailbox.name, folder=folder,
-    )
+    if row.content == Content.FULL:
+        email = correlation.addresses[0] if correlation.addresses else ""
+        event_record(
+            kind=Event.INBOUND_RECEIVED, email=email, enrollment=row.enrollment_id, job=row.job_id,
+            inbound=row.pk, internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "",
+            classified=row.kind, bounce_type=row.bounce_type, rule=row.correlation_rule,
+            message_id=parsed.message_id[:300], mailbox=mailbox.name, folder=folder,
+        )
     row.effect = inbound_effects_apply(row, correlation, c)
     InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
     _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
@@ -101,7 +187,7 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
 
 def _advance_cursor(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:
     ImapCursor.objects.filter(mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, last_uid__lt=uid
-                              ).update(last_uid=uid, updated_at=db_now())
+                              ).update(last_uid=uid, updated_at=DbClock())
 
 
 def _advance_cursor_alone(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:

@@ -89,7 +89,7 @@ def ingest(args) -> dict:
     rss_start = rss_kib()
     started = time.perf_counter()
     result = mailbox_poll(mailbox_id=args.mailbox_id, batch_size=args.batch)
-    return {"messages": result.fetched, "folders": result.folders, "error": result.error,
+    return {"messages": result.fetched, "folders": result.folders, "error": result.error, "stats": result.stats,
             "seconds": time.perf_counter() - started, "rss_start_kib": rss_start}
 
 

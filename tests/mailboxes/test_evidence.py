@@ -15,7 +15,7 @@ from mailboxes.models import InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment, Suppression
 from tests.factories import MailboxFactory, enroll, make_sequence
-from tests.mailboxes.test_ingest import poll, send_first_step
+from tests.mailboxes.test_ingest import connect, poll, send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NO_EVIDENCE = "no evidence we sent to it"
@@ -53,7 +53,7 @@ def test_mail_that_arrived_before_the_send_does_not_stop_and_the_same_mail_after
                           subject="Lunch?", body="Are we still on for lunch?")
     dovecot.append("alice", "INBOX", history, when=job.submitted_at - timedelta(days=30))
 
-    poll(imap_mailbox)
+    poll(imap_mailbox, since=(job.submitted_at - timedelta(days=31)).date())  # history re-read on purpose
 
     assert_did_nothing(enrollment)
     old = InboundMessage.objects.get()
@@ -76,6 +76,7 @@ def test_mail_that_arrived_before_the_send_does_not_stop_and_the_same_mail_after
 
 def test_mail_from_an_enrolled_address_never_sent_to_does_not_stop(imap_mailbox, dovecot):
     enrollment = enroll(make_sequence(mailbox=imap_mailbox, steps=1), "ada@example.com")
+    connect(imap_mailbox)
     dovecot.append("alice", "INBOX", mails.reply(to_message_id="", in_reply_to=False, subject="Hi"))
     poll(imap_mailbox)
     assert_did_nothing(enrollment)
@@ -88,6 +89,7 @@ def test_a_forged_report_suppresses_and_stops_nobody(imap_mailbox, dovecot, smtp
     other = MailboxFactory(smtp_port=smtp_server.port)
     sent_elsewhere, _ = send_first_step(other, email="victim@corp.test")  # sent to, but from another mailbox
     never_sent = enroll(make_sequence(mailbox=imap_mailbox, steps=1), "quiet@corp.test")  # enrolled here, unsent
+    connect(imap_mailbox)
     for victim in ("victim@corp.test", "quiet@corp.test"):
         dovecot.append("alice", "INBOX", build(victim))
 

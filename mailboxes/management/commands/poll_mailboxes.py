@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -18,8 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="one pass, then exit (default: every --interval s)")
         parser.add_argument("--interval", type=float, default=30.0)
         parser.add_argument("--batch-size", type=int, default=200)
+        parser.add_argument("--since", type=_day, metavar="YYYY-MM-DD",
+                            help="also read mail that arrived on this day or later, older than what was read so far "
+                                 "(by default a folder is read from the mailbox's first submission on)")
 
-    def handle(self, *args, mailbox, once, interval, batch_size, **options):
+    def handle(self, *args, mailbox, once, interval, batch_size, since, **options):
         boxes = Mailbox.objects.exclude(imap_host="")
         if mailbox:
             boxes = boxes.filter(name=mailbox)
@@ -38,19 +43,26 @@ class Command(BaseCommand):
                     sys.stderr.flush()
 
                 try:
-                    result = mailbox_poll(mailbox_id=box.pk, batch_size=batch_size, progress=progress)
+                    result = mailbox_poll(mailbox_id=box.pk, batch_size=batch_size, progress=progress, since=since)
                 except ImapError as exc:
                     failures += 1
                     self.stderr.write(f"{box.name}: poll failed: {exc}")
                     continue
                 if result.fetched:
                     sys.stderr.write("\n")
-                summary = ", ".join(
-                    f"{folder}: {c['recorded']} new, {c['duplicates']} duplicates" for folder, c in result.folders.items()
-                )
+                summary = ", ".join(f"{folder}: {c['recorded']} new, {c['duplicates']} duplicates"
+                                    for folder, c in result.folders.items())
                 self.stdout.write(f"{box.name}: {summary} ({time.monotonic() - started:.1f}s)")
             if once:
                 if failures:
                     raise CommandError(f"{failures} mailbox polls failed")
                 return
+            since = None  # history is re-read once; later passes go on from the cursor
             time.sleep(interval)
+
+
+def _day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"a date as YYYY-MM-DD, not {value!r}") from exc
