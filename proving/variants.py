@@ -26,15 +26,14 @@ from django.db import transaction
 from django.db.models import F
 from rq.job import Job
 
-from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from sequences import services
 from sequences.dbclock import DbClock, db_now
-from sequences.locks import enrollment_lock
 from sequences.messages import message_prepare
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
 from sequences.services import Authorization
+from sequences.services.sending import job_locked
 from sequences.states import job_move
 from sequences.tasks import worker_identity
 from sequences.timeline import Event, event_record
@@ -67,11 +66,8 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
         return "noop"
     prepared = message_prepare(job_id=job_id)
     with transaction.atomic():
-        # The same lock as the product's stop and authorize paths.
-        enrollment = enrollment_lock(enrollment_id=claimed.enrollment_id)
-        mailbox = Mailbox.objects.get(pk=enrollment.sequence.mailbox_id)
-        job = SendJob.objects.select_related("step").get(pk=job_id)
-        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        # The same lock and the same fresh read as the product's stop and authorize paths.
+        enrollment, mailbox, job = job_locked(job_id)
         if job.state != S.CLAIMED:
             return job.state
         reason = services.final_check(job=job, enrollment=enrollment, mailbox=mailbox)

@@ -23,6 +23,7 @@ from mailboxes.transports.base import (
 )
 
 from . import checkpoints, services
+from .loads import sending_mailbox
 from .messages import PrepareError, message_prepare
 from .models import SendJob
 
@@ -58,7 +59,10 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         return Outcome(job_id, decision.outcome, decision.reason)
     checkpoints.reach("authorized", job_id)
 
-    mailbox = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment.sequence.mailbox
+    # The mailbox row the final check read; an authorize step that does not return it (the bypassed variant of
+    # proving/variants.py) leaves it to be read here.
+    mailbox = decision.mailbox or sending_mailbox(
+        SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment)
     transport = transport_for(mailbox)
     # Handed to an ESP before its time (mailbox policy): the provider holds it until send_at.
     send_at = services.provider_send_at_for(job_id=job_id, mailbox=mailbox)
