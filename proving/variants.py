@@ -28,7 +28,8 @@ from rq.job import Job
 
 from mailboxes.selectors import transport_for
 from sequences import services
-from sequences.dbclock import DbClock, db_now
+from sequences.dbclock import DbClock
+from sequences.loads import job_read, sending_mailbox
 from sequences.messages import message_prepare
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
@@ -51,12 +52,14 @@ def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -
     final check prevents and what it costs.
     """
     with transaction.atomic(durable=True):
-        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        # The same read of the job and its mailbox as the product's transactions, without their lock or checks.
+        job, now = job_read(job_id)
+        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         SendJob.objects.filter(pk=job_id).update(
             state=S.AUTHORIZED, authorized_at=DbClock(), lease_until=lease, version=F("version") + 1
         )
         event_record(kind=Event.JOB_AUTHORIZED, job=job_id, worker_id=worker_id, final_check=False)
-        return Authorization("authorized", "", version + 1)
+        return Authorization("authorized", "", version + 1, mailbox=sending_mailbox(job.enrollment))
 
 
 def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:

@@ -56,8 +56,9 @@ def slot_give_back(*, mailbox_id: int, tz: str, authorized_at: datetime | None) 
         return
     day = authorized_at.astimezone(ZoneInfo(tz or "UTC")).date()
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {TABLE} SET sent = sent - 1 WHERE mailbox_id = %s AND day = %s AND sent > 0",
-                       [mailbox_id, day])
+        cursor.execute(
+            f"UPDATE {TABLE} SET sent = sent - 1 WHERE mailbox_id = %s AND day = %s AND sent > 0", [mailbox_id, day]
+        )
 
 
 def sent_on(mailbox: Mailbox, day: date) -> int:

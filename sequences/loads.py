@@ -31,15 +31,20 @@ from .models import Contact, Enrollment, SendJob, Sequence, Step, Suppression
 
 # alias -> model, in the order of the SELECT list and of MAILBOX_JOIN's joins.
 MODELS: tuple[tuple[str, type[Model]], ...] = (
-    ("j", SendJob), ("e", Enrollment), ("c", Contact), ("s", Sequence), ("m", Mailbox), ("st", Step),
+    ("j", SendJob),
+    ("e", Enrollment),
+    ("c", Contact),
+    ("s", Sequence),
+    ("m", Mailbox),
+    ("st", Step),
 )
 T = {alias: model._meta.db_table for alias, model in MODELS}
 
 # The mailbox that sends for an enrollment: its sequence's.
-MAILBOX_JOIN = f'JOIN {T["m"]} m ON m.id = s.mailbox_id'
+MAILBOX_JOIN = f"JOIN {T['m']} m ON m.id = s.mailbox_id"
 JOINS = (
-    f'FROM {T["j"]} j JOIN {T["e"]} e ON e.id = j.enrollment_id JOIN {T["c"]} c ON c.id = e.contact_id '
-    f'JOIN {T["s"]} s ON s.id = e.sequence_id {MAILBOX_JOIN} JOIN {T["st"]} st ON st.id = j.step_id'
+    f"FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id JOIN {T['c']} c ON c.id = e.contact_id "
+    f"JOIN {T['s']} s ON s.id = e.sequence_id {MAILBOX_JOIN} JOIN {T['st']} st ON st.id = j.step_id"
 )
 
 
@@ -80,7 +85,7 @@ def _hydrate(row: tuple) -> SendJob:
     instances = []
     at = 0
     for model, fields in _converters(connection.vendor):
-        values = list(row[at:at + len(fields)])
+        values = list(row[at : at + len(fields)])
         at += len(fields)
         for i, (col, converters) in enumerate(fields):
             for converter in converters:
@@ -122,8 +127,11 @@ def job_lock(job_id: int) -> tuple[int, str]:
     """
     lock = " FOR NO KEY UPDATE OF e" if connection.features.has_select_for_no_key_update else ""
     with connection.cursor() as cursor:
-        cursor.execute(f'SELECT e.id, c.email FROM {T["j"]} j JOIN {T["e"]} e ON e.id = j.enrollment_id '
-                       f'JOIN {T["c"]} c ON c.id = e.contact_id WHERE j.id = %s{lock}', [job_id])
+        cursor.execute(
+            f"SELECT e.id, c.email FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id "
+            f"JOIN {T['c']} c ON c.id = e.contact_id WHERE j.id = %s{lock}",
+            [job_id],
+        )
         row = cursor.fetchone()
     if row is None:
         raise SendJob.DoesNotExist(f"send job {job_id} does not exist")

@@ -47,7 +47,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
     checkpoints.reach("claimed", job_id)
 
     try:
-        prepared = message_prepare(job_id=job_id)
+        prepared = message_prepare(job_id=job_id, job=job)
     except PrepareError as exc:
         # Nothing reached a transport: the job ends failed with the reason, never retried by the sweeper.
         services.send_job_record_unpreparable(job_id=job_id, worker_id=worker_id, error=str(exc))

@@ -35,7 +35,7 @@ from rq import Queue
 from proving.bench import ceiling
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import ratio, summary_ms, table
-from proving.bench.tasks import samples_key, send_key
+from proving.bench.tasks import AUTHORIZE, samples_key, send_key
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
 from sequences.models import SendJob
@@ -112,6 +112,33 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
     }
 
 
+class _Statements:
+    def __init__(self):
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+
+def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
+    """Statements one authorize call sends (COMMIT aside), per variant, counted in this process on a claimed job."""
+    from sequences import services
+
+    ctx.reset()
+    (box,) = data.mailboxes_create(1, smtp_port=sink.port)
+    jobs = data.followups_create(len(AUTHORIZE), sequences=data.sequences_create([box]), tag="count")
+    out: dict[str, Any] = {}
+    for (variant, authorize), job in zip(AUTHORIZE.items(), jobs, strict=True):
+        claimed = services.send_job_claim(job_id=job.pk, worker_id="bench-count")
+        counter = _Statements()
+        with connection.execute_wrapper(counter):
+            decision = authorize(job_id=job.pk, worker_id="bench-count", version=claimed.version)
+        out[variant] = {"statements": len(counter.sql), "outcome": decision.outcome,
+                        "sql": [q[:160] for q in counter.sql]}
+    return out
+
+
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if len(runs) == 1:
         return runs[0] | {"runs_sends_per_s": [runs[0]["sends_per_s"]]}
@@ -124,6 +151,9 @@ def run(ctx) -> dict[str, Any]:
     o = ctx.options
     runs: list[dict[str, Any]] = []
     with SmtpServer(keep_messages=False) as sink:
+        statements = authorize_statements(ctx, sink)
+        ctx.say("guard: statements per authorize: " + ", ".join(f"{v} {s['statements']}"
+                                                                 for v, s in statements.items()))
         for worker_class in o["worker_classes"]:
             for workers in o["workers"]:
                 for variant in RUNS:
@@ -136,17 +166,18 @@ def run(ctx) -> dict[str, Any]:
                     runs.append(result)
                     ctx.say(f"  -> {result['sends_per_s']} sends/s, authorize p50 "
                             f"{result['authorize']['p50_ms']} ms p99 {result['authorize']['p99_ms']} ms")
-    out: dict[str, Any] = {"runs": runs, "tables": []}
+    out: dict[str, Any] = {"runs": runs, "tables": [], "authorize_statements": statements}
     if not o.get("no_ceiling"):
         out["ceiling"] = ceiling.run(ctx, include_tables=False)
-    out["tables"].append(guard_table(runs, out.get("ceiling"), o))
+    out["tables"].append(guard_table(runs, out.get("ceiling"), o, statements))
     out["tables"].append(mixed_table(runs, o))
     if "ceiling" in out:
         out["tables"] += out["ceiling"]["tables"]
     return out
 
 
-def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict[str, Any]) -> str:
+def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict[str, Any],
+                statements: dict[str, Any] | None = None) -> str:
     by_key = {(r["worker_class"], r["workers"], r["variant"]): r for r in runs}
     rows = []
     for worker_class in o["worker_classes"]:
@@ -180,6 +211,9 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
         "divide the guarded rate by RQ's no-op job rate and by pgbench -N tps / 3 write transactions per send "
         "(claim, authorize, record), both with the same W, measured in the same run.",
     ]
+    if statements:
+        notes.append("statements per authorize call, COMMIT aside (counted with execute_wrapper on a claimed job): "
+                     + ", ".join(f"{v} {s['statements']}" for v, s in statements.items()))
     if o["repeat"] > 1:
         notes.append(f"median of {o['repeat']} runs per cell")
     return table(
