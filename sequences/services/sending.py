@@ -182,8 +182,11 @@ def _lost(job: SendJob, *, worker_id: str, version: int) -> Authorization:
 
 
 def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> str:
-    """The reason this job must not be sent, or '' when it may be; the rows and facts come from job_locked."""
-    facts: Facts = job.facts  # type: ignore[attr-defined]
+    """The reason this job must not be sent, or '' when it may be; the rows and facts come from job_locked.
+
+    The caller holds the enrollment lock. A job not read by job_locked has its facts read now (one statement).
+    """
+    facts: Facts = getattr(job, "facts", None) or job_read_checked(job.pk, email=enrollment.contact.email)[1]
     if enrollment.status == E.STOPPED:
         return enrollment.stop_reason or "enrollment_stopped"
     if enrollment.status == E.PAUSED:
