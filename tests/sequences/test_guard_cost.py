@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 
+from proving.bench.guard import StatementCounter
 from proving.harness.smtp import SmtpServer
 from sequences import services
 from sequences.dbclock import db_now
@@ -24,15 +25,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 S = SendJob.State
 
 
-class Statements:
-    def __init__(self):
-        self.sql: list[str] = []
-
-    def __call__(self, execute, sql, params, many, context):
-        self.sql.append(sql)
-        return execute(sql, params, many, context)
-
-
 def claimed(mailbox, emails, *, steps=1):
     sequence = make_sequence(mailbox=mailbox, steps=steps)
     for email in emails:
@@ -43,7 +35,7 @@ def claimed(mailbox, emails, *, steps=1):
 
 def test_the_final_check_is_four_statements(mailbox):
     ((job_id, version),) = claimed(mailbox, ["count@example.com"])
-    statements = Statements()
+    statements = StatementCounter()
     with connection.execute_wrapper(statements):
         decision = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
     assert decision.outcome == "authorized"
