@@ -152,10 +152,7 @@ def job_move(
     updates: dict[str, Any] = {"state": to, "version": F("version") + 1, **(fields or {})}
     if to in JOB_STAMP:
         updates.setdefault(JOB_STAMP[to], DbClock())
-    if job.state == S.AUTHORIZED and to == S.SCHEDULED:
-        # Back from the hand-off without sending (a transient refusal, a held message): not a message of the day.
-        mailbox = _sending_mailbox(job)
-        daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=mailbox.window_timezone, authorized_at=job.authorized_at)
+    back_from_hand_off = job.state == S.AUTHORIZED and to == S.SCHEDULED
     moved = _guarded_update(
         SendJob.objects.filter(pk=job.pk, state=job.state, version=job.version), updates,
         {"kind": event or Event(f"job_{to}"), "email": _email_of(job), "enrollment": job.enrollment_id,
@@ -164,6 +161,10 @@ def job_move(
     )
     if moved is None:
         return False
+    if back_from_hand_off:
+        # A transient refusal or a held message did not leave: it is not one of the day's messages.
+        mailbox = _sending_mailbox(job)
+        daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=mailbox.window_timezone, authorized_at=job.authorized_at)
     _apply(job, moved, to=to, state_field="state")
     return True
 
