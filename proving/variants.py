@@ -26,16 +26,15 @@ from django.db import transaction
 from django.db.models import F
 from rq.job import Job
 
-from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from sequences import services
-from sequences.dbclock import DbClock, db_now
-from sequences.locks import enrollment_lock
+from sequences.dbclock import DbClock
+from sequences.loads import job_read, sending_mailbox
 from sequences.messages import message_prepare
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
 from sequences.services import Authorization
-from sequences.services.rotation import enrollment_mailbox_id
+from sequences.services.sending import job_locked
 from sequences.states import job_move
 from sequences.tasks import worker_identity
 from sequences.timeline import Event, event_record
@@ -53,12 +52,14 @@ def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -
     final check prevents and what it costs.
     """
     with transaction.atomic(durable=True):
-        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        # The same read of the job and its mailbox as the product's transactions, without their lock or checks.
+        job, now = job_read(job_id)
+        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         SendJob.objects.filter(pk=job_id).update(
             state=S.AUTHORIZED, authorized_at=DbClock(), lease_until=lease, version=F("version") + 1
         )
         event_record(kind=Event.JOB_AUTHORIZED, job=job_id, worker_id=worker_id, final_check=False)
-        return Authorization("authorized", "", version + 1)
+        return Authorization("authorized", "", version + 1, mailbox=sending_mailbox(job.enrollment))
 
 
 def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
@@ -68,11 +69,8 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
         return "noop"
     prepared = message_prepare(job_id=job_id)
     with transaction.atomic():
-        # The same lock as the product's stop and authorize paths.
-        enrollment = enrollment_lock(enrollment_id=claimed.enrollment_id)
-        mailbox = Mailbox.objects.get(pk=enrollment_mailbox_id(enrollment))
-        job = SendJob.objects.select_related("step").get(pk=job_id)
-        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        # The same lock and the same fresh read as the product's stop and authorize paths.
+        enrollment, mailbox, job = job_locked(job_id)
         if job.state != S.CLAIMED:
             return job.state
         reason = services.final_check(job=job, enrollment=enrollment, mailbox=mailbox)

@@ -1,4 +1,4 @@
-"""The one lock order: enrollment rows (ascending id) -> sequence row -> mailbox row -> job rows.
+"""The one lock order: enrollment rows (ascending id) -> sequence row -> mailbox row -> job rows -> daily counter.
 
 The final check (`services.sending.send_job_authorize`) locks the job's
 enrollment; every stop path (stop, pause of an enrollment, sequence or mailbox,
@@ -7,6 +7,13 @@ the same enrollment rows before it changes anything. So a stop and an
 authorization of the same enrollment are serialized: whichever commits first
 wins, and the other sees its effect. Reading the ledger or a paused flag
 without that common lock would serialize nothing under READ COMMITTED.
+
+The final check finds the enrollment from the job inside its locking
+statement (`sequences.loads.job_lock`) and reads everything else in the next
+statement, after the lock was granted: a single statement that locked and
+read would see, for the rows it did not lock, the snapshot from before it
+waited. It no longer locks the mailbox row: the daily cap is a counter row
+(`sequences.daily_cap`), taken last, with one atomic conditional upsert.
 
 Every function here requires the caller's transaction.
 """

@@ -195,10 +195,16 @@ class PreparedMessage:
     data: bytes
 
 
-def message_prepare(*, job_id: int) -> PreparedMessage:
-    """Render subject and body, thread it under earlier steps, add List-Unsubscribe; PrepareError says why not."""
-    job = SendJob.objects.select_related("enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox",
-                                         "step").get(pk=job_id)
+def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessage:
+    """Render subject and body, thread it under earlier steps, add List-Unsubscribe; PrepareError says why not.
+
+    `job`: the job as its claim read it, with its enrollment, contact, sequence, mailbox and step loaded
+    (the pipeline passes it, so they are not read twice).
+    """
+    if job is None:
+        job = SendJob.objects.select_related(
+            "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox", "step"
+        ).get(pk=job_id)
     contact = job.enrollment.contact
     mailbox = enrollment_mailbox(job.enrollment)
     context = contact_context(contact)

@@ -215,6 +215,27 @@ class SendJob(models.Model):
         return f"job {self.pk} ({self.state})"
 
 
+class DailySendCount(models.Model):
+    """How many of a mailbox's messages passed the final check on one calendar day of its window's time zone.
+
+    Kept by the final check itself (`sequences.services.sending`): the authorize
+    transaction takes a slot with one conditional upsert that never lets `sent`
+    pass the mailbox's daily_cap, and a job that goes back from authorized to
+    scheduled (a retry, a held message) gives its slot back. Counted, never
+    recounted from the jobs: the cap costs one row, however many jobs exist.
+    """
+
+    mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.CASCADE, related_name="daily_counts")
+    day = models.DateField()  # in the mailbox's window_timezone
+    sent = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["mailbox", "day"], name="dailysendcount_once_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.mailbox_id} {self.day}: {self.sent}"
+
+
 class Suppression(models.Model):
     """Append-only ledger. The latest entry for a value decides; lifting is a new entry."""
 

@@ -23,9 +23,9 @@ from mailboxes.transports.base import (
 )
 
 from . import checkpoints, services
+from .loads import sending_mailbox
 from .messages import PrepareError, message_prepare
 from .models import SendJob
-from .services.rotation import enrollment_mailbox
 
 log = logging.getLogger("outreach.pipeline")
 
@@ -47,7 +47,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
     checkpoints.reach("claimed", job_id)
 
     try:
-        prepared = message_prepare(job_id=job_id)
+        prepared = message_prepare(job_id=job_id, job=job)
     except PrepareError as exc:
         # Nothing reached a transport: the job ends failed with the reason, never retried by the sweeper.
         services.send_job_record_unpreparable(job_id=job_id, worker_id=worker_id, error=str(exc))
@@ -59,8 +59,11 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         return Outcome(job_id, decision.outcome, decision.reason)
     checkpoints.reach("authorized", job_id)
 
-    job = SendJob.objects.select_related("enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
-    mailbox = enrollment_mailbox(job.enrollment)
+    # The mailbox row the final check read; an authorize step that does not return it (the bypassed variant of
+    # proving/variants.py) leaves it to be read here.
+    mailbox = decision.mailbox or sending_mailbox(
+        SendJob.objects.select_related("enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id).enrollment
+    )
     transport = transport_for(mailbox)
     # Handed to an ESP before its time (mailbox policy): the provider holds it until send_at.
     send_at = services.provider_send_at_for(job_id=job_id, mailbox=mailbox)

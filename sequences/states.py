@@ -16,6 +16,11 @@ nothing: the caller reloads instead of retrying blindly. A successful move
 writes its timeline event in the same transaction and updates the object in
 memory. Every move requires the caller's transaction; the caller holds the
 locks (see `sequences.locks` for their order).
+
+On PostgreSQL a job or enrollment move is one statement: the guarded UPDATE
+and the INSERT of its event in one data-modifying CTE (one round trip, and
+the event exists exactly when the row moved). Elsewhere (SQLite, the local
+demo) they are two statements in the same transaction.
 """
 
 from __future__ import annotations
@@ -23,13 +28,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, QuerySet
+from django.db.models.sql import UpdateQuery
 
 from mailboxes.models import Mailbox
 
+from . import daily_cap
 from .dbclock import DbClock, iso
-from .models import Enrollment, ProviderCancel, SendJob, Sequence
-from .timeline import Event, event_record
+from .models import Enrollment, ProviderCancel, SendJob, Sequence, TimelineEvent
+from .timeline import Event, event_record, event_written
 
 
 class IllegalTransition(Exception):
@@ -40,6 +47,59 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
     assert connection.in_atomic_block, f"{machine} transitions run inside a transaction"
     if to not in edges[current]:
         raise IllegalTransition(f"{current} -> {to} is not an edge of the {machine} state machine")
+
+
+EVENT_TABLE = TimelineEvent._meta.db_table
+EVENT_COLUMNS = ("kind", "email", "enrollment_id", "job_id", "version_seen", "worker_id", "data")
+
+
+def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] | None:
+    """UPDATE the one row `qs` matches and INSERT its timeline event if it moved; the row's new values, or None.
+
+    PostgreSQL: one statement (`WITH moved AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM moved`).
+    The event's `at` is the column's database default, the database clock.
+    """
+    model = qs.model
+    if connection.vendor != "postgresql":
+        if not qs.update(**updates):
+            return None
+        event_record(**{k: v for k, v in event.items() if k != "data"}, **event.get("data", {}))
+        return {}
+    query = qs.query.chain(UpdateQuery)
+    query.add_update_values(updates)
+    update_sql, update_params = query.get_compiler(connection=connection).as_sql()
+    names = [model._meta.get_field(name) for name in updates]
+    returning = ", ".join(f.column for f in names)
+    data_field = TimelineEvent._meta.get_field("data")
+    enrollment, job = event.get("enrollment"), event.get("job")
+    values = [
+        Event(event["kind"]).value, event.get("email", ""),
+        enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
+        job.pk if isinstance(job, SendJob) else job,
+        event.get("version_seen"), event.get("worker_id", ""),
+        data_field.get_db_prep_save(event.get("data", {}), connection),
+    ]
+    sql = (f"WITH moved AS ({update_sql} RETURNING {returning}), "
+           f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
+           f"SELECT {', '.join(['%s'] * len(values))} FROM moved RETURNING id) "
+           f"SELECT {returning}, (SELECT id FROM ev) FROM moved")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*update_params, *values))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    *row, event_id = row
+    # The event was written by the statement above: what follows every event (the webhook outbox) follows it too.
+    event_written(TimelineEvent(pk=event_id, kind=values[0], email=values[1], enrollment_id=values[2],
+                                job_id=values[3], version_seen=values[4], worker_id=values[5],
+                                data=event.get("data", {})))
+    out = {}
+    for f, value in zip(names, row, strict=True):
+        col = f.get_col(model._meta.db_table)
+        for converter in connection.ops.get_db_converters(col) + f.get_db_converters(connection):
+            value = converter(value, col, connection)
+        out[f.attname] = value
+    return out
 
 
 # --- send jobs -------------------------------------------------------------------------------
@@ -95,27 +155,41 @@ def job_move(
 ) -> bool:
     """Move `job` from the state and version it was read with to `to`; requires a transaction."""
     _check("send-job", JOB_EDGES, job.state, to)
-    updates: dict[str, Any] = dict(fields or {})
+    updates: dict[str, Any] = {"state": to, "version": F("version") + 1, **(fields or {})}
     if to in JOB_STAMP:
         updates.setdefault(JOB_STAMP[to], DbClock())
-    moved = SendJob.objects.filter(pk=job.pk, state=job.state, version=job.version).update(
-        state=to, version=F("version") + 1, **updates
+    back_from_hand_off = job.state == S.AUTHORIZED and to == S.SCHEDULED
+    moved = _guarded_update(
+        SendJob.objects.filter(pk=job.pk, state=job.state, version=job.version), updates,
+        {"kind": event or Event(f"job_{to}"), "email": _email_of(job), "enrollment": job.enrollment_id,
+         "job": job.pk, "version_seen": job.version, "worker_id": worker_id,
+         "data": {"step": job.step.position, "from": job.state, "to": to, **event_data}},
     )
-    if not moved:
+    if moved is None:
         return False
-    event_record(
-        kind=event or Event(f"job_{to}"),
-        email=_email_of(job),
-        enrollment=job.enrollment_id,
-        job=job.pk,
-        version_seen=job.version,
-        worker_id=worker_id,
-        step=job.step.position,
-        **{"from": job.state, "to": to},
-        **event_data,
-    )
-    job.state, job.version = to, job.version + 1
+    if back_from_hand_off:
+        # A transient refusal or a held message did not leave: it is not one of the day's messages.
+        mailbox = _sending_mailbox(job)
+        daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=job.authorized_at)
+    _apply(job, moved, to=to, state_field="state")
     return True
+
+
+def _apply(obj, moved: dict[str, Any], *, to: str, state_field: str) -> None:
+    """Bring the moved row's instance up to date: the values the UPDATE returned (database-clock stamps,
+    counters), or, where it returned none (SQLite), the new state and version."""
+    if moved:
+        for attname, value in moved.items():
+            setattr(obj, attname, value)
+    else:
+        setattr(obj, state_field, to)
+        obj.version += 1
+
+
+def _sending_mailbox(job: SendJob) -> Mailbox:
+    from .loads import sending_mailbox
+
+    return sending_mailbox(job.enrollment)
 
 
 def job_created(*, job: SendJob, email: str, **event_data: Any) -> None:
@@ -152,14 +226,15 @@ def enrollment_move(
 ) -> bool:
     """Move a locked enrollment from the status and version it was read with; requires a transaction."""
     _check("enrollment", ENROLLMENT_EDGES, enrollment.status, to)
-    moved = Enrollment.objects.filter(pk=enrollment.pk, status=enrollment.status, version=enrollment.version).update(
-        status=to, version=F("version") + 1, **(fields or {})
+    moved = _guarded_update(
+        Enrollment.objects.filter(pk=enrollment.pk, status=enrollment.status, version=enrollment.version),
+        {"status": to, "version": F("version") + 1, **(fields or {})},
+        {"kind": event, "email": enrollment.contact.email, "enrollment": enrollment.pk,
+         "version_seen": enrollment.version, "data": event_data},
     )
-    if not moved:
+    if moved is None:
         return False
-    event_record(kind=event, email=enrollment.contact.email, enrollment=enrollment,
-                 version_seen=enrollment.version, **event_data)
-    enrollment.status, enrollment.version = to, enrollment.version + 1
+    _apply(enrollment, moved, to=to, state_field="status")
     return True
 
 

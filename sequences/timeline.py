@@ -104,9 +104,14 @@ def event_record(
         worker_id=worker_id,
         data=data,
     )
-    # Outbound webhooks: the outbox row commits with the event. Imported here because the outbox reads Event
-    # from this module (a module-level import would make the two import each other).
+    event_written(row)
+    return row
+
+
+def event_written(row: TimelineEvent) -> None:
+    """What follows every timeline event in its transaction, however it was written (here, or by a state
+    move's single statement in sequences.states): the outbound webhooks' outbox row."""
+    # Imported here because the outbox reads Event from this module (they would import each other).
     from .webhooks_out.outbox import outbox_write
 
     outbox_write(row)
-    return row

@@ -1,10 +1,25 @@
-"""SMTP submission with smtplib: one connection per message, reporting where a failure happened."""
+"""SMTP submission with smtplib, reporting where a failure happened; a connection is reused for the next message.
+
+Connection reuse (`ConnectionPool`): after a message is accepted, its
+connection waits, per process and per mailbox configuration, for the next
+message of the same mailbox; that message begins with RSET (which also proves
+the connection alive) and, if the server has gone, with a new connection —
+nothing of the message was sent yet, so this is no retry. A connection that
+saw any failure is closed, never reused; one idle for `keep_alive` seconds, or
+that carried `max_messages` messages, is closed with QUIT. The pool holds only
+sockets: whether a message may leave is decided by the final check before
+every send, whatever connection carries it. A probe (`check`) always opens its
+own connection and logs in.
+"""
 
 from __future__ import annotations
 
+import atexit
 import re
 import smtplib
 import ssl
+import threading
+import time
 from dataclasses import dataclass, field
 
 from ..kinds import HARD_STATUS_CODES
@@ -33,6 +48,8 @@ class SmtpConfig:
     local_hostname: str | None = None
     ca_file: str = ""  # a private CA to trust besides the system's
     password_env: str = ""  # the name of the variable the password came from (for hints; never its value)
+    keep_alive: float = 30.0  # seconds an idle connection waits for the mailbox's next message (0: never reused)
+    max_messages: int = 100  # messages per connection, then a new one (servers limit it)
 
 
 # A 5.7.x refusal in these words is about who sends, not about the recipient.
@@ -94,11 +111,14 @@ class SmtpTransport(Transport):
         self.config = config
 
     def send(self, *, sender: str, recipient: str, message: bytes) -> Submission:
-        client = self._open()
+        client = POOL.take(self.config) or self._open()
         try:
-            return self._converse(client, sender, recipient, message)
-        finally:
-            _close(client)
+            submission = self._converse(client, sender, recipient, message)
+        except BaseException:
+            _close(client)  # whatever the server made of it, this connection is not reused
+            raise
+        POOL.keep(self.config, client)
+        return submission
 
     def check(self, *, sender: str) -> list[CheckStep]:
         """connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM the mailbox address, RSET: no message is sent."""
@@ -299,3 +319,83 @@ def _close(client: smtplib.SMTP) -> None:
         client.quit()
     except Exception:  # noqa: BLE001 - the outcome is already decided
         client.close()
+
+
+class ConnectionPool:
+    """Open SMTP connections waiting for their mailbox's next message: one per configuration, per process.
+
+    A connection is taken out while it carries a message (so two threads never share one) and put back after
+    the server accepted it. A daemon thread closes connections left idle longer than their keep_alive.
+    """
+
+    def __init__(self):
+        self._idle: dict[SmtpConfig, tuple[smtplib.SMTP, float, int]] = {}
+        self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+
+    def take(self, config: SmtpConfig) -> smtplib.SMTP | None:
+        """An idle connection for `config` that answered RSET, or None (open a new one)."""
+        with self._lock:
+            entry = self._idle.pop(config, None)
+        if entry is None:
+            return None
+        client, since, carried = entry
+        if time.monotonic() - since > config.keep_alive:
+            _close(client)
+            return None
+        try:
+            code, _ = client.rset()
+        except (OSError, smtplib.SMTPException):
+            code = 0  # the server closed it meanwhile (its own idle timeout): nothing was sent on it
+        if code != 250:
+            client.close()
+            return None
+        client.outreach_carried = carried  # type: ignore[attr-defined]
+        return client
+
+    def keep(self, config: SmtpConfig, client: smtplib.SMTP) -> None:
+        """After an accepted message: keep the connection for the next one, or close it."""
+        with self._lock:
+            carried = getattr(client, "outreach_carried", 0) + 1
+            if config.keep_alive <= 0 or carried >= config.max_messages or config in self._idle:
+                keep = False
+            else:
+                keep = True
+                self._idle[config] = (client, time.monotonic(), carried)
+                self._start_reaper()
+        if not keep:
+            _close(client)
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), {}
+        for client, _, _ in idle:
+            _close(client)
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._reap, name="smtp-pool-reaper", daemon=True)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        while True:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with self._lock:
+                stale = [key for key, (_, since, _) in self._idle.items() if now - since > key.keep_alive]
+                closing = [self._idle.pop(key)[0] for key in stale]
+                done = not self._idle
+                if done:
+                    self._reaper = None
+            for client in closing:
+                _close(client)
+            if done:
+                return
+
+
+POOL = ConnectionPool()
+atexit.register(POOL.close_all)

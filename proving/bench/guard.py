@@ -31,11 +31,12 @@ from typing import Any
 from django.db import connection
 from django_rq import get_connection, get_queue
 from rq import Queue
+from rq.registry import FinishedJobRegistry
 
 from proving.bench import ceiling
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import ratio, summary_ms, table
-from proving.bench.tasks import samples_key, send_key
+from proving.bench.tasks import AUTHORIZE, samples_key, send_key
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
 from sequences.models import SendJob
@@ -82,6 +83,9 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         while pending.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
+        # RQ's own rate with these very workers, seconds after the sends: the baseline the guarded rate is read
+        # against, under the same background load (the ceiling suite's no-op runs come minutes later).
+        paired_noop = noop_rate(queue, redis, sends) if variant == "guarded" else None
         maxrss = pool.stop()
     time.sleep(0.2)
     after = pg_counters()
@@ -109,7 +113,53 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         "db_commits_per_send": round((after["commits"] - before["commits"]) / sends, 2),
         "db_rows_written_per_send": round((after["rows_written"] - before["rows_written"]) / sends, 2),
         "worker_maxrss_mib": round(max(maxrss) / 1024, 1) if maxrss else None,
+        "rq_noop_paired_jobs_per_s": paired_noop,
     }
+
+
+def noop_rate(queue, redis, jobs: int) -> float | None:
+    """No-op jobs/s on `queue` with the workers already listening to it."""
+    registry = FinishedJobRegistry(queue=queue)
+    before = registry.count
+    pipe = redis.pipeline()
+    queue.enqueue_many([Queue.prepare_data("proving.bench.tasks.noop", (i,), result_ttl=600) for i in range(jobs)],
+                       pipeline=pipe)
+    pipe.execute()
+    started = time.perf_counter()
+    deadline = time.monotonic() + 60 + jobs * 0.1
+    while registry.count - before < jobs and time.monotonic() < deadline:
+        time.sleep(0.005)
+    done = registry.count - before
+    return round(done / (time.perf_counter() - started), 1) if done else None
+
+
+class StatementCounter:
+    """Counts (and keeps) the SQL statements a connection sends: `with connection.execute_wrapper(counter)`."""
+
+    def __init__(self):
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+
+def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
+    """Statements one authorize call sends (COMMIT aside), per variant, counted in this process on a claimed job."""
+    from sequences import services
+
+    ctx.reset()
+    (box,) = data.mailboxes_create(1, smtp_port=sink.port)
+    jobs = data.followups_create(len(AUTHORIZE), sequences=data.sequences_create([box]), tag="count")
+    out: dict[str, Any] = {}
+    for (variant, authorize), job in zip(AUTHORIZE.items(), jobs, strict=True):
+        claimed = services.send_job_claim(job_id=job.pk, worker_id="bench-count")
+        counter = StatementCounter()
+        with connection.execute_wrapper(counter):
+            decision = authorize(job_id=job.pk, worker_id="bench-count", version=claimed.version)
+        out[variant] = {"statements": len(counter.sql), "outcome": decision.outcome,
+                        "sql": [q[:160] for q in counter.sql]}
+    return out
 
 
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -124,6 +174,9 @@ def run(ctx) -> dict[str, Any]:
     o = ctx.options
     runs: list[dict[str, Any]] = []
     with SmtpServer(keep_messages=False) as sink:
+        statements = authorize_statements(ctx, sink)
+        ctx.say("guard: statements per authorize: " + ", ".join(f"{v} {s['statements']}"
+                                                                 for v, s in statements.items()))
         for worker_class in o["worker_classes"]:
             for workers in o["workers"]:
                 for variant in RUNS:
@@ -136,17 +189,18 @@ def run(ctx) -> dict[str, Any]:
                     runs.append(result)
                     ctx.say(f"  -> {result['sends_per_s']} sends/s, authorize p50 "
                             f"{result['authorize']['p50_ms']} ms p99 {result['authorize']['p99_ms']} ms")
-    out: dict[str, Any] = {"runs": runs, "tables": []}
+    out: dict[str, Any] = {"runs": runs, "tables": [], "authorize_statements": statements}
     if not o.get("no_ceiling"):
         out["ceiling"] = ceiling.run(ctx, include_tables=False)
-    out["tables"].append(guard_table(runs, out.get("ceiling"), o))
+    out["tables"].append(guard_table(runs, out.get("ceiling"), o, statements))
     out["tables"].append(mixed_table(runs, o))
     if "ceiling" in out:
         out["tables"] += out["ceiling"]["tables"]
     return out
 
 
-def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict[str, Any]) -> str:
+def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict[str, Any],
+                statements: dict[str, Any] | None = None) -> str:
     by_key = {(r["worker_class"], r["workers"], r["variant"]): r for r in runs}
     rows = []
     for worker_class in o["worker_classes"]:
@@ -168,6 +222,7 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
                 u["authorize"]["p50_ms"], u["authorize"]["p99_ms"],
                 g["db_commits_per_send"], u["db_commits_per_send"],
                 ratio(g["sends_per_s"], noop, 3), ratio(g["sends_per_s"], pg_sends, 3),
+                g.get("rq_noop_paired_jobs_per_s"), ratio(g["sends_per_s"], g.get("rq_noop_paired_jobs_per_s"), 3),
             ))
     notes = [
         f"{o['sends']} follow-ups per run over {o['mailboxes']} mailboxes; workers are real `manage.py rqworker` "
@@ -180,13 +235,18 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
         "divide the guarded rate by RQ's no-op job rate and by pgbench -N tps / 3 write transactions per send "
         "(claim, authorize, record), both with the same W, measured in the same run.",
     ]
+    notes.append("paired: RQ no-op jobs/s with the same W workers, run right after each guarded run (same "
+                 "processes, same moment's load); 'of RQ no-op paired' = guarded/s ÷ that rate.")
+    if statements:
+        notes.append("statements per authorize call, COMMIT aside (counted with execute_wrapper on a claimed job): "
+                     + ", ".join(f"{v} {s['statements']}" for v, s in statements.items()))
     if o["repeat"] > 1:
         notes.append(f"median of {o['repeat']} runs per cell")
     return table(
         "guard: guarded vs unchecked sends",
         ["workers", "guarded sent", "guarded/s", "unchecked sent", "unchecked/s", "guarded÷unchecked",
          "auth p50 ms", "auth p99 ms", "unchk p50 ms", "unchk p99 ms", "commits/send g", "commits/send u",
-         "of RQ no-op", "of DB bound"],
+         "of RQ no-op", "of DB bound", "RQ no-op/s paired", "of RQ no-op paired"],
         rows, notes)
 
 

@@ -109,6 +109,7 @@ class WorkerPool:
     count: int
     queue: str
     worker_class: str = "simple"
+    job_class: str = ""  # e.g. proving.bench.tasks.TimedSendJob: the product's send task, timed
     workers: list[Spawned] = field(default_factory=list)
     maxrss_kb: list[int] = field(default_factory=list)
 
@@ -126,8 +127,10 @@ class WorkerPool:
         tag = uuid.uuid4().hex[:6]
         names = [f"bench-{self.queue}-{tag}-{i}" for i in range(self.count)]
         for name in names:
+            job_class = ["--job-class", self.job_class] if self.job_class else []
             self.workers.append(spawn(name, ["rqworker", self.queue, "--worker-class",
-                                             WORKER_CLASSES[self.worker_class], "--name", name, "-v", "0"]))
+                                             WORKER_CLASSES[self.worker_class], "--name", name, "-v", "0",
+                                             *job_class]))
         queue = get_queue(self.queue)
         deadline = time.monotonic() + timeout
         while True:

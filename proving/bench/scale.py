@@ -35,10 +35,12 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django_rq import get_connection
 
 from proving.bench.imapserver import child_env, dovecot, first_select, imap_fields, write_maildir
 from proving.bench.procs import WorkerPool, run_child
 from proving.bench.stats import ratio, summary_ms, table
+from proving.bench.tasks import samples_key, send_key
 from proving.harness import data, mails
 from proving.harness.smtp import SmtpServer
 from sequences import services
@@ -168,15 +170,19 @@ def _seq_scans(node: dict) -> list[str]:
 
 
 def send_window(sink: SmtpServer, workers: int, seconds: float) -> dict[str, Any]:
+    """W workers run what the dispatcher enqueued for a fixed window; each authorize is timed in its worker."""
     sink.reset(data_delay=0)
-    with WorkerPool(workers, "send", "simple") as pool:
+    redis = get_connection("send")
+    redis.delete(samples_key("guarded"), send_key("guarded"))
+    with WorkerPool(workers, "send", "simple", job_class="proving.bench.tasks.TimedSendJob") as pool:
         started = time.perf_counter()
         time.sleep(seconds)
         sent = sink.count
         elapsed = time.perf_counter() - started
         maxrss = pool.stop()
+    authorize = summary_ms([float(x) for x in redis.lrange(samples_key("guarded"), 0, -1)])
     return {"workers": workers, "seconds": round(elapsed, 1), "sent": sent, "sends_per_s": round(sent / elapsed, 1),
-            "worker_maxrss_mib": round(max(maxrss) / 1024, 1)}
+            "worker_maxrss_mib": round(max(maxrss) / 1024, 1), "authorize_in_workers": authorize}
 
 
 def poll_backlog(ctx, server, user: str, count: int) -> dict[str, Any]:
@@ -200,9 +206,9 @@ def size_run(ctx, sink: SmtpServer, server, *, size: int, user: str) -> dict[str
     o = ctx.options
     ctx.reset()
     ctx.say(f"scale: inserting {size:,} scheduled jobs")
-    sequences = data.sequences_create(data.mailboxes_create(16, smtp_port=sink.port, tag="scale"))
+    sequences = data.sequences_create(data.mailboxes_create(o["scale_mailboxes"], smtp_port=sink.port, tag="scale"))
     due = min(size, (o["dispatch_passes"] + 2) * settings.OUTREACH_DISPATCH_BATCH)
-    out: dict[str, Any] = {"jobs": size}
+    out: dict[str, Any] = {"jobs": size, "mailboxes": len(sequences)}
     out |= bulk_insert(size, due, sequences)
     out["due"] = SendJob.objects.filter(state=S.SCHEDULED, scheduled_at__lte=db_now()).count()
     with connection.cursor() as cursor:
@@ -265,6 +271,7 @@ def run(ctx) -> dict[str, Any]:
 
     rows = [
         ("scheduled jobs in sendjob", small["jobs"], big["jobs"], None),
+        ("  over mailboxes (one sequence each)", small["mailboxes"], big["mailboxes"], None),
         ("  of which due now", small["due"], big["due"], None),
         ("sendjob table + indexes, MiB", small["sendjob_table_and_indexes_mib"],
          big["sendjob_table_and_indexes_mib"], None),
@@ -282,6 +289,10 @@ def run(ctx) -> dict[str, Any]:
         pair("send_job_authorize p99, ms", "authorize", "p99_ms"),
         ("  its slowest SELECT, ms (seq scans)", _slowest(small), _slowest(big), None),
         pair(f"sends/s ({o['scale_workers']} workers)", "send", "sends_per_s"),
+        (f"send_job_authorize in {o['scale_workers']} workers p50, ms", _auth(small, "p50_ms"), _auth(big, "p50_ms"),
+         ratio(_auth(big, "p50_ms"), _auth(small, "p50_ms"))),
+        (f"send_job_authorize in {o['scale_workers']} workers p99, ms", _auth(small, "p99_ms"), _auth(big, "p99_ms"),
+         ratio(_auth(big, "p99_ms"), _auth(small, "p99_ms"))),
         pair("dispatcher peak RSS, MiB", "dispatch", "maxrss_mib"),
         pair("worker peak RSS, MiB", "send", "worker_maxrss_mib"),
     ]
@@ -299,10 +310,16 @@ def run(ctx) -> dict[str, Any]:
          "dispatcher pass = sequences.tasks.dispatch (lease sweep + due batch + stale re-enqueue + RQ enqueue) in "
          f"a child process; {big['dispatch']['passes']} passes on the big table.",
          "sends: the product's send task (sequences.tasks.send_job) in rq SimpleWorker processes, for a fixed "
-         "window, on what the dispatcher enqueued; authorize timed in-process, one job at a time.",
+         "window, on what the dispatcher enqueued; 'send_job_authorize p50/p99' timed in the bench process, one job "
+         "at a time; 'in W workers': the same call timed inside each worker while all W send "
+         "(proving.bench.tasks.TimedSendJob).",
          "poller: mailboxes.ingest.mailbox_poll in a child process; replies/bounces correlate to jobs of the table "
          "(mix as in the ingest suite)."])
     return {"runs": runs, "tables": [text]}
+
+
+def _auth(run: dict[str, Any], key: str) -> Any:
+    return run["send"].get("authorize_in_workers", {}).get(key)
 
 
 def _shares(run: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from rq import get_current_job
+from rq.job import Job
 
 from proving import variants
 from sequences import services
@@ -58,3 +59,19 @@ def send_timed(job_id: int, variant: str) -> str:
 def noop(i: int) -> int:
     """RQ's own cost per job: nothing to do."""
     return i
+
+
+def send_job_timed(job_id: int) -> str:
+    """sequences.tasks.send_job, timed as send_timed times the guarded variant."""
+    return send_timed(job_id, "guarded")
+
+
+class TimedSendJob(Job):
+    """Runs what the dispatcher enqueued (sequences.tasks.send_job) through send_timed: the same pipeline, with
+    its authorize step timed in the worker. Only `bench scale` starts workers with it."""
+
+    @property
+    def func(self):
+        if self.func_name == "sequences.tasks.send_job":
+            return send_job_timed
+        return super().func

@@ -65,6 +65,10 @@ class _Handler:
         self.server = server
 
     async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        if not getattr(session, "outreach_counted", False):
+            session.outreach_counted = True  # the first MAIL FROM of this connection
+            with self.server._lock:
+                self.server.connections += 1
         if self.server.behaviour.mail_reply:
             return self.server.behaviour.mail_reply
         envelope.mail_from = address
@@ -82,6 +86,11 @@ class _Handler:
         if behaviour.rcpt_reply:
             return behaviour.rcpt_reply
         envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_RSET(self, server, session, envelope):
+        with self.server._lock:
+            self.server.rsets += 1
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
@@ -127,6 +136,8 @@ class SmtpServer:
         self.received: list[Received] = []
         self.arrived: list[str] = []  # Message-IDs whose DATA arrived, answered or not
         self.rcpt_seen: set[str] = set()
+        self.connections = 0  # connections that sent at least one MAIL FROM
+        self.rsets = 0
         self.holding = False
         self._released = threading.Event()
         self._lock = threading.Lock()

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 
 from mailboxes.models import Mailbox
 
+from .. import daily_cap
 from ..models import Enrollment, SendJob, Sequence
-from ..states import CANCELABLE, PASSED_HANDOFF
-
-# What counts against a mailbox's daily cap: every message that passed the hand-off, or failed after it.
-COUNTED = (*PASSED_HANDOFF, SendJob.State.FAILED)
+from ..states import CANCELABLE
 
 
 def enrollment_mailbox_id(enrollment: Enrollment) -> int:
@@ -46,20 +44,14 @@ def sends_from(mailbox_id: int, *, via: str = "") -> Q:
     )
 
 
-def sends_counted(mailbox_id: int, *, now: datetime) -> QuerySet[SendJob]:
-    """The jobs that count against the mailbox's daily cap at *now* (authorized in the 24 hours before)."""
-    return SendJob.objects.filter(
-        sends_from(mailbox_id, via="enrollment__"), authorized_at__gt=now - timedelta(days=1), state__in=COUNTED
-    )
-
-
 def sequence_pool(sequence: Sequence) -> list[Mailbox]:
     """The mailboxes a sequence sends from, in a stable order: its pool, or its one mailbox."""
     return list(sequence.pool.order_by("pk")) or [sequence.mailbox]
 
 
 def capacity_remaining(mailboxes: list[Mailbox], *, now: datetime) -> dict[int, int]:
-    """Per mailbox: its daily cap less what it sent in the last 24 hours and what waits to leave it in the next.
+    """Per mailbox: its daily cap less what it sent today (the final check's counter) and what waits to leave it
+    in the next 24 hours.
 
     What waits (scheduled, queued or being prepared, due within a day) is
     counted so that enrollments created together, or one batch after another,
@@ -70,7 +62,8 @@ def capacity_remaining(mailboxes: list[Mailbox], *, now: datetime) -> dict[int, 
         waiting = SendJob.objects.filter(
             sends_from(mailbox.pk, via="enrollment__"), state__in=CANCELABLE, scheduled_at__lt=now + timedelta(days=1)
         ).count()
-        out[mailbox.pk] = mailbox.daily_cap - sends_counted(mailbox.pk, now=now).count() - waiting
+        sent = daily_cap.sent_on(mailbox, daily_cap.cap_day(mailbox, now))
+        out[mailbox.pk] = mailbox.daily_cap - sent - waiting
     return out
 
 

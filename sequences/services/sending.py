@@ -5,32 +5,40 @@ transport talks to the network (`sequences.pipeline` calls them around the
 hand-off). Everything after the claim locks the job's enrollment first, as
 every stop path does (`sequences.locks`), so a stop and the final check, or a
 stop and the record of a retry, are serialized.
+
+The final check costs four statements and a COMMIT (`send_job_authorize`):
+the enrollment lock (which also finds the enrollment from the job), one read
+of every row and fact it checks (`sequences.loads`: job, enrollment, contact,
+sequence, mailbox, step, the ledger for the address and its domain, the
+previous step, the database clock), the daily-cap slot (`sequences.daily_cap`:
+a counter row, not a count of jobs), and the move with its timeline event in
+one statement (`sequences.states`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 
 from mailboxes.models import Mailbox
 
+from .. import daily_cap
 from ..dbclock import db_now, iso
-from ..locks import enrollment_lock, mailbox_lock
-from ..models import Enrollment, ProviderCancel, SendJob, Sequence, Suppression
-from ..selectors import suppression_active_for
+from ..loads import Facts, job_lock, job_read, job_read_checked, sending_mailbox
+from ..locks import mailbox_lock
+from ..models import Enrollment, SendJob, Sequence, Suppression
 from ..states import job_move
 from ..timeline import Event, event_record
 from ..window import mailbox_next_open
 from .provider_cancel import early_handoff_due, provider_cancel_request
-from .rotation import enrollment_mailbox_id, sends_counted
 from .scheduling import schedule_next
 from .stops import enrollment_stop_after_failure
-from .suppressions import address_erased, suppression_add_in_transaction
+from .suppressions import suppression_add_in_transaction
 
 S = SendJob.State
 E = Enrollment.Status
@@ -63,22 +71,27 @@ def queued_stale(*, older_than_seconds: int) -> list[int]:
 
 
 def send_job_claim(*, job_id: int, worker_id: str) -> SendJob | None:
-    """queued -> claimed (ownership for processing, never permission to send); short transaction."""
+    """queued -> claimed (ownership for processing, never permission to send); short transaction.
+
+    Two statements: the job with everything preparing it needs (returned, relations loaded), then the move.
+    """
     with transaction.atomic(durable=True):
-        job = SendJob.objects.select_related("enrollment__contact", "step").filter(pk=job_id).first()
-        if job is None:
+        read = job_read(job_id)
+        if read is None:
             return None
+        job, now = read
         if job.state != S.QUEUED:
             # A duplicate or stale RQ job: the database state decides; record the no-op.
-            event_record(kind=Event.CLAIM_NOOP, email=job.enrollment.contact.email, enrollment=job.enrollment_id,
+            event_record(kind=Event.CLAIM_NOOP, email=job._email, enrollment=job.enrollment_id,
                          job=job, version_seen=job.version, worker_id=worker_id, state=job.state)
             return None
-        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         moved = job_move(job=job, to=S.CLAIMED, worker_id=worker_id,
                          fields={"worker_id": worker_id, "lease_until": lease, "attempts": F("attempts") + 1})
         if not moved:
             return None
-    job.refresh_from_db()
+    if connection.vendor != "postgresql":
+        job.refresh_from_db()  # the move returned no values there
     return job
 
 
@@ -87,21 +100,27 @@ class Authorization:
     outcome: str  # "authorized" | "canceled" | "deferred" | "lost"
     reason: str = ""
     version: int = 0
+    # The mailbox row the final check read (authorized: the one to send through), so the hand-off reads it no more.
+    mailbox: Mailbox | None = field(default=None, compare=False)
 
 
 def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, Mailbox, SendJob]:
-    """Lock the job's enrollment (and, for the daily cap, its mailbox: the lock order), then read the job fresh.
+    """Lock the job's enrollment (and, when asked, its mailbox: the lock order), then read everything fresh.
 
+    Two statements (`sequences.loads`): the lock, which finds the enrollment
+    from the job, and one read of the job with its enrollment, contact,
+    sequence, mailbox and step and the final check's facts (`job.facts`).
     A mailbox pause locks the enrollments first, so its paused flag read after
     the enrollment lock is current without locking the mailbox row.
     """
-    enrollment_id = SendJob.objects.values_list("enrollment_id", flat=True).get(pk=job_id)
-    enrollment = enrollment_lock(enrollment_id=enrollment_id)
-    mailbox_id = enrollment_mailbox_id(enrollment)
-    mailbox = mailbox_lock(mailbox_id=mailbox_id) if lock_mailbox else Mailbox.objects.get(pk=mailbox_id)
-    job = SendJob.objects.select_related("step").get(pk=job_id)
-    job._email = enrollment.contact.email  # type: ignore[attr-defined]
-    return enrollment, mailbox, job
+    _, email = job_lock(job_id)
+    job, facts = job_read_checked(job_id, email=email)
+    mailbox = sending_mailbox(job.enrollment)
+    if lock_mailbox:
+        mailbox = mailbox_lock(mailbox_id=mailbox.pk)
+        job.enrollment.sequence.mailbox = mailbox
+    job.facts = facts  # type: ignore[attr-defined]
+    return job.enrollment, mailbox, job
 
 
 def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authorization:
@@ -113,11 +132,10 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
     this job already authorized and reports it as not recallable.
     """
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = job_locked(job_id, lock_mailbox=True)
+        enrollment, mailbox, job = job_locked(job_id)
+        facts: Facts = job.facts  # type: ignore[attr-defined]
         if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
-            event_record(kind=Event.AUTHORIZE_NOOP, email=job._email, enrollment=enrollment, job=job,
-                         version_seen=job.version, worker_id=worker_id, state=job.state, expected_version=version)
-            return Authorization("lost", f"job is {job.state} v{job.version}, expected claimed v{version}")
+            return _lost(job, worker_id=worker_id, version=version)
 
         reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
         if reason:
@@ -125,7 +143,7 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
                      final_check=True)
             return Authorization("canceled", reason, job.version)
 
-        now = db_now()
+        now = facts.now
         if mailbox.blocked_at is not None:
             # The mailbox cannot send at all: wait for its next probe, and make no login attempt meanwhile.
             recheck = now + timedelta(seconds=settings.OUTREACH_BLOCKED_RECHECK_SECONDS)
@@ -147,12 +165,29 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
             return Authorization("deferred", why, job.version)
 
         lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
-        job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True)
-        return Authorization("authorized", "", job.version)
+        if not job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease},
+                        final_check=True):
+            # Cannot happen while the enrollment is locked, except by the lease sweeper (it moves expired
+            # claims without that lock): give the slot back and say what the job is now.
+            daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=now)
+            job.refresh_from_db(fields=["state", "version"])
+            return _lost(job, worker_id=worker_id, version=version)
+        return Authorization("authorized", "", job.version, mailbox=mailbox)
+
+
+def _lost(job: SendJob, *, worker_id: str, version: int) -> Authorization:
+    """Someone else moved the job since this worker claimed it: record the no-op; nothing is sent."""
+    event_record(kind=Event.AUTHORIZE_NOOP, email=job._email, enrollment=job.enrollment_id, job=job,
+                 version_seen=job.version, worker_id=worker_id, state=job.state, expected_version=version)
+    return Authorization("lost", f"job is {job.state} v{job.version}, expected claimed v{version}")
 
 
 def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> str:
-    """The reason this job must not be sent, or '' when it may be; enrollment and mailbox locked by the caller."""
+    """The reason this job must not be sent, or '' when it may be; the rows and facts come from job_locked.
+
+    The caller holds the enrollment lock. A job not read by job_locked has its facts read now (one statement).
+    """
+    facts: Facts = getattr(job, "facts", None) or job_read_checked(job.pk, email=enrollment.contact.email)[1]
     if enrollment.status == E.STOPPED:
         return enrollment.stop_reason or "enrollment_stopped"
     if enrollment.status == E.PAUSED:
@@ -163,26 +198,26 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> st
         return "sequence_paused"
     if mailbox.paused:
         return "mailbox_paused"
-    if suppression_active_for(enrollment.contact.email) is not None or address_erased(enrollment.contact.email):
+    if facts.suppressed:  # the ledger of the address and its domain, and the hashed ledger of erased people
         return "suppressed"
-    if job.step.position > 1 and not SendJob.objects.filter(
-        enrollment=enrollment, step__position=job.step.position - 1, state__in=(S.SUBMITTED, S.ACCEPTED)
-    ).exclude(provider_cancel_status=ProviderCancel.CONFIRMED).exists():
+    if not facts.previous_step_sent:
         return "previous_step_not_submitted"
     return ""
 
 
 def _defer_until(*, job: SendJob, mailbox: Mailbox, now: datetime, contact_zone: str) -> tuple[Any, str]:
     """(when, why) if the job must wait for the sending window (in the contact's zone when the mailbox's
-    window says "recipient") or the daily cap, else (None, '')."""
+    window says "recipient") or the daily cap, else (None, '').
+
+    Within the cap, this takes the job's slot of the day (the last statement before the move).
+    """
     opening = mailbox_next_open(now, mailbox=mailbox, contact_zone=contact_zone)
     if opening is not None:
         return opening, "outside_sending_window"
-    # The mailbox row is locked, so two workers cannot both take the last slot.
-    recent = sends_counted(mailbox.pk, now=now)
-    if recent.count() >= mailbox.daily_cap:
-        oldest = recent.order_by("authorized_at").values_list("authorized_at", flat=True).first()
-        return oldest + timedelta(days=1, seconds=1), "daily_cap_reached"
+    # The counter's conditional upsert is atomic: two workers cannot both take the last slot.
+    day = daily_cap.cap_day(mailbox, now)
+    if not daily_cap.slot_take(mailbox=mailbox, day=day):
+        return daily_cap.day_end(mailbox, day), "daily_cap_reached"
     return None, ""
 
 

@@ -14,9 +14,10 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from .. import daily_cap
 from ..labels import duration_words, reason_sentence, stamp
 from ..models import Enrollment, SendJob, Sequence
-from ..services.rotation import enrollment_mailbox, sends_counted
+from ..services.rotation import enrollment_mailbox
 from ..states import LIVE
 from ..window import DAYS, local_and_utc, mailbox_next_open, mailbox_window_zone
 
@@ -47,11 +48,9 @@ def window_words(mailbox, zone: str = "") -> str:
 
 
 def _cap_state(mailbox, now: datetime) -> tuple[int, datetime | None]:
-    """(messages in the last 24 hours, when the oldest of them leaves the window): the final check's count."""
-    recent = sends_counted(mailbox.pk, now=now)
-    n = recent.count()
-    oldest = recent.order_by("authorized_at").values_list("authorized_at", flat=True).first() if n else None
-    return n, oldest
+    """(messages counted today, when the next day's slots open): the final check's own counter."""
+    day = daily_cap.cap_day(mailbox, now)
+    return daily_cap.sent_on(mailbox, day), daily_cap.day_end(mailbox, day)
 
 
 def _held_by(job: SendJob) -> list[str]:
@@ -136,11 +135,10 @@ def _row(job: SendJob, *, now: datetime, sent_before: datetime | None, cap: tupl
             "opens."
         )
         due = opening
-    sent, oldest = cap
-    if sent >= mailbox.daily_cap and oldest is not None:
-        free = oldest + timedelta(days=1, seconds=1)
+    sent, free = cap
+    if sent >= mailbox.daily_cap and free is not None:
         reasons.append(
-            f"{reason_sentence('daily_cap_reached')} ({sent} of {mailbox.daily_cap} in the last 24 hours): "
+            f"{reason_sentence('daily_cap_reached')} ({sent} of {mailbox.daily_cap} today): "
             f"the next slot opens at {stamp(free)}."
         )
         due = max(due, free)

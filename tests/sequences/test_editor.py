@@ -291,7 +291,7 @@ def test_what_will_send_when_explains_each_wait_in_sentences():
     ((position, when, why),) = rows
     assert position == 2 and when.endswith("UTC")
     assert "Waits 3 days after step 1 was sent (" in why
-    assert "The mailbox reached its daily cap. (1 of 1 in the last 24 hours): the next slot opens at" in why
+    assert "The mailbox reached its daily cap. (1 of 1 today): the next slot opens at" in why
 
     bob = enroll(sequence, "bob@example.com")
     Mailbox.objects.filter(pk=mailbox.pk).update(daily_cap=100, window_days="sun", window_start=time(0),

@@ -75,7 +75,7 @@ def test_enrollment_page_shows_labels_stop_counts_and_a_millisecond_timeline(cli
     client.post(reverse("enrollment_stop", args=[enrollment.pk]))
     html = client.get(reverse("enrollment_detail", args=[enrollment.pk])).content.decode()
     assert re.search(r"Already submitted at " + MS.pattern + " — cannot recall", html)
-    assert re.search(r"Canceled — never sent \(operator, " + MS.pattern + r"\)", html)
+    assert re.search(r"Canceled — never sent: an operator stopped it \(" + MS.pattern + r"\)", html)
     assert ("1 job canceled — never sent; 0 jobs in flight now (authorized, being handed off) — cannot recall; "
             "1 job handed off earlier (submitted before this stop) — cannot recall.") in html
     assert len(MS.findall(html)) >= 6

@@ -57,6 +57,7 @@ class Command(BaseCommand):
         g.add_argument("--small-jobs", type=int, help="the same measurements on a table this small first")
         g.add_argument("--dispatch-passes", type=int, help="dispatcher passes measured")
         g.add_argument("--scale-workers", type=int, help="workers sending the dispatched jobs")
+        g.add_argument("--scale-mailboxes", type=int, help="sending mailboxes the jobs are spread over")
         g.add_argument("--scale-backlog", type=int, help="IMAP messages ingested against the big table")
         g = parser.add_argument_group("enroll")
         g.add_argument("--rows", type=int, help="CSV rows enrolled (and copied for the baseline)")

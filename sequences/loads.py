@@ -1,0 +1,186 @@
+"""One-statement reads of a send job with everything the pipeline's transactions need.
+
+The send pipeline runs three short transactions per message (claim, authorize,
+record). Each used to read the job, its enrollment, contact, sequence,
+mailbox and step through several ORM queries; here one hand-written join
+returns them all, and the rows become ordinary model instances with their
+relations cached, so the services and state moves that follow work on them
+unchanged and issue no further reads.
+
+Which mailbox sends an enrollment's messages is decided here, once, for SQL
+and for Python: `MAILBOX_JOIN` and `sending_mailbox`.
+
+Every function requires the caller's transaction unless it says otherwise;
+`job_lock` takes the enrollment lock of `sequences.locks`' order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from django.db import connection
+from django.db.models import Model
+from django.utils import timezone
+
+from mailboxes.models import Mailbox
+
+from .models import Contact, Enrollment, ErasedAddress, SendJob, Sequence, Step, Suppression
+
+# alias -> model, in the order of the SELECT list and of MAILBOX_JOIN's joins.
+MODELS: tuple[tuple[str, type[Model]], ...] = (
+    ("j", SendJob),
+    ("e", Enrollment),
+    ("c", Contact),
+    ("s", Sequence),
+    ("m", Mailbox),
+    ("st", Step),
+)
+T = {alias: model._meta.db_table for alias, model in MODELS}
+
+# The mailbox that sends for an enrollment: its own (mailbox rotation), or its sequence's for rows written
+# without the services (sequences.services.rotation says the same in Python).
+MAILBOX_JOIN = f"JOIN {T['m']} m ON m.id = COALESCE(e.mailbox_id, s.mailbox_id)"
+JOINS = (
+    f"FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id JOIN {T['c']} c ON c.id = e.contact_id "
+    f"JOIN {T['s']} s ON s.id = e.sequence_id {MAILBOX_JOIN} JOIN {T['st']} st ON st.id = j.step_id"
+)
+
+
+def sending_mailbox(enrollment: Enrollment) -> Mailbox:
+    """The mailbox that sends this enrollment's messages (the same rule as MAILBOX_JOIN)."""
+    from .services.rotation import enrollment_mailbox  # here: the services import this module
+
+    return enrollment_mailbox(enrollment)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the final check reads besides the rows, in the same statement: the clock, the ledger, the last step."""
+
+    now: datetime  # the database clock when the statement ran
+    suppressed: bool  # the latest ledger entry of the address or of its domain suppresses it
+    previous_step_sent: bool  # step 1, or the step before was submitted (and not canceled at a provider)
+
+
+@cache
+def _columns() -> str:
+    return ", ".join(f"{alias}.{f.column}" for alias, model in MODELS for f in model._meta.concrete_fields)
+
+
+@cache
+def _converters(vendor: str) -> tuple[tuple[type[Model], tuple[tuple[Any, list], ...]], ...]:
+    """Per model, each concrete field's column and the converters the ORM would apply to it."""
+    out = []
+    for _, model in MODELS:
+        fields = []
+        for f in model._meta.concrete_fields:
+            col = f.get_col(model._meta.db_table)
+            fields.append((col, connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
+        out.append((model, tuple(fields)))
+    return tuple(out)
+
+
+def _hydrate(row: tuple) -> SendJob:
+    """Model instances from one joined row, their relations cached as select_related would leave them."""
+    instances = []
+    at = 0
+    for model, fields in _converters(connection.vendor):
+        values = list(row[at : at + len(fields)])
+        at += len(fields)
+        for i, (col, converters) in enumerate(fields):
+            for converter in converters:
+                values[i] = converter(values[i], col, connection)
+        instances.append(model.from_db(connection.alias, None, values))
+    job, enrollment, contact, sequence, mailbox, step = instances
+    if enrollment.mailbox_id == mailbox.pk:
+        enrollment.mailbox = mailbox
+    if sequence.mailbox_id == mailbox.pk:
+        sequence.mailbox = mailbox
+    enrollment.sequence, enrollment.contact = sequence, contact
+    job.enrollment, job.step = enrollment, step
+    job._email = contact.email  # type: ignore[attr-defined]  # what the state moves write on the timeline
+    return job
+
+
+def _now(value: Any) -> datetime:
+    return value if connection.vendor == "postgresql" else timezone.now()
+
+
+CLOCK = "clock_timestamp()"
+
+
+def _clock_sql() -> str:
+    return CLOCK if connection.vendor == "postgresql" else "NULL"
+
+
+def job_read(job_id: int) -> tuple[SendJob, datetime] | None:
+    """The job with its enrollment, contact, sequence, mailbox and step, and the database clock; no lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_columns()}, {_clock_sql()} {JOINS} WHERE j.id = %s", [job_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return _hydrate(row[:-1]), _now(row[-1])
+
+
+def job_lock(job_id: int) -> tuple[int, str]:
+    """Lock the job's enrollment (the row every stop path locks) and return its id and the contact's address.
+
+    The first read folded into the lock: one statement. FOR NO KEY UPDATE, as
+    `sequences.locks.enrollments_lock` takes it. Raises SendJob.DoesNotExist.
+    """
+    lock = " FOR NO KEY UPDATE OF e" if connection.features.has_select_for_no_key_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT e.id, c.email FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id "
+            f"JOIN {T['c']} c ON c.id = e.contact_id WHERE j.id = %s{lock}",
+            [job_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise SendJob.DoesNotExist(f"send job {job_id} does not exist")
+    return row[0], row[1]
+
+
+SUPPRESSION = Suppression._meta.db_table
+ERASED = ErasedAddress._meta.db_table
+
+
+def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
+    """After job_lock: the rows and the final check's facts, in one statement.
+
+    It runs after the enrollment lock was granted, so under READ COMMITTED its
+    snapshot holds every stop that committed before (a stop that comes later
+    waits for this transaction). The ledger is read once for the address and
+    its domain: the latest entry of each value decides; the hashed ledger of
+    erased people in the same lookup.
+
+    The mailbox row is read FOR SHARE: a pause or block that does not lock the
+    enrollments first (the deliverability guardrail, a mailbox-level failure)
+    either committed before this read, which then sees it, or waits for this
+    transaction; concurrent authorizations share the lock.
+    """
+    from .selectors import normalize_email
+    from .services.suppressions import address_digest
+
+    address = normalize_email(email)
+    domain = "@" + address.rsplit("@", 1)[-1]
+    share = " FOR SHARE OF m" if connection.features.has_select_for_update_of else ""
+    sql = (
+        f"SELECT {_columns()}, {_clock_sql()}, "
+        f"(EXISTS (SELECT 1 FROM {SUPPRESSION} sp WHERE sp.value IN (%s, %s) AND sp.action = 'add' "
+        f"AND sp.id = (SELECT MAX(l.id) FROM {SUPPRESSION} l WHERE l.value = sp.value)) "
+        f"OR EXISTS (SELECT 1 FROM {ERASED} x WHERE x.digest = %s)), "
+        f"(st.position = 1 OR EXISTS (SELECT 1 FROM {T['j']} p JOIN {T['st']} ps ON ps.id = p.step_id "
+        f"WHERE p.enrollment_id = j.enrollment_id AND ps.position = st.position - 1 "
+        f"AND p.state IN ('submitted', 'accepted') AND p.provider_cancel_status <> 'confirmed')) "
+        f"{JOINS} WHERE j.id = %s{share}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [address, domain, address_digest(address), job_id])
+        row = cursor.fetchone()
+    job = _hydrate(row[:-3])
+    return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))

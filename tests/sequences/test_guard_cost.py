@@ -1,0 +1,166 @@
+"""What the final check costs, and what it still guarantees: statements, the daily counter, reused connections.
+
+Real PostgreSQL and a real SMTP server on loopback, as everywhere.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.db import connection
+
+from proving.bench.guard import StatementCounter
+from proving.harness.smtp import SmtpServer
+from sequences import services
+from sequences.dbclock import db_now
+from sequences.models import DailySendCount, SendJob, TimelineEvent
+from sequences.pipeline import send_job_process
+from tests.factories import enroll, make_sequence
+from tests.races.helpers import Gate, Worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+S = SendJob.State
+
+
+def claimed(mailbox, emails, *, steps=1):
+    sequence = make_sequence(mailbox=mailbox, steps=steps)
+    for email in emails:
+        enroll(sequence, email)
+    ids = services.dispatch_due()
+    return [(job_id, services.send_job_claim(job_id=job_id, worker_id=f"w{job_id}").version) for job_id in ids]
+
+
+def test_the_final_check_is_four_statements(mailbox):
+    ((job_id, version),) = claimed(mailbox, ["count@example.com"])
+    statements = StatementCounter()
+    with connection.execute_wrapper(statements):
+        decision = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
+    assert decision.outcome == "authorized"
+    # The lock (it finds the enrollment), one read of every row and fact, the daily slot, the move with its
+    # event; then COMMIT.
+    assert len(statements.sql) == 4, statements.sql
+    assert "FOR NO KEY UPDATE" in statements.sql[0]
+    assert statements.sql[3].startswith("WITH moved AS (UPDATE")
+    kinds = list(TimelineEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
+    assert kinds[-1] == "job_authorized"
+
+
+def test_the_daily_cap_counts_per_calendar_day_in_the_mailbox_zone(mailbox, smtp_server):
+    mailbox.daily_cap, mailbox.window_timezone = 2, "Pacific/Kiritimati"  # UTC+14: its day is rarely UTC's
+    mailbox.save(update_fields=["daily_cap", "window_timezone"])
+    sequence = make_sequence(mailbox=mailbox, steps=1)
+    for i in range(3):
+        enroll(sequence, f"cap{i}@example.com")
+    outcomes = [send_job_process(job_id=j, worker_id="w1") for j in services.dispatch_due()]
+
+    assert [o.state for o in outcomes] == [S.SUBMITTED, S.SUBMITTED, "deferred"]
+    assert outcomes[2].detail == "daily_cap_reached"
+    zone = ZoneInfo("Pacific/Kiritimati")
+    today = db_now().astimezone(zone).date()
+    (count,) = DailySendCount.objects.filter(mailbox=mailbox)
+    assert (count.day, count.sent) == (today, 2)
+    # It waits for local midnight, when the next day's count begins.
+    waiting = SendJob.objects.get(pk=outcomes[2].job_id)
+    assert waiting.scheduled_at == datetime.combine(today + timedelta(days=1), time(0), tzinfo=zone)
+    assert len(smtp_server.received) == 2
+
+
+def test_a_job_back_from_the_hand_off_gives_its_slot_back(mailbox, smtp_server, settings):
+    settings.OUTREACH_RETRY_BASE_SECONDS = 0
+    mailbox.daily_cap = 1
+    mailbox.save(update_fields=["daily_cap"])
+    sequence = make_sequence(mailbox=mailbox, steps=1)
+    enroll(sequence, "later@example.com")
+    smtp_server.behaviour.rcpt_reply = "451 4.3.0 try again later"
+    (job_id,) = services.dispatch_due()
+    assert send_job_process(job_id=job_id, worker_id="w1").state == S.SCHEDULED
+    assert DailySendCount.objects.get(mailbox=mailbox).sent == 0, "a refused message is not a message of the day"
+
+    smtp_server.behaviour.rcpt_reply = None
+    enroll(sequence, "other@example.com")
+    outcomes = [send_job_process(job_id=j, worker_id="w1").state for j in services.dispatch_due()]
+    assert outcomes == [S.SUBMITTED, "deferred"]
+    assert DailySendCount.objects.get(mailbox=mailbox).sent == 1
+
+
+def test_concurrent_final_checks_never_pass_the_cap(mailbox):
+    mailbox.daily_cap = 3
+    mailbox.save(update_fields=["daily_cap"])
+    jobs = claimed(mailbox, [f"race{i}@example.com" for i in range(8)])
+    barrier = threading.Barrier(len(jobs))
+
+    def authorize(job_id, version):
+        barrier.wait(10)
+        return services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version).outcome
+
+    workers = [Worker(lambda j=j, v=v: authorize(j, v)) for j, v in jobs]
+    for worker in workers:
+        worker.start()
+    outcomes = sorted(worker.outcome() for worker in workers)
+    assert outcomes == ["authorized"] * 3 + ["deferred"] * 5
+    assert DailySendCount.objects.get(mailbox=mailbox).sent == 3
+    assert SendJob.objects.filter(state=S.AUTHORIZED).count() == 3
+
+
+def test_consecutive_messages_of_a_mailbox_share_one_connection(mailbox, smtp_server):
+    sequence = make_sequence(mailbox=mailbox, steps=1)
+    for i in range(3):
+        enroll(sequence, f"reuse{i}@example.com")
+    states = [send_job_process(job_id=j, worker_id="w1").state for j in services.dispatch_due()]
+    assert states == [S.SUBMITTED] * 3
+    assert len(smtp_server.received) == 3
+    assert (smtp_server.connections, smtp_server.rsets) == (1, 2)
+
+
+def test_a_reused_connection_still_waits_for_the_final_check(mailbox, smtp_server):
+    """A stop between two messages of one connection: the second is canceled, nothing of it reaches the server."""
+    sequence = make_sequence(mailbox=mailbox, steps=1)
+    first, second, third = (enroll(sequence, f"p{i}@example.com") for i in range(3))
+    job_ids = services.dispatch_due()
+    assert send_job_process(job_id=job_ids[0], worker_id="w1").state == S.SUBMITTED
+
+    gate = Gate("prepared")
+    worker = Worker(lambda: send_job_process(job_id=job_ids[1], worker_id="w1"))
+    worker.start()
+    gate.wait()
+    services.enrollment_stop(enrollment_id=second.pk, reason="replied")
+    gate.release()
+    assert worker.outcome().state == "lost"
+    gate.remove()
+    assert send_job_process(job_id=job_ids[2], worker_id="w1").state == S.SUBMITTED
+
+    assert [r.recipients for r in smtp_server.received] == [["p0@example.com"], ["p2@example.com"]]
+    assert SendJob.objects.get(pk=job_ids[1]).state == S.CANCELED
+    assert smtp_server.connections == 1
+
+
+def test_a_connection_the_server_dropped_is_replaced_without_a_retry(mailbox):
+    with SmtpServer() as server:
+        mailbox.smtp_port = server.port
+        mailbox.save(update_fields=["smtp_port"])
+        sequence = make_sequence(mailbox=mailbox, steps=1)
+        enroll(sequence, "a@example.com")
+        enroll(sequence, "b@example.com")
+        job_ids = services.dispatch_due()
+        assert send_job_process(job_id=job_ids[0], worker_id="w1").state == S.SUBMITTED
+    # The server went away with the idle connection; another one answers on the same port.
+    with SmtpServer(port=server.port) as again:
+        assert send_job_process(job_id=job_ids[1], worker_id="w1").state == S.SUBMITTED
+        assert len(again.received) == 1 and again.connections == 1
+    job = SendJob.objects.get(pk=job_ids[1])
+    assert job.attempts == 1 and job.error == ""
+
+
+def test_a_connection_that_saw_a_refusal_is_not_reused(mailbox, smtp_server):
+    sequence = make_sequence(mailbox=mailbox, steps=1)
+    enroll(sequence, "nobody@example.com")
+    enroll(sequence, "somebody@example.com")
+    job_ids = services.dispatch_due()
+    smtp_server.behaviour.rcpt_reply = "550 5.1.1 user unknown"
+    assert send_job_process(job_id=job_ids[0], worker_id="w1").state == S.FAILED
+    smtp_server.behaviour.rcpt_reply = None
+    assert send_job_process(job_id=job_ids[1], worker_id="w1").state == S.SUBMITTED
+    assert (smtp_server.connections, smtp_server.rsets) == (2, 0)
