@@ -164,3 +164,47 @@ def test_a_connection_that_saw_a_refusal_is_not_reused(mailbox, smtp_server):
     smtp_server.behaviour.rcpt_reply = None
     assert send_job_process(job_id=job_ids[1], worker_id="w1").state == S.SUBMITTED
     assert (smtp_server.connections, smtp_server.rsets) == (2, 0)
+
+
+def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize_that_reads_after_it(mailbox):
+    """The deliverability guardrail pauses a mailbox with the mailbox row locked, not the enrollments; the final
+    check reads that row FOR SHARE, so it waits for the pause and then refuses instead of authorizing under it."""
+    from django.db import close_old_connections, transaction
+
+    from sequences.locks import mailbox_lock
+    from sequences.states import MAILBOX_PAUSED, mailbox_move
+
+    ((job_id, version),) = claimed(mailbox, ["paused-meanwhile@example.com"])
+    locked, release = threading.Event(), threading.Event()
+
+    def guardrail_pause():
+        try:
+            with transaction.atomic():
+                row = mailbox_lock(mailbox_id=mailbox.pk)
+                mailbox_move(mailbox=row, to=MAILBOX_PAUSED, actor="guardrail")
+                locked.set()
+                release.wait(10)
+        finally:
+            close_old_connections()
+
+    decision = {}
+
+    def authorize():
+        try:
+            decision["it"] = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
+        finally:
+            close_old_connections()
+
+    pauser = threading.Thread(target=guardrail_pause)
+    pauser.start()
+    assert locked.wait(10)
+    worker = threading.Thread(target=authorize)
+    worker.start()
+    worker.join(1.0)
+    waited = worker.is_alive()  # the final check waits for the pause's transaction
+    release.set()
+    pauser.join(10)
+    worker.join(10)
+    assert waited, f"the final check did not wait for the pause: {decision}"
+    assert (decision["it"].outcome, decision["it"].reason) == ("canceled", "mailbox_paused")
+    assert SendJob.objects.get(pk=job_id).state == S.CANCELED
