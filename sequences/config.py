@@ -24,6 +24,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 
 from mailboxes.models import Mailbox
+from mailboxes.oauth2 import PROVIDERS, provider_defaults, token_url_problem
 from mailboxes.secrets import mailbox_config_problems
 
 from .messages import step_validate
@@ -72,7 +73,11 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "transport_kind": ("transport", "kind"), "esp_name": ("transport", "esp"),
     "esp_api_key_env": ("transport", "api_key_env"), "esp_api_url": ("transport", "api_url"),
     "esp_schedule_ahead_minutes": ("transport", "schedule_ahead_minutes"),
+    "auth": ("auth",), "oauth2_provider": ("oauth2", "provider"), "oauth2_token_url": ("oauth2", "token_url"),
+    "oauth2_client_id": ("oauth2", "client_id"), "oauth2_client_secret_env": ("oauth2", "client_secret_env"),
+    "oauth2_refresh_token_env": ("oauth2", "refresh_token_env"), "oauth2_scope": ("oauth2", "scope"),
 }
+OAUTH2_KEYS = {"provider", "token_url", "client_id", "client_secret_env", "refresh_token_env", "scope"}
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
 
 
@@ -221,7 +226,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file"})
+                                 "transport", "drill_target", "ca_file", "auth", "oauth2"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -297,11 +302,53 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         if out["esp_name"] and out["esp_name"].lower() not in known_esps():
             reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
                                                   f"{', '.join(sorted(known_esps()))})", out["esp_name"])
+    _parse_oauth2(reader, path, table, out)
     _check_ranges(reader, path, out)
     out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
         reader.error(f"{path}.{key}", problem, value)
     return out
+
+
+def _parse_oauth2(reader: _Reader, path: str, table: dict, out: dict[str, Any]) -> None:
+    """`auth = "oauth2"` and its `oauth2 = { ... }` table: a known provider or a token endpoint, a client id,
+    the variables that hold the secrets, and a username on each protocol (the SASL identity)."""
+    out["auth"] = reader.get(table, path, "auth", str, "password")
+    if out["auth"] not in ("password", "oauth2"):
+        reader.error(f"{path}.auth", f"must be \"password\" or \"oauth2\", got {out['auth']!r}", out["auth"])
+    oauth = reader.get(table, path, "oauth2", dict, {})
+    reader.unknown(oauth, f"{path}.oauth2", OAUTH2_KEYS)
+    opath = f"{path}.oauth2"
+    for key in sorted(OAUTH2_KEYS):
+        out[f"oauth2_{key}"] = reader.get(oauth, opath, key, str, "")
+    if out["auth"] != "oauth2":
+        if oauth:
+            reader.error(opath, 'OAuth2 settings need auth = "oauth2"')
+        return
+    provider = out["oauth2_provider"]
+    preset = provider_defaults(provider) if provider else None
+    if provider and preset is None:
+        reader.error(f"{opath}.provider", f"unknown provider {provider!r} (known: {', '.join(sorted(PROVIDERS))}; "
+                                          "or leave it out and give token_url and scope)", provider)
+    token_url = out["oauth2_token_url"] or (preset.token_url if preset else "")
+    unknown_provider = bool(provider) and preset is None  # already reported: no second error about its URL
+    if not unknown_provider and (problem := token_url_problem(token_url)):
+        reader.error(f"{opath}.token_url", problem, out["oauth2_token_url"] or None)
+    if not out["oauth2_client_id"]:
+        reader.error(f"{opath}.client_id", "is required with auth = \"oauth2\"")
+    if not out["oauth2_refresh_token_env"]:
+        reader.error(f"{opath}.refresh_token_env", "is required with auth = \"oauth2\": name the environment "
+                                                   "variable that holds the refresh token")
+    for protocol in ("smtp", "imap"):
+        section = table.get(protocol)
+        if not isinstance(section, dict):
+            continue
+        if "password_env" in section:
+            reader.error(f"{path}.{protocol}.password_env", 'not used with auth = "oauth2" (the access token is '
+                                                            "the password): remove it")
+        if not section.get("username") and (protocol == "imap" or out.get("transport_kind", "smtp") == "smtp"):
+            reader.error(f"{path}.{protocol}.username", 'is required with auth = "oauth2": the account the '
+                                                        "token belongs to (usually the address)")
 
 
 def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
@@ -322,7 +369,9 @@ def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
     # An unset variable is a warning, not an error: the file is often loaded where the secrets are not
     # (a deploy host, CI) while the workers that send have them; a send without one fails on that mailbox.
     for key, label in (("smtp_password_env", "smtp.password_env"), ("imap_password_env", "imap.password_env"),
-                       ("esp_api_key_env", "transport.api_key_env")):
+                       ("esp_api_key_env", "transport.api_key_env"),
+                       ("oauth2_client_secret_env", "oauth2.client_secret_env"),
+                       ("oauth2_refresh_token_env", "oauth2.refresh_token_env")):
         name = out.get(key)
         if name and name not in os.environ:
             reader.warn(f"{path}.{label}", f"environment variable {name} is not set here; the worker that "
