@@ -30,9 +30,9 @@ from typing import Any
 from proving.bench.env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, bench_env, migrate
 from proving.harness.stack import DrillError, PrivateRedis
 
-SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll")
+SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "watcher")
 # `all` runs them in this order (scale last: it leaves the biggest tables)
-ALL = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "scale")
+ALL = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "watcher", "scale")
 
 # Sizes: (full, --quick). Every one can be overridden on the command line.
 DEFAULTS: dict[str, tuple[Any, Any]] = {
@@ -56,6 +56,8 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "scale_workers": (2, 2),
     "scale_backlog": (500, 200),
     "rows": (50_000, 5_000),
+    "folders": (1000, 100),
+    "folders_per_mailbox": (20, 10),
     "timeout": (4 * 3600.0, 1800.0),
 }
 
@@ -283,7 +285,7 @@ def machine_table(facts: dict[str, Any]) -> str:
 
 
 def inner(suite: str, write: Callable[[str], None]) -> int:
-    from proving.bench import ceiling, enroll, guard, ingest, reply_to_stop, scale, slow_provider
+    from proving.bench import ceiling, enroll, guard, ingest, reply_to_stop, scale, slow_provider, watcher
 
     def terminate(signum, frame):  # the outer process' deadline: unwind, so workers and servers stop
         raise SystemExit(128 + signum)
@@ -300,6 +302,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         "ingest": ingest.run,
         "scale": scale.run,
         "enroll": enroll.run,
+        "watcher": watcher.run,
     }
     # `all`: the guard suite already measures the ceiling with the same W; once is enough.
     names = [n for n in ALL if n != "ceiling" or options.get("no_ceiling")] if suite == "all" else [suite]
