@@ -58,6 +58,7 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "rows": (50_000, 5_000),
     "folders": (1000, 100),
     "folders_per_mailbox": (20, 10),
+    "watch_reply_rate": (2.0, 2.0),
     "timeout": (4 * 3600.0, 1800.0),
 }
 

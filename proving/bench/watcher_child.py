@@ -22,8 +22,9 @@ def main() -> None:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    watch_thread_per_folder(stop, name=None, on_new=enqueue_poll, idle_seconds=300.0,
-                            say=lambda text: print(text, flush=True))
+    watch_thread_per_folder(
+        stop, name=None, on_new=enqueue_poll, idle_seconds=300.0, say=lambda text: print(text, flush=True)
+    )
     sys.exit(0)
 
 

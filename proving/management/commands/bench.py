@@ -61,6 +61,7 @@ class Command(BaseCommand):
         g = parser.add_argument_group("watcher")
         g.add_argument("--folders", type=int, help="watched IMAP folders in the one watcher process")
         g.add_argument("--folders-per-mailbox", type=int, help="folders of each mailbox (one Dovecot account each)")
+        g.add_argument("--watch-reply-rate", type=float, help="replies appended per second (below the pollers' rate)")
         g = parser.add_argument_group("enroll")
         g.add_argument("--rows", type=int, help="CSV rows enrolled (and copied for the baseline)")
         parser.add_argument("--inner", action="store_true", help="(internal) run inside the bench environment")
