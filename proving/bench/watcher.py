@@ -20,11 +20,10 @@ from __future__ import annotations
 import os
 import random
 import time
-from contextlib import contextmanager
 from datetime import UTC, timedelta
 from typing import Any
 
-from proving.bench.imapserver import child_env, dovecot_class, imap_fields
+from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import WorkerPool, spawn
 from proving.bench.reply_to_stop import clock_offset_ms
 from proving.bench.stats import ratio, summary_ms, table
@@ -50,18 +49,6 @@ service imap-login {{
 
 def dovecot_limits(folders: int, per_mailbox: int) -> str:
     return LIMITS.format(processes=folders + 200, clients=2 * folders + 400, per_user=per_mailbox + 20)
-
-
-@contextmanager
-def many_connections_dovecot(ctx, folders: int, per_mailbox: int):
-    """A started Dovecot with limits for N watched folders; the outer bench kills its group should we die."""
-    server = dovecot_class()({}, extra_config=dovecot_limits(folders, per_mailbox))
-    try:
-        server.start()
-        ctx.register_group(server.master_pid)
-        yield server
-    finally:
-        server.cleanup()
 
 
 def folder_names(per_mailbox: int) -> list[str]:
@@ -257,7 +244,7 @@ def run(ctx) -> dict[str, Any]:
     o = ctx.options
     folders, per_mailbox = o["folders"], min(o["folders_per_mailbox"], o["folders"])
     runs = {}
-    with many_connections_dovecot(ctx, folders, per_mailbox) as server:
+    with dovecot(ctx, {}, dovecot_limits(folders, per_mailbox)) as server:
         for index, design in enumerate(DESIGNS):
             ctx.say(
                 f"watcher: {design}, {folders} folders ({per_mailbox} per mailbox), {o['replies']} replies "
