@@ -30,9 +30,10 @@ from proving.bench.stats import ratio, summary_ms, table
 from proving.harness import data, mails
 from sequences.models import Enrollment, SendJob, TimelineEvent
 
+IDLE_SECONDS = 60  # one IDLE cycle (re-SELECT, UIDVALIDITY check) of every folder falls inside the replies
 DESIGNS = {
-    "multiplexed": ["watch_mailboxes"],
-    "thread per folder": ["-m", "proving.bench.watcher_child"],
+    "multiplexed": ["watch_mailboxes", "--idle-seconds", str(IDLE_SECONDS)],
+    "thread per folder": ["-m", "proving.bench.watcher_child", str(IDLE_SECONDS)],
 }
 PASSWORD = "watchpw"
 # Dovecot's defaults allow 100 imap processes and 10 connections per user and address: a watcher of N
@@ -194,7 +195,7 @@ def design_run(
         )
     )
     latencies = [events[e].timestamp() - t for e, t in appended.items() if e in events]
-    pushes = push_latencies(sent)
+    pushes, skipped = push_latencies(sent)
     return {
         "design": design,
         "folders": count * per_mailbox,
@@ -210,13 +211,15 @@ def design_run(
         "stopped": len(events),
         "latency": summary_ms(latencies),
         "push_to_enqueue": summary_ms(pushes),
+        "polls_skipped": skipped,
         "clock_offset_ms": offset,
     }
 
 
-def push_latencies(sent: list[tuple[int, float]]) -> list[float]:
+def push_latencies(sent: list[tuple[int, float]]) -> tuple[list[float], int]:
     """APPEND sent -> the first poll of that mailbox the watcher enqueued after it (RQ's enqueued_at): the
-    watcher's own share of reply -> stop, without the pollers' queue."""
+    watcher's own share of reply -> stop, without the pollers' queue. Also how many polls were skipped
+    because another poll of the same mailbox was running (mailboxes.tasks.poll_lock)."""
     from django_rq import get_queue
     from rq.job import Job
 
@@ -228,7 +231,10 @@ def push_latencies(sent: list[tuple[int, float]]) -> list[float]:
         *queue.job_ids,
     ]
     enqueued: dict[int, list[float]] = {}
+    skipped = 0
     for job in Job.fetch_many(ids, connection=queue.connection):
+        if job is not None and isinstance(job.return_value(), dict) and "skipped" in job.return_value():
+            skipped += 1
         if job is not None and job.enqueued_at is not None and job.args:
             at = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
             enqueued.setdefault(int(job.args[0]), []).append(at.timestamp())
@@ -237,7 +243,7 @@ def push_latencies(sent: list[tuple[int, float]]) -> list[float]:
         later = [t for t in enqueued.get(mailbox, []) if t >= at]
         if later:
             out.append(min(later) - at)
-    return out
+    return out, skipped
 
 
 def run(ctx) -> dict[str, Any]:
@@ -311,6 +317,7 @@ def run(ctx) -> dict[str, Any]:
             "push: APPEND sent -> the watcher enqueued a poll of that mailbox (RQ enqueued_at), the watcher's own "
             "share; stop adds the pollers (a push polls every folder of the mailbox).",
             "peak RSS is the watcher process' VmHWM; idle CPU over 5 s with every folder in IDLE.",
+            f"IDLE cycle {IDLE_SECONDS} s for both designs, so every folder is re-selected while replies arrive.",
         ],
     )
     return {"runs": runs, "tables": [text]}
