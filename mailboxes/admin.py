@@ -37,14 +37,19 @@ class MailboxAdmin(admin.ModelAdmin):
     search_fields = ("name", "address")
     # Passwords are never stored: the *_env fields name an environment variable.
     readonly_fields = ("paused", "version", "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
-                       "created_at")
+                       "created_at", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until")
     fieldsets = (
         (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
         ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
                              "smtp_security")}),
         ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_schedule_ahead_minutes")}),
         ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+                               "window_fallback_timezone",
                                "is_drill_target")}),
+        ("Deliverability guardrail", {"fields": (
+            "guardrail_window_days", "guardrail_bounce_rate", "guardrail_bounce_min_sends", "guardrail_complaint_rate",
+            "guardrail_complaint_min_deliveries", "guardrail_silence_seconds", "guardrail_paused_at",
+            "guardrail_reason", "guardrail_silenced_until")}),
         ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
                              "imap_folders")}),
         ("Poll health", {"fields": ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",

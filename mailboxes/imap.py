@@ -276,6 +276,12 @@ class ImapSession:
             listed = self._c.list_folders()
         return [(_text(name), _text(delimiter or b"")) for _flags, delimiter, name in listed]
 
+    def sent_folders(self) -> set[str]:
+        """The folders the server marks as holding sent mail (RFC 6154 special-use \\Sent)."""
+        with self._errors("LIST"):
+            listed = self._c.list_folders()
+        return {_text(name) for flags, _delimiter, name in listed if b"\\Sent" in flags}
+
     def check(self, folders: list[str]) -> list[CheckStep]:
         """LIST, then EXAMINE each configured folder; a missing one is named with what it may be called."""
         steps: list[CheckStep] = []

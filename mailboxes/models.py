@@ -40,7 +40,9 @@ class Mailbox(models.Model):
     window_days = models.CharField(max_length=40, blank=True)
     window_start = models.TimeField(null=True, blank=True)
     window_end = models.TimeField(null=True, blank=True)
-    window_timezone = models.CharField(max_length=64, default="UTC")
+    window_timezone = models.CharField(max_length=64, default="UTC")  # an IANA zone, or "recipient"
+    # With window_timezone "recipient": the zone of a contact who has none.
+    window_fallback_timezone = models.CharField(max_length=64, default="UTC")
 
     # Transport: "smtp" (above) or "anymail" (an ESP through django-anymail).
     transport_kind = models.CharField(max_length=10, choices=[("smtp", "SMTP"), ("anymail", "ESP (anymail)")],
@@ -73,6 +75,17 @@ class Mailbox(models.Model):
     next_probe_at = models.DateTimeField(null=True, blank=True)
     connect_failures = models.PositiveIntegerField(default=0)  # in a row; reset by a submission
     ca_file = models.CharField(max_length=500, blank=True)  # a private CA (PEM) trusted for SMTP and IMAP TLS
+    # Deliverability guardrail (sequences.services.guardrails): over a rolling window, a hard-bounce rate or a
+    # complaint rate at or above its limit, with at least the minimum sample, pauses the mailbox.
+    guardrail_window_days = models.PositiveIntegerField(default=7)
+    guardrail_bounce_rate = models.FloatField(default=3.0)  # percent of sends
+    guardrail_bounce_min_sends = models.PositiveIntegerField(default=50)
+    guardrail_complaint_rate = models.FloatField(default=0.1)  # percent of deliveries
+    guardrail_complaint_min_deliveries = models.PositiveIntegerField(default=1000)
+    guardrail_silence_seconds = models.PositiveIntegerField(default=86400)  # after an operator's resume
+    guardrail_paused_at = models.DateTimeField(null=True, blank=True)  # the pause was the guardrail's
+    guardrail_reason = models.TextField(blank=True)  # the figures, in words
+    guardrail_silenced_until = models.DateTimeField(null=True, blank=True)
     # Only a mailbox marked as a drill target may be used by `manage.py drill`.
     is_drill_target = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
@@ -106,6 +119,16 @@ class Mailbox(models.Model):
     @property
     def has_imap(self) -> bool:
         return bool(self.imap_host)
+
+    @property
+    def guardrail_silence_text(self) -> str:
+        """How long an operator's resume silences the guardrail, in words ("24 hours", "2 days")."""
+        seconds = self.guardrail_silence_seconds
+        for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+            if seconds >= size and seconds % size == 0:
+                n = seconds // size
+                return f"{n} {unit}{'' if n == 1 else 's'}"
+        return f"{seconds} seconds"
 
     @property
     def sending_status(self) -> str:

@@ -14,6 +14,7 @@ from django.urls import reverse
 from sequences import services
 from sequences.models import SendJob
 from sequences.selectors import jobs_with_labels
+from sequences.services.rotation import sends_from
 from sequences.web import rows
 from sequences.web.access import OPERATE, VIEW_INBOUND, VIEW_MAILBOX, page_of, query_without_page, ui_view
 
@@ -28,7 +29,8 @@ def mailbox_list(request):
     result = request.session.pop("ui-result:mailbox", None)
     if result and "job_ids_canceled" in result:
         result = rows.stop_result_rows(
-            result, jobs_with_labels().filter(enrollment__sequence__mailbox__name=result.get("name", ""))
+            result, jobs_with_labels().filter(
+                sends_from(Mailbox.objects.filter(name=result.get("name", "")).values("pk")[:1], via="enrollment__"))
         )
     return render(request, "ui/mailbox_list.html", {
         "mailboxes": Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"),
@@ -60,7 +62,7 @@ def mailbox_pause(request, pk: int):
         return redirect("mailbox_list")
     return render(request, "ui/confirm.html", {
         "kind": "mailbox_pause", "object": mailbox, "title": f"Pause mailbox “{mailbox.name}”?",
-        "forecast": rows.jobs_forecast(SendJob.objects.filter(enrollment__sequence__mailbox=mailbox)),
+        "forecast": rows.jobs_forecast(SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"))),
         "already": mailbox.paused, "back": reverse("mailbox_list"), "button": "Pause mailbox",
     })
 

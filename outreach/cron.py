@@ -12,3 +12,8 @@ from sequences.tasks import dispatch, doctor
 cron.register(dispatch, queue_name="default", interval=10)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
 cron.register(doctor, queue_name="default", interval=300)
+
+from sequences.tasks import api_housekeeping, webhooks_due  # noqa: E402
+
+cron.register(webhooks_due, queue_name="default", interval=10)
+cron.register(api_housekeeping, queue_name="default", interval=3600)

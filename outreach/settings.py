@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "django_rq",
     "anymail",
     "axes",
+    "ninja",  # the API docs page serves Swagger UI from ninja's own static files, not a CDN
     "sequences",
     "mailboxes",
     "proving",
@@ -232,6 +233,13 @@ OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
 OUTREACH_SOFT_BOUNCE_LIMIT = int(os.environ.get("OUTREACH_SOFT_BOUNCE_LIMIT", "3"))
 # What an auto-reply does to its enrollment: "continue" or "pause".
 OUTREACH_AUTO_REPLY_ACTION = os.environ.get("OUTREACH_AUTO_REPLY_ACTION", "continue")
+# An out-of-office answer holds the person's live jobs until the day after the return date it states; without a
+# date, for this many days. A stated date further out than the maximum holds for the maximum.
+OUTREACH_OOO_HOLD_DAYS = int(os.environ.get("OUTREACH_OOO_HOLD_DAYS", "7"))
+OUTREACH_OOO_MAX_HOLD_DAYS = int(os.environ.get("OUTREACH_OOO_MAX_HOLD_DAYS", "90"))
+# The key of the hashed ledger of erased addresses (HMAC-SHA256). Unset: derived from SECRET_KEY, which then must
+# never be rotated without re-keying the ledger; set it to keep the two apart.
+OUTREACH_ERASURE_KEY = os.environ.get("OUTREACH_SECRET_ERASURE_KEY", "")
 OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))

@@ -44,6 +44,7 @@ from sequences.messages import message_prepare
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
 from sequences.services import Authorization
+from sequences.services.rotation import enrollment_mailbox_id
 from sequences.states import job_move
 from sequences.tasks import worker_identity
 from sequences.timeline import Event, event_record
@@ -78,7 +79,7 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
     with transaction.atomic():
         # The same lock as the product's stop and authorize paths.
         enrollment = enrollment_lock(enrollment_id=claimed.enrollment_id)
-        mailbox = Mailbox.objects.get(pk=enrollment.sequence.mailbox_id)
+        mailbox = Mailbox.objects.get(pk=enrollment_mailbox_id(enrollment))
         job = SendJob.objects.select_related("step").get(pk=job_id)
         job._email = enrollment.contact.email  # type: ignore[attr-defined]
         if job.state != S.CLAIMED:

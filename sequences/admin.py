@@ -60,6 +60,19 @@ class ContactAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
+    actions = ["erase_contacts"]
+
+    @admin.action(description="Erase selected people (GDPR art. 17): stop everything, keep only a hash of the "
+                              "address", permissions=["manage_suppressions"])
+    def erase_contacts(self, request, queryset: QuerySet[Contact]) -> None:
+        for email in list(queryset.values_list("email", flat=True)):
+            result = services.contact_erase(email=email, actor=request.user.get_username())
+            messages.info(request, f"Erased contact #{result['contact']}: {result['enrollments_stopped']} "
+                                   "enrollment(s) stopped; only a keyed hash of the address is kept.")
+
+    def has_manage_suppressions_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.manage_suppressions")
+
 
 class StepForm(forms.ModelForm):
     """A step edited here passes the same validation as one loaded from TOML (`messages.step_validate`)."""
@@ -71,7 +84,7 @@ class StepForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         errors = step_validate(subject=cleaned.get("subject") or "", body=cleaned.get("body") or "",
-                               position=cleaned.get("position") or 1)
+                               position=cleaned.get("position") or 1, thread=bool(cleaned.get("thread")))
         for field, messages_ in errors.items():
             for message in messages_:
                 self.add_error(field, message)
@@ -120,7 +133,8 @@ class SendJobInline(ReadOnlyInline):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("enrollment__sequence__mailbox", "step")
+        return super().get_queryset(request).select_related("enrollment__mailbox", "enrollment__sequence__mailbox",
+                                                            "step")
 
     @admin.display(description="What happened")
     def honest_label(self, job: SendJob) -> str:
@@ -141,10 +155,10 @@ class TimelineInline(ReadOnlyInline):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(ReadOnlyAdmin):
-    list_display = ("contact", "sequence", "status", "stop_reason", "latest_job")
+    list_display = ("contact", "sequence", "mailbox", "status", "stop_reason", "latest_job")
     list_filter = ("status", "stop_reason", "sequence")
     search_fields = ("contact__email",)
-    list_select_related = ("contact", "sequence")
+    list_select_related = ("contact", "sequence", "mailbox")
     inlines = [SendJobInline, TimelineInline]
     actions = ["pause_enrollments", "stop_enrollments", "resume_enrollments"]
 
@@ -185,7 +199,8 @@ class SendJobAdmin(ReadOnlyAdmin):
     list_display = ("id", "recipient", "step", "honest_label", "state", "version")
     list_filter = ("state", "cancel_reason")
     search_fields = ("message_id", "provider_message_id", "provider_request_id", "enrollment__contact__email")
-    list_select_related = ("enrollment__sequence__mailbox", "enrollment__contact", "step__sequence")
+    list_select_related = ("enrollment__mailbox", "enrollment__sequence__mailbox", "enrollment__contact",
+                           "step__sequence")
     readonly_fields = ("honest_label",)
     inlines = [TimelineInline]
 
@@ -277,3 +292,34 @@ def grantable_groups(user) -> QuerySet[Group]:
 
 admin.site.unregister(User)
 admin.site.register(User, UserAdmin)
+
+
+# --- API tokens and outbound webhooks ------------------------------------------------------------
+
+from .api.tokens import api_token_revoke  # noqa: E402
+from .models import ApiToken, WebhookDelivery  # noqa: E402
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(NoWrites, admin.ModelAdmin):
+    """Tokens are created by `manage.py api_token` (printed once); here they are listed and revoked."""
+
+    list_display = ("name", "role", "prefix", "rate_per_minute", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("role",)
+    readonly_fields = ("name", "role", "prefix", "rate_per_minute", "created_at", "last_used_at", "revoked_at")
+    exclude = ("digest",)
+    actions = ["revoke"]
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm("sequences.manage_webhooks")
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset: QuerySet[ApiToken]):
+        revoked = sum(api_token_revoke(token_id=pk) for pk in queryset.values_list("pk", flat=True))
+        messages.info(request, f"{revoked} token{'' if revoked == 1 else 's'} revoked.")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "event_type", "endpoint", "state", "attempts", "last_status", "created_at")
+    list_filter = ("state", "event_type")

@@ -17,22 +17,23 @@ from dataclasses import dataclass, field
 from datetime import time
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
 from mailboxes.models import Mailbox
-from mailboxes.oauth2 import PROVIDERS, provider_defaults, token_url_problem
 from mailboxes.secrets import mailbox_config_problems
 
+from .config_auth import parse_oauth2
 from .messages import step_validate
 from .models import Sequence, Step
-from .window import parse_days
+from .window import RECIPIENT, parse_days, zone_problem
 
 DURATION = re.compile(r"^\s*(\d+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# "3 days", "4 hours", "1 day 6 hours", "90 minutes": a number and a unit in words, one or more times.
+DURATION_PART = re.compile(r"(\d+)\s*(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|[smhdw])\b", re.I)
 SECURITY = ("none", "starttls", "tls")
 
 
@@ -47,9 +48,15 @@ def parse_duration(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     match = DURATION.match(str(value)) if isinstance(value, str) else None
-    if not match:
-        raise ValueError(f"{value!r} is not a duration (use e.g. \"0s\", \"90s\", \"15m\", \"3d\")")
-    return int(match.group(1)) * UNITS[match.group(2)]
+    if match:
+        return int(match.group(1)) * UNITS[match.group(2)]
+    if isinstance(value, str) and value.strip():
+        parts = DURATION_PART.findall(value)
+        rest = DURATION_PART.sub("", value).replace(",", " ").replace(" and ", " ").strip()
+        if parts and not rest:
+            return sum(int(n) * UNITS[unit[0].lower()] for n, unit in parts)
+    raise ValueError(f"{value!r} is not a duration (use e.g. \"0s\", \"90s\", \"15m\", \"3d\", \"3 days\", "
+                     "\"4 hours\")")
 
 
 @dataclass
@@ -66,7 +73,7 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
     "smtp_password_env": ("smtp", "password_env"), "smtp_security": ("smtp", "security"),
     "window_days": ("window", "days"), "window_start": ("window", "start"), "window_end": ("window", "end"),
-    "window_timezone": ("window", "timezone"),
+    "window_timezone": ("window", "timezone"), "window_fallback_timezone": ("window", "fallback_timezone"),
     "imap_host": ("imap", "host"), "imap_port": ("imap", "port"), "imap_username": ("imap", "username"),
     "imap_password_env": ("imap", "password_env"), "imap_security": ("imap", "security"),
     "imap_folders": ("imap", "folders"),
@@ -76,8 +83,14 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "auth": ("auth",), "oauth2_provider": ("oauth2", "provider"), "oauth2_token_url": ("oauth2", "token_url"),
     "oauth2_client_id": ("oauth2", "client_id"), "oauth2_client_secret_env": ("oauth2", "client_secret_env"),
     "oauth2_refresh_token_env": ("oauth2", "refresh_token_env"), "oauth2_scope": ("oauth2", "scope"),
+    "guardrail_window_days": ("guardrail", "window"), "guardrail_bounce_rate": ("guardrail", "bounce_rate"),
+    "guardrail_bounce_min_sends": ("guardrail", "bounce_min_sends"),
+    "guardrail_complaint_rate": ("guardrail", "complaint_rate"),
+    "guardrail_complaint_min_deliveries": ("guardrail", "complaint_min_deliveries"),
+    "guardrail_silence_seconds": ("guardrail", "silence_after_resume"),
 }
-OAUTH2_KEYS = {"provider", "token_url", "client_id", "client_secret_env", "refresh_token_env", "scope"}
+GUARDRAIL_KEYS = {"window", "bounce_rate", "bounce_min_sends", "complaint_rate", "complaint_min_deliveries",
+                  "silence_after_resume"}
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
 
 
@@ -226,7 +239,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file", "auth", "oauth2"})
+                                 "transport", "drill_target", "ca_file", "auth", "oauth2", "guardrail"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -259,7 +272,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         reader.error(f"{path}.smtp.password", "passwords are never stored; name an env var with password_env")
 
     window = reader.get(table, path, "window", dict, {})
-    reader.unknown(window, f"{path}.window", {"days", "start", "end", "timezone"})
+    reader.unknown(window, f"{path}.window", {"days", "start", "end", "timezone", "fallback_timezone"})
     out["window_days"] = reader.get(window, f"{path}.window", "days", str, "")
     try:
         parse_days(out["window_days"] or "")
@@ -267,11 +280,16 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         reader.error(f"{path}.window.days", str(exc), out["window_days"])
     out["window_start"] = _time(reader, f"{path}.window.start", reader.get(window, f"{path}.window", "start", str))
     out["window_end"] = _time(reader, f"{path}.window.end", reader.get(window, f"{path}.window", "end", str))
+    # "recipient": the window opens in each contact's own zone; fallback_timezone where a contact has none.
     out["window_timezone"] = reader.get(window, f"{path}.window", "timezone", str, "UTC")
-    try:
-        ZoneInfo(out["window_timezone"] or "UTC")
-    except (ZoneInfoNotFoundError, ValueError):
-        reader.error(f"{path}.window.timezone", f"unknown time zone {out['window_timezone']!r}")
+    if out["window_timezone"] != RECIPIENT and zone_problem(out["window_timezone"] or "UTC"):
+        reader.error(f"{path}.window.timezone", f"{zone_problem(out['window_timezone'])}, or \"{RECIPIENT}\" "
+                                               "for each contact's own zone")
+    out["window_fallback_timezone"] = reader.get(window, f"{path}.window", "fallback_timezone", str, "UTC")
+    if zone_problem(out["window_fallback_timezone"] or "UTC"):
+        reader.error(f"{path}.window.fallback_timezone", zone_problem(out["window_fallback_timezone"]))
+    elif "fallback_timezone" in window and out["window_timezone"] != RECIPIENT:
+        reader.warn(f"{path}.window.fallback_timezone", f"used only with timezone = \"{RECIPIENT}\"")
 
     imap = reader.get(table, path, "imap", dict, {})
     reader.unknown(imap, f"{path}.imap", {"host", "port", "username", "password_env", "security", "folders"})
@@ -302,7 +320,8 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         if out["esp_name"] and out["esp_name"].lower() not in known_esps():
             reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
                                                   f"{', '.join(sorted(known_esps()))})", out["esp_name"])
-    _parse_oauth2(reader, path, table, out)
+    parse_oauth2(reader, path, table, out)
+    _parse_guardrail(reader, f"{path}.guardrail", reader.get(table, path, "guardrail", dict, {}), out)
     _check_ranges(reader, path, out)
     out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
@@ -310,45 +329,34 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
     return out
 
 
-def _parse_oauth2(reader: _Reader, path: str, table: dict, out: dict[str, Any]) -> None:
-    """`auth = "oauth2"` and its `oauth2 = { ... }` table: a known provider or a token endpoint, a client id,
-    the variables that hold the secrets, and a username on each protocol (the SASL identity)."""
-    out["auth"] = reader.get(table, path, "auth", str, "password")
-    if out["auth"] not in ("password", "oauth2"):
-        reader.error(f"{path}.auth", f"must be \"password\" or \"oauth2\", got {out['auth']!r}", out["auth"])
-    oauth = reader.get(table, path, "oauth2", dict, {})
-    reader.unknown(oauth, f"{path}.oauth2", OAUTH2_KEYS)
-    opath = f"{path}.oauth2"
-    for key in sorted(OAUTH2_KEYS):
-        out[f"oauth2_{key}"] = reader.get(oauth, opath, key, str, "")
-    if out["auth"] != "oauth2":
-        if oauth:
-            reader.error(opath, 'OAuth2 settings need auth = "oauth2"')
-        return
-    provider = out["oauth2_provider"]
-    preset = provider_defaults(provider) if provider else None
-    if provider and preset is None:
-        reader.error(f"{opath}.provider", f"unknown provider {provider!r} (known: {', '.join(sorted(PROVIDERS))}; "
-                                          "or leave it out and give token_url and scope)", provider)
-    token_url = out["oauth2_token_url"] or (preset.token_url if preset else "")
-    unknown_provider = bool(provider) and preset is None  # already reported: no second error about its URL
-    if not unknown_provider and (problem := token_url_problem(token_url)):
-        reader.error(f"{opath}.token_url", problem, out["oauth2_token_url"] or None)
-    if not out["oauth2_client_id"]:
-        reader.error(f"{opath}.client_id", "is required with auth = \"oauth2\"")
-    if not out["oauth2_refresh_token_env"]:
-        reader.error(f"{opath}.refresh_token_env", "is required with auth = \"oauth2\": name the environment "
-                                                   "variable that holds the refresh token")
-    for protocol in ("smtp", "imap"):
-        section = table.get(protocol)
-        if not isinstance(section, dict):
-            continue
-        if "password_env" in section:
-            reader.error(f"{path}.{protocol}.password_env", 'not used with auth = "oauth2" (the access token is '
-                                                            "the password): remove it")
-        if not section.get("username") and (protocol == "imap" or out.get("transport_kind", "smtp") == "smtp"):
-            reader.error(f"{path}.{protocol}.username", 'is required with auth = "oauth2": the account the '
-                                                        "token belongs to (usually the address)")
+def _parse_guardrail(reader: _Reader, path: str, table: dict, out: dict[str, Any]) -> None:
+    """Deliverability guardrail thresholds (defaults: 3 % hard bounces after 50 sends, 0.1 % complaints after
+    1,000 deliveries, over 7 days; an operator's resume silences it for 24 hours)."""
+    reader.unknown(table, path, GUARDRAIL_KEYS)
+    durations = {"window": ("guardrail_window_days", "7d", 86400), "silence_after_resume":
+                 ("guardrail_silence_seconds", "24h", 1)}
+    for key, (name, default, unit) in durations.items():
+        value = table.get(key, default)
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            reader.error(f"{path}.{key}", str(exc), value)
+            seconds = parse_duration(default)
+        if key == "window" and (seconds < 86400 or seconds % 86400):
+            reader.error(f"{path}.window", f"{value!r} is not a whole number of days (e.g. \"7d\")", value)
+        out[name] = seconds // unit
+    for key, name, default in (("bounce_rate", "guardrail_bounce_rate", 3.0),
+                               ("complaint_rate", "guardrail_complaint_rate", 0.1)):
+        rate = reader.get(table, path, key, (int, float), default)
+        if rate is not None and not 0 < rate <= 100:
+            reader.error(f"{path}.{key}", f"a percentage above 0 and at most 100, got {rate}", rate)
+        out[name] = float(rate if rate is not None else default)
+    for key, name, default in (("bounce_min_sends", "guardrail_bounce_min_sends", 50),
+                               ("complaint_min_deliveries", "guardrail_complaint_min_deliveries", 1000)):
+        count = reader.get(table, path, key, int, default)
+        if count is not None and count < 1:
+            reader.error(f"{path}.{key}", f"must be 1 or more, got {count}", count)
+        out[name] = count if count is not None else default
 
 
 def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
@@ -378,16 +386,44 @@ def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
                                            "sends or polls must have it")
 
 
+def _sequence_mailboxes(reader: _Reader, path: str, table: dict, known: set[str]) -> tuple[str | None, list[str]]:
+    """`mailbox = "a"` (one mailbox) or `mailboxes = ["a", "b"]` (a pool to rotate over): (first, pool)."""
+    if ("mailbox" in table) == ("mailboxes" in table):
+        reader.error(f"{path}.mailbox", "name either `mailbox = \"NAME\"` or `mailboxes = [\"A\", \"B\"]` "
+                                        "(a pool; each enrollment keeps the one it is given)")
+        return None, []
+    if "mailbox" in table:
+        names = [reader.get(table, path, "mailbox", str)]
+        key = "mailbox"
+    else:
+        names = reader.get(table, path, "mailboxes", list, [])
+        key = "mailboxes"
+        if not names:
+            reader.error(f"{path}.mailboxes", "name at least one mailbox")
+        elif not all(isinstance(n, str) for n in names):
+            reader.error(f"{path}.mailboxes", "must be a list of mailbox names")
+            return None, []
+        elif len(set(names)) != len(names):
+            reader.error(f"{path}.mailboxes", "names a mailbox more than once")
+    for name in names:
+        if name is not None and name not in known:
+            reader.error(f"{path}.{key}", f"no mailbox named {name!r} (in this file or the database)", name)
+    first = names[0] if names else None
+    return first, (names if key == "mailboxes" else [])
+
+
 def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str]) -> dict[str, Any] | None:
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
-    reader.unknown(table, path, {"name", "mailbox", "step"})
+    reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply"})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
-    out["mailbox"] = reader.get(table, path, "mailbox", str, required=True)
-    if out["mailbox"] is not None and out["mailbox"] not in mailboxes:
-        reader.error(f"{path}.mailbox", f"no mailbox named {out['mailbox']!r} (in this file or the database)",
-                     out["mailbox"])
+    # A reply stops the person everywhere; "domain" also stops everyone at the company (never a free-mail domain).
+    out["stop_on_reply"] = reader.get(table, path, "stop_on_reply", str, None)
+    if out["stop_on_reply"] is not None and out["stop_on_reply"] not in Sequence.StopOnReply.values:
+        reader.error(f"{path}.stop_on_reply", f"must be one of {', '.join(Sequence.StopOnReply.values)}",
+                     out["stop_on_reply"])
+    out["mailbox"], out["pool"] = _sequence_mailboxes(reader, path, table, mailboxes)
     steps = reader.get(table, path, "step", list, [])
     if not steps:
         reader.error(f"{path}.step", "a sequence needs at least one [[sequence.step]]")
@@ -400,8 +436,10 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
         reader.unknown(step, spath, {"subject", "body", "wait", "thread"})
         subject = reader.get(step, spath, "subject", str, "")
         body = reader.get(step, spath, "body", str, required=True)
+        thread = reader.get(step, spath, "thread", bool, index > 1)
         # The same check as every other path that saves a step (admin, any later UI or API).
-        for key, problems in step_validate(subject=subject or "", body=body or "", position=index).items():
+        for key, problems in step_validate(subject=subject or "", body=body or "", position=index,
+                                           thread=thread).items():
             for problem in problems:
                 reader.error(f"{spath}.{key}", problem, step.get(key))
         wait = step.get("wait", "0s")
@@ -410,7 +448,6 @@ def _parse_sequence(reader: _Reader, path: str, table: Any, mailboxes: set[str])
         except ValueError as exc:
             reader.error(f"{spath}.wait", str(exc), wait)
             wait_seconds = 0
-        thread = reader.get(step, spath, "thread", bool, index > 1)
         out["steps"].append({"position": index, "subject": subject or "", "body": body or "",
                              "wait_seconds": wait_seconds, "thread": thread,
                              "given": {name for name, key in STEP_KEYS.items() if key in step}})
@@ -443,6 +480,17 @@ def _update(obj: Any, values: dict[str, Any], names: set[str], what: str, result
     return bool(changed)
 
 
+def _pool_update(sequence: Sequence, names: list[str], what: str, result: ApplyResult, *, created: bool) -> bool:
+    """Set a sequence's pool of mailboxes; a change applies to new enrollments only (each keeps its mailbox)."""
+    old = sorted(sequence.pool.values_list("name", flat=True))
+    if old == sorted(names):
+        return False
+    sequence.pool.set(Mailbox.objects.filter(name__in=names))
+    if not created:
+        result.changes.append(f"{what}: mailboxes {old!r} -> {sorted(names)!r} (new enrollments only)")
+    return not created
+
+
 def config_apply(plan: Plan) -> ApplyResult:
     """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
     result = ApplyResult()
@@ -465,12 +513,16 @@ def config_apply(plan: Plan) -> ApplyResult:
             created = sequence is None
             changed = False
             if created:
-                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox)
-            elif sequence.mailbox_id != mailbox.pk:
+                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
+                                                   stop_on_reply=entry.get("stop_on_reply") or "person")
+            elif entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
+                changed = True
+            if not created and sequence.mailbox_id != mailbox.pk:
                 result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")
                 sequence.mailbox = mailbox
                 sequence.save(update_fields=["mailbox"])
                 changed = True
+            changed |= _pool_update(sequence, entry["pool"], what, result, created=created)
             existing = {s.position: s for s in Step.objects.filter(sequence=sequence)}
             for step in entry["steps"]:
                 values = {k: v for k, v in step.items() if k != "given"}
@@ -497,3 +549,88 @@ def config_apply(plan: Plan) -> ApplyResult:
             else:
                 (result.updated if changed else result.unchanged).append(what)
     return result
+
+
+# --- export: a sequence (and its mailbox) as a file `load_sequences` reads back ----------------------------------
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_string(text: str, *, multiline: bool = False) -> str:
+    """A TOML basic string; with *multiline* and a newline in *text*, a multi-line one that keeps the lines."""
+    out = []
+    for ch in text:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ch == "\n":
+            out.append("\n" if multiline else "\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    body = "".join(out)
+    if multiline and "\n" in text:
+        return f'"""\n{body}"""'  # the newline right after the opening quotes is not part of the string
+    return f'"{body}"'
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, time):
+        return _toml_string(value.strftime("%H:%M"))
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return _toml_string(str(value))
+
+
+def duration_text(seconds: int) -> str:
+    """Seconds as the loader's shortest exact duration: 259200 -> "3d", 5400 -> "90m", 0 -> "0s"."""
+    for unit in ("w", "d", "h", "m"):
+        if seconds and seconds % UNITS[unit] == 0:
+            return f"{seconds // UNITS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
+    """The mailbox's keys as the loader names them ({"": top-level, "smtp": {...}, ...}); secrets are env names."""
+    tables: dict[str, dict[str, Any]] = {"": {"name": mailbox.name}}
+    for name, keys in MAILBOX_KEYS.items():
+        value = getattr(mailbox, name)
+        group = keys[0] if len(keys) == 2 else ""
+        if (group == "imap" and not mailbox.imap_host) or (group == "transport" and mailbox.transport_kind == "smtp"):
+            continue
+        if name == "esp_api_url" or value is None or (name == "ca_file" and not value):
+            continue  # the ESP's URL is fixed, never per mailbox
+        if name == "guardrail_window_days":
+            value = f"{value}d"
+        elif name == "guardrail_silence_seconds":
+            value = duration_text(value)
+        tables.setdefault(group, {})[keys[-1]] = value
+    return tables
+
+
+def sequence_export_toml(sequence: Sequence) -> str:
+    """The sequence and its mailboxes as TOML: `load_sequences` on it creates (or leaves unchanged) the same steps."""
+    pool = list(sequence.pool.order_by("pk"))
+    lines = [f"# Sequence {sequence.name!r}, exported for `manage.py load_sequences`."]
+    for mailbox in pool or [sequence.mailbox]:
+        lines += ["", "[[mailbox]]"]
+        for group, table in _mailbox_tables(mailbox).items():
+            if group:
+                lines += ["", f"[mailbox.{group}]"]
+            lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    lines += ["", "[[sequence]]", f"name = {_toml_string(sequence.name)}"]
+    if pool:
+        lines.append(f"mailboxes = {_toml_value([m.name for m in pool])}")
+    else:
+        lines.append(f"mailbox = {_toml_string(sequence.mailbox.name)}")
+    lines.append(f"stop_on_reply = {_toml_string(sequence.stop_on_reply)}")
+    for step in sequence.steps.order_by("position"):
+        lines += ["", "[[sequence.step]]", f"subject = {_toml_string(step.subject)}",
+                  f"body = {_toml_string(step.body, multiline=True)}",
+                  f"wait = {_toml_string(duration_text(step.wait_seconds))}",
+                  f"thread = {_toml_value(step.thread)}"]
+    return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from django.utils import timezone
 
 from .models import Enrollment, ProviderCancel, SendJob
+from .window import local_and_utc, mailbox_next_open, mailbox_window_zone
 
 if TYPE_CHECKING:
     from .services.common import StopSummary
@@ -51,15 +52,19 @@ def job_label(job: SendJob) -> str:
 
 def job_label_and_tone(job: SendJob) -> Label:
     """The label of a job and its tone, decided by the same branch."""
+    from .services.rotation import enrollment_mailbox  # here: services import this module
+
     enrollment: Enrollment = job.enrollment
     sequence = enrollment.sequence
     stopped = (
         enrollment.status in (Enrollment.Status.STOPPED, Enrollment.Status.PAUSED)
         or sequence.status != sequence.Status.ACTIVE
-        or sequence.mailbox.paused
+        or enrollment_mailbox(enrollment).paused
     )
     if job.state == S.CANCELED:
-        return Label(f"Canceled — never sent ({job.cancel_reason}, {stamp(job.canceled_at)})", Tone.NEVER_SENT)
+        why = reason_sentence(job.cancel_reason).rstrip(".")
+        why = why[:1].lower() + why[1:]
+        return Label(f"Canceled — never sent: {why} ({stamp(job.canceled_at)})", Tone.NEVER_SENT)
     provider = _provider_label(job)
     if provider:
         return provider
@@ -84,6 +89,44 @@ def job_label_and_tone(job: SendJob) -> Label:
     if job.state == S.QUEUED:
         return Label(f"Queued at {stamp(job.queued_at)} — not sent yet", Tone.PENDING)
     return Label(f"Scheduled for {stamp(job.scheduled_at)} — not sent yet", Tone.PENDING)
+
+
+@dataclass(frozen=True)
+class SendTime:
+    """When a job leaves (or left), in the zone its mailbox's window opens in for this contact, and in UTC."""
+
+    at: datetime
+    zone: str
+    local: str  # "Tue 1 Dec 2026 09:00 Pacific/Auckland"
+    utc: str  # "Mon 30 Nov 2026 20:00 UTC"
+    expected: bool  # not sent yet: the earliest moment the final check can let it leave
+
+    @property
+    def text(self) -> str:
+        return self.utc if self.zone == "UTC" else f"{self.local} ({self.utc})"
+
+
+def send_time_words(job: SendJob) -> SendTime:
+    """The job's send time in the contact's local time and UTC, for "what will send when" and job views.
+
+    A job not sent yet: the later of its scheduled time and its window's next
+    opening in that zone (the daily cap may still move it; the final check
+    decides). A job past the hand-off: when it was submitted, or authorized.
+    Reads the job's enrollment, contact and mailbox (select them with the job).
+    """
+    from .services.rotation import enrollment_mailbox  # here: services import this module
+
+    enrollment = job.enrollment
+    mailbox = enrollment_mailbox(enrollment)
+    zone = mailbox_window_zone(mailbox, enrollment.contact.timezone)
+    passed = job.submitted_at or job.authorized_at
+    if passed is not None:
+        at, expected = passed, False
+    else:
+        at = mailbox_next_open(job.scheduled_at, mailbox=mailbox, contact_zone=enrollment.contact.timezone)
+        at, expected = at or job.scheduled_at, True
+    local, utc = local_and_utc(at, zone)
+    return SendTime(at=at, zone=zone, local=local, utc=utc, expected=expected)
 
 
 # Scheduled send at a provider: what the provider was asked, what it answered, and what that means.
@@ -113,11 +156,15 @@ def _jobs(n: int) -> str:
 
 
 def stop_summary_lines(summary: StopSummary) -> list[str]:
-    """What a stop did to jobs, one sentence each: never sent, in flight, already submitted."""
+    """What a stop did to jobs, one sentence each: never sent, in flight now, handed off earlier.
+
+    "In flight now" (authorized, its hand-off under way) and "handed off earlier" (submitted
+    before the stop, finished) are kept apart: only the first may still be leaving as we speak.
+    """
     return [
         f"{_jobs(summary.canceled)} canceled — never sent",
-        f"{_jobs(summary.in_flight)} in flight (authorized, being handed off) — cannot recall",
-        f"{_jobs(summary.submitted)} already submitted — cannot recall",
+        f"{_jobs(summary.in_flight)} in flight now (authorized, being handed off) — cannot recall",
+        f"{_jobs(summary.submitted)} handed off earlier (submitted before this stop) — cannot recall",
     ]
 
 
@@ -129,3 +176,57 @@ def stop_summary_text(summary: StopSummary, *, what: str = "") -> str:
     parts += stop_summary_lines(summary)
     text = "; ".join(parts) + "."
     return f"{what}: {text}" if what else text
+
+
+# --- plain words: reason codes as sentences, durations as "3 days" ------------------------------------------------
+
+# Every reason code a job, an enrollment or a stop can carry, as a sentence for people. Pages show these,
+# never the codes themselves.
+REASON_SENTENCES: dict[str, str] = {
+    "enrollment_paused": "The enrollment was paused.",
+    "enrollment_stopped": "The enrollment was stopped.",
+    "enrollment_completed": "The enrollment had already finished.",
+    "sequence_paused": "The sequence was paused.",
+    "sequence_resumed": "The sequence was resumed.",
+    "mailbox_paused": "The mailbox was paused.",
+    "mailbox_resumed": "The mailbox was resumed.",
+    "mailbox_blocked": "The mailbox cannot send right now (blocked).",
+    "suppressed": "The address is in the suppression ledger.",
+    "previous_step_not_submitted": "The previous step was not sent.",
+    "previous_step_submitted": "The previous step was sent.",
+    "outside_sending_window": "Outside the mailbox's sending window.",
+    "daily_cap_reached": "The mailbox reached its daily cap.",
+    "stopped_during_hand_off": "Stopped while the message was being handed off.",
+    "resumed": "The enrollment was resumed.",
+    "replied": "The person replied.",
+    "unsubscribed": "The person unsubscribed.",
+    "complained": "The person marked a message as spam.",
+    "hard_bounce": "The address does not exist (hard bounce).",
+    "operator": "An operator stopped it.",
+    "failed": "A step could not be sent.",
+    "colleague_replied": "Someone at the same company replied.",
+}
+
+
+def reason_sentence(code: str) -> str:
+    """A reason code (`enrollment_paused`) as a sentence ("The enrollment was paused."); unknown codes in words."""
+    if code in REASON_SENTENCES:
+        return REASON_SENTENCES[code]
+    words = code.replace("_", " ").strip()
+    return f"{words[:1].upper()}{words[1:]}." if words else ""
+
+
+_UNITS = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
+def duration_words(seconds: int) -> str:
+    """259200 -> "3 days"; 93600 -> "1 day 2 hours"; 0 -> "no wait". Exact: every unit that is not zero."""
+    seconds = int(seconds)
+    if seconds <= 0:
+        return "no wait"
+    parts = []
+    for name, size in _UNITS:
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+    return " ".join(parts)

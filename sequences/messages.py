@@ -23,7 +23,8 @@ from django.template import Context, Engine, Library, TemplateSyntaxError, defau
 from django.template.base import Lexer, TokenType, Variable, VariableDoesNotExist, VariableNode
 from django.utils import timezone
 
-from .models import SendJob
+from .models import ProviderCancel, SendJob
+from .services.rotation import enrollment_mailbox
 from .tokens import unsubscribe_url
 
 # The whole template language of a step: control flow and text filters. No include, load, extends, debug,
@@ -109,11 +110,22 @@ def _plain(exc: TemplateSyntaxError) -> str:
     return str(exc)
 
 
-def step_validate(*, subject: str, body: str, position: int) -> dict[str, list[str]]:
-    """Every problem of a step's templates, by field ({} when it may be saved): TOML, admin, any later UI/API."""
+# "Re:" (and the like) at the start of a subject; a reply's subject is "Re: " + its thread's first subject.
+REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|aw|sv|fwd?)\s*(?:\[\d+\])?\s*:\s*)+", re.IGNORECASE)
+
+
+def step_validate(*, subject: str, body: str, position: int, thread: bool | None = None) -> dict[str, list[str]]:
+    """Every problem of a step's templates, by field ({} when it may be saved): TOML, admin, any later UI/API.
+
+    `thread` (when the caller knows it): a step that is not sent as a reply may not fake one with "Re:".
+    """
     errors: dict[str, list[str]] = {}
     if position == 1 and not subject.strip():
         errors.setdefault("subject", []).append("the first step needs a subject")
+    if REPLY_PREFIX.match(subject) and (position == 1 or thread is False):
+        errors.setdefault("subject", []).append(
+            "starts with a reply prefix on a step that is not sent as a reply (never fake \"Re:\"); a threaded "
+            "step with an empty subject is sent as \"Re: <its thread's subject>\"")
     for name, text in (("subject", subject), ("body", body)):
         try:
             compile_template(text)
@@ -141,6 +153,39 @@ def address_header(name: str, email: str) -> Address:
         raise PrepareError(f"invalid address: {email!r} ({exc})") from None
 
 
+def thread_of(job: SendJob) -> list[tuple[str, str]]:
+    """(Message-ID, subject template) of each earlier message of ours in the thread this job answers, oldest first.
+
+    Only messages that really left count: submitted or accepted, and not
+    canceled at the provider before their send time. The thread starts at the
+    latest of them that was not itself sent as a reply (step 1, or a step
+    with thread = false); [] when nothing of ours was sent before this step.
+    """
+    sent = (SendJob.objects.filter(enrollment_id=job.enrollment_id, step__position__lt=job.step.position,
+                                   state__in=(SendJob.State.SUBMITTED, SendJob.State.ACCEPTED))
+            .exclude(provider_cancel_status=ProviderCancel.CONFIRMED)
+            .order_by("step__position", "id").values_list("message_id", "step__subject", "step__thread",
+                                                          "step__position"))
+    thread: list[tuple[str, str]] = []
+    for message_id, subject, threaded, position in reversed(list(sent)):
+        thread.insert(0, (message_id, subject))
+        if position == 1 or not threaded:
+            break
+    return thread
+
+
+def contact_context(contact) -> dict:
+    """The variables a step's templates see for one contact: its own fields, then the standard ones."""
+    return {
+        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
+        "first_name": contact.first_name,
+        "last_name": contact.last_name,
+        "company": contact.company,
+        "email": contact.email,
+        "fields": contact.fields,
+    }
+
+
 @dataclass(frozen=True)
 class PreparedMessage:
     job_id: int
@@ -152,17 +197,11 @@ class PreparedMessage:
 
 def message_prepare(*, job_id: int) -> PreparedMessage:
     """Render subject and body, thread it under earlier steps, add List-Unsubscribe; PrepareError says why not."""
-    job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence__mailbox", "step").get(pk=job_id)
+    job = SendJob.objects.select_related("enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox",
+                                         "step").get(pk=job_id)
     contact = job.enrollment.contact
-    mailbox = job.enrollment.sequence.mailbox
-    context = {
-        **{k: v for k, v in contact.fields.items() if k.isidentifier()},
-        "first_name": contact.first_name,
-        "last_name": contact.last_name,
-        "company": contact.company,
-        "email": contact.email,
-        "fields": contact.fields,
-    }
+    mailbox = enrollment_mailbox(job.enrollment)
+    context = contact_context(contact)
     try:
         subject = " ".join(render(job.step.subject, context).split())
         body = render(job.step.body, context)
@@ -180,18 +219,16 @@ def message_prepare(*, job_id: int) -> PreparedMessage:
         raise PrepareError(f"invalid address: {contact.email!r} ({exc})") from None
     msg["Date"] = format_datetime(timezone.now())
     msg["Message-ID"] = job.message_id
-    if job.step.thread:
-        earlier = list(
-            SendJob.objects.filter(
-                enrollment=job.enrollment, state__in=(SendJob.State.SUBMITTED, SendJob.State.ACCEPTED),
-                step__position__lt=job.step.position,
-            ).order_by("step__position").values_list("message_id", "step__subject")
-        )
-        if earlier:
-            msg["In-Reply-To"] = earlier[-1][0]
-            msg["References"] = " ".join(mid for mid, _ in earlier)
-            if not subject:
-                subject = "Re: " + " ".join(render(earlier[0][1], context).split())
+    thread = thread_of(job) if job.step.thread else []
+    if thread:
+        msg["In-Reply-To"] = thread[-1][0]
+        msg["References"] = " ".join(mid for mid, _ in thread)
+        if not subject:
+            first = " ".join(render(thread[0][1], context).split())
+            subject = "Re: " + REPLY_PREFIX.sub("", first) if first else ""
+    else:
+        # Not a reply to anything of ours that left: a "Re:" in the step's own subject would fake one.
+        subject = REPLY_PREFIX.sub("", subject)
     msg["Subject"] = subject
     url = unsubscribe_url(job_id=job.pk, email=contact.email)
     mailto = f"mailto:{sender.addr_spec}?subject={quote('unsubscribe')}"

@@ -18,7 +18,8 @@ class Contact(models.Model):
     last_name = models.CharField(max_length=200, blank=True)
     company = models.CharField(max_length=200, blank=True)
     fields = models.JSONField(default=dict, blank=True)
-    timezone = models.CharField(max_length=64, default="UTC")
+    # An IANA zone name; empty: none known (a mailbox that sends in the recipient's zone uses its fallback zone).
+    timezone = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(db_default=DbClock())
 
     class Meta:
@@ -37,11 +38,23 @@ class Sequence(models.Model):
         ACTIVE = "active", "Active"
         PAUSED = "paused", "Paused"
 
+    class StopOnReply(models.TextChoices):
+        # A reply always stops the person in every sequence and mailbox; "domain" also stops every
+        # enrollment at the same company domain (never a free-mail domain: sequences.freemail).
+        PERSON = "person", "The person, everywhere"
+        DOMAIN = "domain", "Everyone at the company's domain"
+
     name = models.CharField(max_length=200, unique=True)
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="sequences")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    stop_on_reply = models.CharField(max_length=10, choices=StopOnReply.choices, default=StopOnReply.PERSON)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    # --- mailbox rotation -------------------------------------------------------------------------
+    # A pool to send from (TOML `mailboxes = ["a", "b"]`); empty: `mailbox` alone. Each enrollment is
+    # given one mailbox of the pool when it is created and keeps it (sequences.services.rotation).
+    pool = models.ManyToManyField("mailboxes.Mailbox", blank=True, related_name="pool_sequences")
 
     class Meta:
         ordering = ["name"]
@@ -81,6 +94,7 @@ class Enrollment(models.Model):
 
     class StopReason(models.TextChoices):
         REPLIED = "replied", "Replied"
+        COLLEAGUE_REPLIED = "colleague_replied", "Someone at the company replied"
         UNSUBSCRIBED = "unsubscribed", "Unsubscribed"
         COMPLAINED = "complained", "Complained"
         HARD_BOUNCE = "hard_bounce", "Hard bounce"
@@ -95,6 +109,13 @@ class Enrollment(models.Model):
     stopped_at = models.DateTimeField(null=True, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    # --- mailbox rotation -------------------------------------------------------------------------
+    # The mailbox every message of this enrollment leaves from, chosen once at enrollment (threads and
+    # replies stay together). Empty only for rows written without the services: the sequence's mailbox.
+    # Read it through sequences.services.rotation, never through sequence.mailbox.
+    mailbox = models.ForeignKey("mailboxes.Mailbox", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="enrollments")
 
     class Meta:
         ordering = ["-id"]
@@ -184,6 +205,9 @@ class SendJob(models.Model):
             models.Index(
                 fields=["scheduled_at"], name="sendjob_due_idx", condition=Q(state="scheduled")
             ),
+            # The deliverability guardrail counts a mailbox's sends over its rolling window.
+            models.Index(fields=["authorized_at"], name="sendjob_authorized_idx",
+                         condition=Q(authorized_at__isnull=False)),
             models.Index(fields=["state", "lease_until"], name="sendjob_state_lease_idx"),
         ]
 
@@ -228,6 +252,39 @@ class Suppression(models.Model):
         return f"{self.get_action_display()} {self.value}"
 
 
+class ErasedAddress(models.Model):
+    """The hashed ledger: an erased person's normalized address as a keyed hash (HMAC-SHA256), never the address.
+
+    Suppresses like a ledger entry that is never lifted: the import and the final check refuse the address.
+    """
+
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    def __str__(self) -> str:
+        return f"erased address {self.digest[:12]}…"
+
+
+class GuardrailSignal(models.Model):
+    """A hard bounce or complaint counted against the mailbox that sent the message (deliverability guardrail)."""
+
+    class Kind(models.TextChoices):
+        HARD_BOUNCE = "hard_bounce", "Hard bounce"
+        COMPLAINT = "complaint", "Complaint"
+
+    mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.CASCADE, related_name="guardrail_signals")
+    job = models.ForeignKey(SendJob, on_delete=models.PROTECT, related_name="guardrail_signals")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "kind"], name="guardrailsignal_once_per_job")]
+        indexes = [models.Index(fields=["mailbox", "kind", "at"], name="guardrailsignal_window_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of job {self.job_id}"
+
+
 class TimelineEvent(models.Model):
     """One row per transition, written in the transition's own transaction."""
 
@@ -266,3 +323,8 @@ class OperatorAction(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+
+# Models of the API and of outbound webhooks live next to their code; importable from here.
+from .api.models import ApiToken, BulkEnrollment, IdempotencyKey  # noqa: E402, F401
+from .webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: E402, F401

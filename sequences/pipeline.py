@@ -25,6 +25,7 @@ from mailboxes.transports.base import (
 from . import checkpoints, services
 from .messages import PrepareError, message_prepare
 from .models import SendJob
+from .services.rotation import enrollment_mailbox
 
 log = logging.getLogger("outreach.pipeline")
 
@@ -58,7 +59,8 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         return Outcome(job_id, decision.outcome, decision.reason)
     checkpoints.reach("authorized", job_id)
 
-    mailbox = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=job_id).enrollment.sequence.mailbox
+    job = SendJob.objects.select_related("enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
+    mailbox = enrollment_mailbox(job.enrollment)
     transport = transport_for(mailbox)
     # Handed to an ESP before its time (mailbox policy): the provider holds it until send_at.
     send_at = services.provider_send_at_for(job_id=job_id, mailbox=mailbox)

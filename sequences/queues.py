@@ -13,6 +13,7 @@ from django.db import transaction
 SEND_TASK = "sequences.tasks.send_job"
 PROVIDER_CANCEL_TASK = "sequences.tasks.provider_cancel"
 PROBE_TASK = "sequences.tasks.mailbox_probe"
+GUARDRAIL_SWEEP_TASK = "sequences.tasks.mailbox_guardrail_sweep"
 
 # Set when a send job is enqueued, expiring after the stale period: a queued
 # job is enqueued again only when its mark is gone (lost with Redis, or the
@@ -49,3 +50,23 @@ def enqueue_provider_cancel(job_id: int) -> None:
 def enqueue_probe(mailbox_id: int) -> None:
     """A blocked mailbox's probe; a duplicate finds it no longer due and does nothing."""
     django_rq.get_queue("default").enqueue(PROBE_TASK, mailbox_id, result_ttl=3600, failure_ttl=86400)
+
+
+def enqueue_guardrail_sweep(mailbox_id: int) -> None:
+    """Call only after the transaction that paused the mailbox has committed (transaction.on_commit)."""
+    django_rq.get_queue("default").enqueue(GUARDRAIL_SWEEP_TASK, mailbox_id, result_ttl=3600, failure_ttl=86400)
+WEBHOOK_DELIVER_TASK = "sequences.tasks.webhook_deliver"
+BULK_ENROLL_TASK = "sequences.tasks.bulk_enrollment_run"
+
+
+def enqueue_webhook_deliveries(delivery_ids: list[int]) -> None:
+    """Call only after the transaction that wrote the outbox rows has committed (transaction.on_commit)."""
+    queue = django_rq.get_queue("default")
+    for delivery_id in delivery_ids:
+        queue.enqueue(WEBHOOK_DELIVER_TASK, delivery_id, result_ttl=3600, failure_ttl=86400)
+
+
+def enqueue_bulk_enrollment(bulk_id: int) -> None:
+    """After the transaction that recorded the bulk enrollment has committed."""
+    django_rq.get_queue("default").enqueue(BULK_ENROLL_TASK, bulk_id, result_ttl=3600, failure_ttl=86400,
+                                           job_timeout=3600)

@@ -61,7 +61,8 @@ def provider_cancels_pending(*, enrollment_id: int) -> list[int]:
 
 def jobs_with_labels() -> QuerySet[SendJob]:
     """Send jobs with what their honest labels read (enrollment, sequence, mailbox, contact, step)."""
-    return SendJob.objects.select_related("enrollment__sequence__mailbox", "enrollment__contact", "step")
+    return SendJob.objects.select_related("enrollment__mailbox", "enrollment__sequence__mailbox", "enrollment__contact",
+                                          "step")
 
 
 def ledger_search(q: str, *, history: bool) -> QuerySet[Suppression]:

@@ -47,7 +47,8 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
 S = SendJob.State
 
 JOB_EDGES: dict[str, frozenset[str]] = {
-    S.SCHEDULED: frozenset({S.QUEUED, S.CANCELED}),
+    # scheduled -> scheduled: an out-of-office hold moves the job's time later (the final check still decides).
+    S.SCHEDULED: frozenset({S.QUEUED, S.CANCELED, S.SCHEDULED}),
     S.QUEUED: frozenset({S.CLAIMED, S.CANCELED, S.SCHEDULED}),
     # claimed -> queued: a lost claim (lease expired before authorization) is safe to hand out again.
     # claimed -> scheduled: outside the sending window or over the daily cap; try again later.

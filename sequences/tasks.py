@@ -34,6 +34,13 @@ def provider_cancel(job_id: int) -> str:
     return status
 
 
+def mailbox_guardrail_sweep(mailbox_id: int) -> int:
+    """After the guardrail paused a mailbox: cancel its pending jobs, as an operator's pause does."""
+    summary = services.mailbox_pause_sweep(mailbox_id=mailbox_id)
+    log.info("mailbox %s: guardrail pause canceled %s jobs", mailbox_id, summary.canceled)
+    return summary.canceled
+
+
 def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
     """One dispatcher pass: queue due jobs, re-enqueue queued jobs Redis may have lost, sweep leases."""
     sweep = services.leases_sweep()
@@ -70,8 +77,8 @@ def mailbox_probe(mailbox_id: int) -> str:
     return result.outcome
 
 
-def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):
-    """A large CSV import; reports progress in the RQ job's meta for the status page."""
+def _meta_progress():
+    """A progress(done, total) callback keeping the counts in the current RQ job's meta, which its status page reads."""
     job = get_current_job()
 
     def progress(done: int, total: int) -> None:
@@ -79,7 +86,50 @@ def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, inva
             job.meta.update({"done": done, "total": total})
             job.save_meta()
 
+    return progress
+
+
+def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):
+    """A large CSV import; reports progress in the RQ job's meta for the status page."""
     result = services.suppression_import(rows=[services.ImportRow(**r) for r in rows], actor=actor, source=source,
-                                         progress=progress)
+                                         progress=_meta_progress())
     result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
     return result
+
+
+def webhook_deliver(delivery_id: int) -> str:
+    from .webhooks_out.deliver import webhook_deliver as deliver
+
+    outcome = deliver(delivery_id=delivery_id)
+    log.info("webhook delivery %s: %s", delivery_id, outcome)
+    return outcome
+
+
+def webhooks_due() -> int:
+    """Periodic: enqueue outbound webhook deliveries whose retry is due (or whose RQ job was lost)."""
+    from .queues import enqueue_webhook_deliveries
+    from .webhooks_out.deliver import webhook_deliveries_due
+
+    due = webhook_deliveries_due()
+    enqueue_webhook_deliveries(due)
+    return len(due)
+
+
+def bulk_enrollment_run(bulk_id: int) -> str:
+    from .api.bulk import bulk_enrollment_run as run
+
+    return run(bulk_id=bulk_id)
+
+
+def api_housekeeping() -> int:
+    """Periodic: forget idempotency keys older than a day."""
+    from .api.idempotency import idempotency_keys_purge
+
+    return idempotency_keys_purge()
+def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str) -> dict[str, Any]:
+    """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page."""
+    result = services.enrollments_create_many(sequence_id=sequence_id, rows=[services.ContactRow(**r) for r in rows],
+                                              actor=actor, progress=_meta_progress())
+    return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
+            "invalid": len(rejected), "contacts_created": result.contacts_created,
+            "contacts_kept": result.contacts_kept, "rejected": sorted([tuple(r) for r in rejected] + result.rejected)}

@@ -31,6 +31,10 @@ class Event(StrEnum):
     MAILBOX_PROBE_FAILED = "mailbox_probe_failed"
     MAILBOX_UNBLOCKED = "mailbox_unblocked"
     MAILBOX_CONNECT_FAILED = "mailbox_connect_failed"  # the server could not be reached (counted)
+    # The deliverability guardrail paused the mailbox (outbound webhook `mailbox.paused_by_guardrail`), with the
+    # figures; an operator's resume silences it for a stated period.
+    MAILBOX_PAUSED_BY_GUARDRAIL = "mailbox_paused_by_guardrail"
+    GUARDRAIL_SILENCED = "guardrail_silenced"
     # Send jobs: one per edge of the job state machine (job_<state>), plus the edges with a name of their own
     JOB_SCHEDULED = "job_scheduled"
     JOB_QUEUED = "job_queued"
@@ -47,6 +51,7 @@ class Event(StrEnum):
     JOB_DELIVERED = "job_delivered"  # submitted -> accepted on a provider's delivery event
     JOB_FAILED_AT_PROVIDER = "job_failed_at_provider"
     JOB_PREPARE_FAILED = "job_prepare_failed"  # claimed -> failed: the message could not be built
+    JOB_HELD_OUT_OF_OFFICE = "job_held_out_of_office"  # -> scheduled later: the person is away until a date
     CLAIM_EXPIRED = "claim_expired"  # claimed -> queued: the worker's lease ran out before authorization
     WORKER_LOST = "worker_lost"  # authorized -> unknown: the worker's lease ran out after authorization
     # No-ops: a duplicate or stale delivery found the state moved
@@ -62,6 +67,10 @@ class Event(StrEnum):
     # The suppression ledger
     SUPPRESSION_ADDED = "suppression_added"
     SUPPRESSION_LIFTED = "suppression_lifted"
+    # People
+    OUT_OF_OFFICE_HOLD = "out_of_office_hold"  # an auto-reply's return date (and its sentence) holds the person
+    CONTACT_ERASED = "contact_erased"  # the person's data removed; only the keyed hash of the address stays
+    ERASED_ADDRESS_REFUSED = "erased_address_refused"
     # Ingestion
     INBOUND_RECEIVED = "inbound_received"
     IMAP_UIDVALIDITY_CHANGED = "imap_uidvalidity_changed"
@@ -86,7 +95,7 @@ def event_record(
 ) -> TimelineEvent:
     """Append one event; requires the caller's transaction (stamped by the database clock)."""
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    return TimelineEvent.objects.create(
+    row = TimelineEvent.objects.create(
         kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
@@ -95,3 +104,9 @@ def event_record(
         worker_id=worker_id,
         data=data,
     )
+    # Outbound webhooks: the outbox row commits with the event. Imported here because the outbox reads Event
+    # from this module (a module-level import would make the two import each other).
+    from .webhooks_out.outbox import outbox_write
+
+    outbox_write(row)
+    return row

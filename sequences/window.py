@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -44,3 +44,50 @@ def next_open(
         if opening > local:
             return opening.astimezone(ZoneInfo("UTC"))
     raise ValueError("sending window never opens")
+
+
+# --- the zone a window opens in -------------------------------------------------------------------
+
+RECIPIENT = "recipient"  # a mailbox's window_timezone: open in each contact's own zone
+
+
+def zone_problem(name: str) -> str:
+    """Why *name* is not a time zone ('' when it is an IANA name this machine knows)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin or America/New_York)"
+    return ""
+
+
+def window_zone(*, window_timezone: str, fallback: str, contact_zone: str) -> str:
+    """The zone a mailbox's window opens in for one contact.
+
+    A fixed zone for every contact; with "recipient", the contact's own zone,
+    or the mailbox's fallback zone where the contact has none (or one that is
+    not a zone: enrollment refuses those, so only a later edit leaves one).
+    """
+    if window_timezone != RECIPIENT:
+        return window_timezone or "UTC"
+    if contact_zone and not zone_problem(contact_zone):
+        return contact_zone
+    return fallback or "UTC"
+
+
+def mailbox_window_zone(mailbox, contact_zone: str) -> str:
+    """window_zone for a Mailbox row (its window_timezone and window_fallback_timezone)."""
+    return window_zone(window_timezone=mailbox.window_timezone, fallback=mailbox.window_fallback_timezone,
+                       contact_zone=contact_zone)
+
+
+def mailbox_next_open(now: datetime, *, mailbox, contact_zone: str) -> datetime | None:
+    """next_open of a Mailbox row's window for one contact."""
+    return next_open(now, days=mailbox.window_days, start=mailbox.window_start, end=mailbox.window_end,
+                     tz=mailbox_window_zone(mailbox, contact_zone))
+
+
+def local_and_utc(moment: datetime, zone: str) -> tuple[str, str]:
+    """One moment as ('Tue 1 Dec 2026 09:00 Pacific/Auckland', 'Mon 30 Nov 2026 20:00 UTC')."""
+    local = moment.astimezone(ZoneInfo(zone))
+    utc = moment.astimezone(ZoneInfo("UTC"))
+    return f"{local:%a} {local.day} {local:%b %Y %H:%M} {zone}", f"{utc:%a} {utc.day} {utc:%b %Y %H:%M} UTC"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sequences.models import Enrollment, SendJob
+from sequences.services.rotation import enrollment_mailbox_id, sends_from
 
 from ..kinds import Kind
 from ..models import InboundMessage, Mailbox
@@ -23,16 +24,26 @@ Rule = InboundMessage.Rule
 ARRIVAL_SLACK = timedelta(seconds=1)
 
 
+# Folder names (their last part, lowercased) that hold a mailbox's own sent mail, besides special-use \Sent.
+SENT_FOLDER_NAMES = {"sent", "sent items", "sent messages", "sent mail", "sent-mail", "outbox", "gesendet",
+                     "gesendete objekte", "envoyés", "éléments envoyés", "enviados", "elementos enviados"}
+
+
 @dataclass
 class Correlation:
     rule: str = Rule.NONE
     job: SendJob | None = None
     addresses: list[str] = field(default_factory=list)  # whose enrollments are affected
-    why: str = ""  # for Rule.NO_EVIDENCE: why nothing is done, in words
+    why: str = ""  # for Rule.NO_EVIDENCE and own copies: why nothing is done, in words
+    own_copy: bool = False  # our own sent mail (a Sent folder, our address, our Message-ID): never a reply
 
 
-def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None) -> Correlation:
+def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None, *, folder: str = "",
+              sent_folder: bool = False) -> Correlation:
     """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first."""
+    own = own_copy(parsed, mailbox, folder=folder, sent_folder=sent_folder)
+    if own:
+        return Correlation(why=own, own_copy=True)
     c = parsed.classification
     jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence")
     refused: list[str] = []  # evidence that named something but did not hold
@@ -79,7 +90,7 @@ def _sent_to(address: str, mailbox: Mailbox, internaldate: datetime | None) -> S
         return None
     return (
         SendJob.objects.select_related("enrollment__contact")
-        .filter(enrollment__contact__email=address, enrollment__sequence__mailbox=mailbox,
+        .filter(sends_from(mailbox.pk, via="enrollment__"), enrollment__contact__email=address,
                 submitted_at__isnull=False, submitted_at__lte=internaldate + ARRIVAL_SLACK)
         .order_by("-submitted_at").first()
     )
@@ -87,7 +98,7 @@ def _sent_to(address: str, mailbox: Mailbox, internaldate: datetime | None) -> S
 
 def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> str | None:
     """Why a job named by Message-ID is no evidence for this message, or None when it is."""
-    if job.enrollment.sequence.mailbox_id != mailbox.pk:
+    if enrollment_mailbox_id(job.enrollment) != mailbox.pk:
         return "was sent from another mailbox"
     if job.submitted_at is None:
         return "was never submitted"
@@ -96,6 +107,24 @@ def _not_ours(job: SendJob, mailbox: Mailbox, internaldate: datetime | None) -> 
     if internaldate + ARRIVAL_SLACK < job.submitted_at:
         return f"was submitted at {job.submitted_at:%Y-%m-%d %H:%M:%S}, after this message arrived"
     return None
+
+
+def own_copy(parsed: Parsed, mailbox: Mailbox, *, folder: str, sent_folder: bool) -> str:
+    """Why a message is a copy of our own sent mail ('' when it is not): it can never be a reply.
+
+    A Sent folder (special-use \\Sent, or a Sent folder's usual name), a From of
+    the mailbox's own address, or one of our own Message-IDs. Such a copy
+    threads under our earlier steps (In-Reply-To), so without this it would
+    look like an answer to them.
+    """
+    leaf = folder.replace(".", "/").rsplit("/", 1)[-1].strip().lower()
+    if sent_folder or leaf in SENT_FOLDER_NAMES:
+        return f"in the folder {folder!r}, which holds this mailbox's sent mail"
+    if parsed.from_address and parsed.from_address == mailbox.address.strip().lower():
+        return f"sent from this mailbox's own address {mailbox.address}"
+    if parsed.message_id and SendJob.objects.filter(message_id=parsed.message_id).exists():
+        return f"its Message-ID {parsed.message_id} is one we generated for a message we sent"
+    return ""
 
 
 def _nothing_sent(internaldate: datetime | None) -> str:

@@ -14,6 +14,7 @@ from django.conf import settings
 from sequences import services
 from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
+from sequences.services.rotation import sends_from
 
 from ..classify import Classification
 from ..kinds import BounceType, Kind
@@ -30,10 +31,9 @@ SUPPRESS_FOR_KIND = {
 
 
 def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
-    summary = services.StopSummary()
-    for enrollment_id in _enrollments_to_stop(row, correlation):
-        summary.add(services.enrollment_stop_in_transaction(
-            enrollment_id=enrollment_id, reason=Enrollment.StopReason.REPLIED, source=source))
+    # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
+    summary = services.reply_stop_in_transaction(job_id=correlation.job.pk, source=source,
+                                                 strong=correlation.rule != InboundMessage.Rule.SENDER)
     return _describe("stopped (replied)", summary)
 
 
@@ -65,7 +65,7 @@ def is_delay(c: Classification) -> bool:
 
 def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
-        return "auto-reply recorded; the sequence continues"
+        return services.person_hold_for_auto_reply(inbound_id=row.pk, addresses=correlation.addresses, source=source)
     summary = services.StopSummary()
     for enrollment_id in _enrollments_to_stop(row, correlation):
         summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))
@@ -93,6 +93,8 @@ def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Clas
     """Call the send side's services inside the caller's transaction; returns what was done, in words."""
     if row.kind == Kind.QUARANTINED:
         return f"quarantined: {row.parse_error}"
+    if correlation.own_copy:
+        return f"our own sent mail ({correlation.why}): recorded only, never counted as a reply"
     if correlation.rule == InboundMessage.Rule.NO_EVIDENCE:
         return f"no evidence we sent to it ({correlation.why}): recorded only, nothing stopped or suppressed"
     if not correlation.addresses:
@@ -106,7 +108,7 @@ def _enrollments_to_stop(row: InboundMessage, correlation: Correlation) -> list[
     if correlation.job is not None and correlation.rule != InboundMessage.Rule.SENDER:
         return [correlation.job.enrollment_id]
     return list(
-        Enrollment.objects.filter(contact__email__in=correlation.addresses, sequence__mailbox=row.mailbox)
+        Enrollment.objects.filter(sends_from(row.mailbox_id), contact__email__in=correlation.addresses)
         .exclude(status=Enrollment.Status.STOPPED).values_list("pk", flat=True)
     )
 

@@ -84,9 +84,11 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
     folder_errors: list[str] = []
     try:
         with ImapSession(imap_config_for(mailbox)) as session:
+            sent = _sent_folders(session)
             for folder in mailbox.imap_folders or ["INBOX"]:
                 try:
-                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress)
+                    result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress,
+                                                          sent_folder=folder in sent)
                 except (ImapConnectionError, ImapAuthError):
                     raise  # the connection itself: the whole mailbox
                 except (ImapError, SecretRefused) as exc:
@@ -127,7 +129,16 @@ def _folder_error(session: ImapSession, folder: str, exc: ImapError) -> str:
     return f"folder {folder} not found" + (f" — did you mean {guess}?" if guess else "") + f" ({exc})"
 
 
-def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress) -> dict[str, int]:
+def _sent_folders(session: ImapSession) -> set[str]:
+    """Folders marked \\Sent: what is in them is our own mail, never a reply (a failed LIST: the names decide)."""
+    try:
+        return session.sent_folders()
+    except ImapError:
+        return set()
+
+
+def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size: int, progress, *,
+                 sent_folder: bool = False) -> dict[str, int]:
     cursor = cursor_for(mailbox, folder)
     counts = {"fetched": 0, "recorded": 0, "duplicates": 0}
     status = session.select(folder)
@@ -142,7 +153,7 @@ def _poll_folder(session: ImapSession, mailbox: Mailbox, folder: str, batch_size
         for batch in session.iter_new(folder, cursor.last_uid, batch_size, uidvalidity=cursor.uidvalidity):
             for fetched in batch:
                 outcome = inbound_record(mailbox_id=mailbox.pk, folder=folder, uidvalidity=cursor.uidvalidity,
-                                         fetched=fetched)
+                                         fetched=fetched, sent_folder=sent_folder)
                 counts["fetched"] += 1
                 counts["recorded"] += outcome.created
                 counts["duplicates"] += outcome.duplicate

@@ -26,11 +26,16 @@ class IngestResult:
     effect: str = ""
 
 
-def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage) -> IngestResult:
-    """Record one fetched message and its effects, and advance the cursor; one durable transaction."""
+def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
+                   sent_folder: bool = False) -> IngestResult:
+    """Record one fetched message and its effects, and advance the cursor; one durable transaction.
+
+    `sent_folder`: the server marks the folder \\Sent (special-use), so nothing in it is a reply.
+    """
     parsed = parse(fetched.raw)  # CPU only, before the transaction
     mailbox = Mailbox.objects.get(pk=mailbox_id)
-    correlation = correlate(parsed, mailbox, fetched.internaldate) if parsed.classification else Correlation()
+    correlation = (correlate(parsed, mailbox, fetched.internaldate, folder=folder, sent_folder=sent_folder)
+                   if parsed.classification else Correlation())
     try:
         with transaction.atomic(durable=True):
             return _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation)

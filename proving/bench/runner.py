@@ -30,9 +30,15 @@ from typing import Any
 from proving.bench.env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, bench_env, migrate
 from proving.harness.stack import DrillError, PrivateRedis
 
-SUITES = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "watcher")
+SUITES = (
+    "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail", "api", "pages",
+    "watcher",
+)
 # `all` runs them in this order (scale last: it leaves the biggest tables)
-ALL = ("guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "watcher", "scale")
+ALL = (
+    "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "pages", "watcher",
+    "scale",
+)
 
 # Sizes: (full, --quick). Every one can be overridden on the command line.
 DEFAULTS: dict[str, tuple[Any, Any]] = {
@@ -56,6 +62,13 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "scale_workers": (2, 2),
     "scale_backlog": (500, 200),
     "rows": (50_000, 5_000),
+    "guardrail_sends": (100_000, 10_000),
+    "bounces": (200, 50),
+    "api_calls": (2_000, 200),
+    "page_jobs": (1_000_000, 50_000),
+    "page_enrollments": (200_000, 10_000),
+    "page_small_jobs": (10_000, 2_000),
+    "page_requests": (40, 10),
     "folders": (1000, 100),
     "folders_per_mailbox": (20, 10),
     "watch_reply_rate": (2.0, 2.0),
@@ -286,7 +299,19 @@ def machine_table(facts: dict[str, Any]) -> str:
 
 
 def inner(suite: str, write: Callable[[str], None]) -> int:
-    from proving.bench import ceiling, enroll, guard, ingest, reply_to_stop, scale, slow_provider, watcher
+    from proving.bench import (
+        api,
+        ceiling,
+        enroll,
+        guard,
+        guardrail,
+        ingest,
+        pages,
+        reply_to_stop,
+        scale,
+        slow_provider,
+        watcher,
+    )
 
     def terminate(signum, frame):  # the outer process' deadline: unwind, so workers and servers stop
         raise SystemExit(128 + signum)
@@ -303,6 +328,9 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         "ingest": ingest.run,
         "scale": scale.run,
         "enroll": enroll.run,
+        "guardrail": guardrail.run,
+        "api": api.run,
+        "pages": pages.run,
         "watcher": watcher.run,
     }
     # `all`: the guard suite already measures the ceiling with the same W; once is enough.

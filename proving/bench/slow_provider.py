@@ -37,6 +37,7 @@ from proving.harness import data
 from proving.harness.smtp import SmtpServer
 from sequences import services
 from sequences.models import SendJob
+from sequences.services.rotation import enrollment_mailbox_id
 
 VARIANTS = ("guarded", "lock_held")
 METHODS = ("inbound_record", "enrollment_stop")
@@ -87,7 +88,7 @@ def variant_run(ctx, sink: SmtpServer, *, variant: str, workers: int, samples: i
     count = samples + 3 * workers
     jobs = data.followups_create(count, sequences=data.sequences_create(boxes), tag=tag)
     ctx.analyze()
-    info = {j.pk: (i, j.enrollment_id, j.enrollment.sequence.mailbox_id, j.enrollment.contact.email)
+    info = {j.pk: (i, j.enrollment_id, enrollment_mailbox_id(j.enrollment), j.enrollment.contact.email)
             for i, j in enumerate(SendJob.objects.filter(pk__in=[j.pk for j in jobs])
                                   .select_related("enrollment__sequence", "enrollment__contact").order_by("pk"))}
     sink.reset(data_delay=delay)

@@ -53,7 +53,8 @@ class Audit:
 
 def audit(jobs, received: list[str]) -> Audit:
     """Audit `jobs` (a SendJob queryset) against the Message-IDs the SMTP server received."""
-    jobs = list(jobs.select_related("enrollment__sequence__mailbox", "enrollment__contact", "step"))
+    jobs = list(jobs.select_related("enrollment__mailbox", "enrollment__sequence__mailbox", "enrollment__contact",
+                                    "step"))
     counts = Counter(received)
     now = db_now()
     result = Audit(jobs=len(jobs))

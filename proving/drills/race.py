@@ -249,8 +249,8 @@ def _run_order(order: str, *, mailbox: Mailbox, target: SmtpTarget, worker: Proc
     step2.refresh_from_db()
     inbound = InboundMessage.objects.get(pk=ingested.inbound_id)
     stop = TimelineEvent.objects.filter(enrollment=enrollment, kind="enrollment_stopped").order_by("at").first()
-    jobs = list(SendJob.objects.filter(enrollment=enrollment).select_related("step", "enrollment__sequence__mailbox",
-                                                                              "enrollment__contact"))
+    jobs = list(SendJob.objects.filter(enrollment=enrollment).select_related(
+        "step", "enrollment__mailbox", "enrollment__sequence__mailbox", "enrollment__contact"))
     received = target.received()
     problems = _judge(order, step1=step1, step2=step2, jobs=jobs, stop=stop, received=received)
     _print_evidence(out, order=order, checkpoint=checkpoint, worker=worker, horse=horse, enrollment=enrollment,
@@ -339,7 +339,7 @@ def _print_evidence(out: TextIO, *, order, checkpoint, worker, horse, enrollment
         ours = [m for m in received if m in (step1.message_id, step2.message_id)]
         out.write(f"    SMTP received    {len(ours)} message(s) of this enrollment: step 1 x"
                   f"{received.count(step1.message_id)}, step 2 x{received.count(step2.message_id)}\n")
-    labelled = SendJob.objects.select_related("enrollment__sequence__mailbox").get(pk=step2.pk)
+    labelled = SendJob.objects.select_related("enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=step2.pk)
     out.write(f"    label            {job_label(labelled)}\n")
     if problems:
         for problem in problems:

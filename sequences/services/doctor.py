@@ -18,6 +18,7 @@ from mailboxes.models import Mailbox
 from ..locks import enrollment_lock
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence
 from ..states import LIVE
+from .rotation import enrollment_mailbox_id
 from .scheduling import latest_per_step, schedule_next
 from .stops import enrollment_stop_after_failure
 
@@ -53,7 +54,7 @@ def _examine(enrollment_id: int, *, repair: bool) -> Finding | None:
         latest = latest_per_step(enrollment)
         if enrollment.sequence.status != Sequence.Status.ACTIVE:
             return Finding(enrollment_id, email, "its sequence is paused", "")
-        if Mailbox.objects.filter(pk=enrollment.sequence.mailbox_id, paused=True).exists():
+        if Mailbox.objects.filter(pk=enrollment_mailbox_id(enrollment), paused=True).exists():
             return Finding(enrollment_id, email, "its mailbox is paused", "")
         if any(job.provider_cancel_status == ProviderCancel.REQUESTED for job in latest):
             return Finding(enrollment_id, email, "a provider has not answered a cancel yet", "")

@@ -15,16 +15,26 @@ from ..dbclock import db_now
 from ..models import Contact, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
 from ..selectors import normalize_email, suppression_active_for
 from ..timeline import Event, event_record
+from ..window import zone_problem
 from .common import ServiceError
+from .rotation import mailboxes_choose
 from .scheduling import new_message_id, schedule_next
+from .suppressions import address_erased, addresses_erased
+
+# The refusal of an erased person's address: it names no address (the caller knows which one it sent).
+ERASED = "this address belongs to a person whose data was erased: it is never imported or mailed again"
 
 
 def contact_upsert(
     *, email: str, first_name: str = "", last_name: str = "", company: str = "", fields: dict | None = None,
     timezone_name: str = "",
 ) -> Contact:
-    """Create or update a contact by normalized address; own short transaction."""
+    """Create or update a contact by normalized address; own short transaction. Refuses an unknown time zone."""
+    if timezone_name and zone_problem(timezone_name):
+        raise ServiceError(f"{normalize_email(email)}: timezone: {zone_problem(timezone_name)}")
     email = normalize_email(email)
+    if address_erased(email):
+        raise ServiceError(ERASED)
     defaults: dict[str, Any] = {"first_name": first_name, "last_name": last_name, "company": company}
     if fields:
         defaults["fields"] = fields
@@ -35,21 +45,30 @@ def contact_upsert(
 
 
 def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "") -> Enrollment:
-    """Enroll a contact and schedule step 1; one transaction. Refuses suppressed addresses."""
+    """Enroll a contact and schedule step 1; one transaction. Refuses suppressed addresses and unknown time zones.
+
+    The enrollment is given the mailbox of the sequence's pool with the most
+    daily capacity left (services.rotation) and keeps it for its whole life.
+    """
     with transaction.atomic():
         sequence = Sequence.objects.select_related("mailbox").get(pk=sequence_id)
         contact = Contact.objects.get(pk=contact_id)
         blocked = suppression_active_for(contact.email)
         if blocked is not None:
             raise ServiceError(f"{contact.email} is suppressed ({blocked.reason}, {blocked.value})")
+        if address_erased(contact.email):
+            raise ServiceError(ERASED)
+        if contact.timezone and zone_problem(contact.timezone):
+            raise ServiceError(f"{contact.email}: timezone: {zone_problem(contact.timezone)}")
         if not sequence.steps.exists():
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         if Enrollment.objects.filter(sequence=sequence, contact=contact).exists():
             raise ServiceError(f"{contact.email} is already enrolled in {sequence.name!r}")
-        enrollment = Enrollment.objects.create(sequence=sequence, contact=contact)
-        enrollment = Enrollment.objects.select_related("contact", "sequence__mailbox").get(pk=enrollment.pk)
+        (mailbox,) = mailboxes_choose(sequence, count=1, now=db_now())
+        enrollment = Enrollment.objects.create(sequence=sequence, contact=contact, mailbox=mailbox)
+        enrollment = Enrollment.objects.select_related("contact", "mailbox", "sequence__mailbox").get(pk=enrollment.pk)
         event_record(kind=Event.ENROLLED, email=contact.email, enrollment=enrollment, version_seen=1,
-                     sequence=sequence.name, actor=actor)
+                     sequence=sequence.name, actor=actor, mailbox=mailbox.name)
         schedule_next(enrollment, reason="enrolled")
         return enrollment
 
@@ -75,6 +94,8 @@ class BatchResult:
     contacts_updated: int = 0
     fields_changed: Counter = dataclass_field(default_factory=Counter)  # field name -> contacts changed
     contacts_kept: int = 0  # existing contacts the file would have changed, left as they were
+    suppressed: int = 0  # rejected rows whose address (or domain) is suppressed
+    already_enrolled: int = 0  # rejected rows already in the sequence
 
 
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
@@ -94,6 +115,53 @@ def _suppressed(emails: list[str]) -> dict[str, Suppression]:
                 out[email] = entry
                 break
     return out
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a row is not enrolled although it is valid: its address is suppressed, or already in the sequence."""
+
+    SUPPRESSED = "suppressed"
+    ERASED = "erased"  # counted with the suppressed: never mailed again
+    ALREADY_ENROLLED = "already_enrolled"
+    TIMEZONE = "timezone"
+
+    kind: str
+    reason: str
+
+
+def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bool = False,
+              existing: dict[str, Contact] | None = None) -> dict[str, Refusal]:
+    """The rows the batch refuses, by address: the one rule for enrolling and for a dry run."""
+    emails = [row.email for row in rows]
+    suppressed = _suppressed(emails)
+    erased = addresses_erased(emails)
+    enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
+                   .values_list("contact__email", flat=True))
+    if existing is None:
+        existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+    refused = {}
+    for row in rows:
+        email, blocked = row.email, suppressed.get(row.email)
+        zone = _zone_refused(row, existing.get(email), update_contacts=update_contacts)
+        if email in erased:
+            refused[email] = Refusal(Refusal.ERASED, ERASED)
+        elif blocked is not None:
+            refused[email] = Refusal(Refusal.SUPPRESSED, f"{email} is suppressed ({blocked.reason}, {blocked.value})")
+        elif email in enrolled:
+            refused[email] = Refusal(Refusal.ALREADY_ENROLLED, f"{email} is already enrolled in {sequence.name!r}")
+        elif zone:
+            refused[email] = Refusal(Refusal.TIMEZONE, f"{email}: timezone: {zone}")
+    return refused
+
+
+def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow]) -> dict[str, Refusal]:
+    """What enrollments_create_batch would refuse, without writing anything (reads only)."""
+    sequence = Sequence.objects.get(pk=sequence_id)
+    refused: dict[str, Refusal] = {}
+    for start in range(0, len(rows), 5000):
+        refused |= _refusals(sequence, rows[start:start + 5000])
+    return refused
 
 
 def _insert(model: type[models.Model], rows: list[dict[str, Any]]) -> list[int]:
@@ -137,6 +205,16 @@ def _changes(contact: Contact, row: ContactRow) -> dict[str, Any]:
     return changes
 
 
+def _zone_refused(row: ContactRow, contact: Contact | None, *, update_contacts: bool) -> str:
+    """Why a row's time zone, or the zone its existing contact keeps, is refused ('' when both are fine)."""
+    if row.timezone_name and zone_problem(row.timezone_name):
+        return zone_problem(row.timezone_name)
+    keeps = contact is not None and not (update_contacts and row.timezone_name)
+    if keeps and contact.timezone and zone_problem(contact.timezone):
+        return f"the contact's time zone: {zone_problem(contact.timezone)}"
+    return ""
+
+
 def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update_contacts: bool = False,
                              actor: str = "") -> BatchResult:
     """Enroll many contacts and schedule each one's step 1; one transaction for the batch.
@@ -155,23 +233,23 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         if step is None:
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         emails = [row.email for row in rows]
-        suppressed = _suppressed(emails)
-        enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
-                       .values_list("contact__email", flat=True))
         existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+        refused = _refusals(sequence, rows, update_contacts=update_contacts, existing=existing)
         accepted: list[ContactRow] = []
         for row in rows:
-            blocked = suppressed.get(row.email)
-            if blocked is not None:
-                result.rejected.append((row.line, f"{row.email} is suppressed ({blocked.reason}, {blocked.value})"))
-            elif row.email in enrolled:
-                result.rejected.append((row.line, f"{row.email} is already enrolled in {sequence.name!r}"))
-            else:
+            refusal = refused.get(row.email)
+            if refusal is None:
                 accepted.append(row)
+                continue
+            result.rejected.append((row.line, refusal.reason))
+            if refusal.kind in (Refusal.SUPPRESSED, Refusal.ERASED):
+                result.suppressed += 1
+            elif refusal.kind == Refusal.ALREADY_ENROLLED:
+                result.already_enrolled += 1
 
         new_rows = [r for r in accepted if r.email not in existing]
         new_ids = _insert(Contact, [{"email": r.email, "first_name": r.first_name, "last_name": r.last_name,
-                                     "company": r.company, "timezone": r.timezone_name or "UTC", "fields": r.fields}
+                                     "company": r.company, "timezone": r.timezone_name, "fields": r.fields}
                                     for r in new_rows])
         result.contacts_created = len(new_rows)
         changed: list[Contact] = []
@@ -193,9 +271,11 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
 
         contact_ids = {r.email: pk for r, pk in zip(new_rows, new_ids, strict=True)}
         contact_ids |= {email: c.pk for email, c in existing.items()}
+        # Each keeps the mailbox chosen here for its whole life (services.rotation).
+        mailboxes = mailboxes_choose(sequence, count=len(accepted), now=db_now())
         enrollment_ids = _insert(Enrollment, [
             {"sequence": sequence.pk, "contact": contact_ids[r.email], "status": Enrollment.Status.ACTIVE.value,
-             "stop_reason": "", "version": 1} for r in accepted])
+             "stop_reason": "", "version": 1, "mailbox": m.pk} for r, m in zip(accepted, mailboxes, strict=True)])
         # Step 1 of a new enrollment, as schedule_next creates it: nothing sent yet, due after its wait.
         scheduled_at = db_now() + timedelta(seconds=step.wait_seconds)
         blank = {name: "" for name in ("worker_id", "smtp_reply", "provider_message_id", "provider_request_id",
@@ -203,14 +283,14 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
                                        "provider_cancel_detail")}
         job_ids = _insert(SendJob, [
             {"enrollment": e, "step": step.pk, "state": SendJob.State.SCHEDULED.value, "version": 1,
-             "scheduled_at": scheduled_at, "attempts": 0, "message_id": new_message_id(sequence.mailbox), **blank}
-            for e in enrollment_ids])
+             "scheduled_at": scheduled_at, "attempts": 0, "message_id": new_message_id(m), **blank}
+            for e, m in zip(enrollment_ids, mailboxes, strict=True)])
         events = []
-        for row, enrollment_id, job_id in zip(accepted, enrollment_ids, job_ids, strict=True):
+        for row, enrollment_id, job_id, mailbox in zip(accepted, enrollment_ids, job_ids, mailboxes, strict=True):
             # The same events, with the same data, as event_record writes for enrollment_create.
             events.append({"kind": Event.ENROLLED.value, "email": row.email, "enrollment": enrollment_id,
                            "job": None, "version_seen": 1, "worker_id": "",
-                           "data": {"sequence": sequence.name, "actor": actor}})
+                           "data": {"sequence": sequence.name, "actor": actor, "mailbox": mailbox.name}})
             events.append({"kind": Event.JOB_SCHEDULED.value, "email": row.email, "enrollment": enrollment_id,
                            "job": job_id, "version_seen": 1, "worker_id": "",
                            "data": {"step": step.position, "scheduled_at": scheduled_at.isoformat(),
@@ -218,3 +298,20 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         _insert(TimelineEvent, events)
         result.enrolled = len(accepted)
     return result
+
+
+def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: str = "", batch_size: int = 1000,
+                            progress=None) -> BatchResult:
+    """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each."""
+    total = BatchResult()
+    for start in range(0, len(rows), batch_size):
+        result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size], actor=actor)
+        total.enrolled += result.enrolled
+        total.rejected += result.rejected
+        total.contacts_created += result.contacts_created
+        total.contacts_kept += result.contacts_kept
+        total.suppressed += result.suppressed
+        total.already_enrolled += result.already_enrolled
+        if progress is not None:
+            progress(min(start + batch_size, len(rows)), len(rows))
+    return total

@@ -30,6 +30,7 @@ from ..models import SendJob
 from ..states import HEALTH_BLOCKED, HEALTH_OK, job_move, mailbox_health, mailbox_health_move
 from ..timeline import Event, event_record
 from .common import T, operator_log
+from .rotation import sends_from
 from .sending import HELD, held_error, job_locked, retry_locked
 
 S = SendJob.State
@@ -158,5 +159,5 @@ def mailbox_probe(*, mailbox_id: int, actor: str = "", forced: bool = False) -> 
 
 def _release_held(mailbox: Mailbox, *, now: datetime) -> int:
     """The jobs that waited for this mailbox are due now (each goes through the final check again)."""
-    return SendJob.objects.filter(state=S.SCHEDULED, enrollment__sequence__mailbox=mailbox,
+    return SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), state=S.SCHEDULED,
                                   error__startswith=HELD).update(scheduled_at=now, error="")

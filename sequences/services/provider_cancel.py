@@ -34,6 +34,7 @@ from ..models import Enrollment, ProviderCancel, SendJob, Sequence
 from ..queues import enqueue_provider_cancel
 from ..states import enrollment_move, provider_cancel_move
 from ..timeline import Event
+from .rotation import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from .scheduling import schedule_next
 
 log = logging.getLogger("outreach.providers")
@@ -58,7 +59,7 @@ def early_handoff_due(*, now: datetime) -> Q:
         if not supports_scheduled_cancel(esp):
             continue
         ahead = min(timedelta(minutes=mailbox.esp_schedule_ahead_minutes), MAX_SCHEDULE_AHEAD[esp])
-        due |= Q(enrollment__sequence__mailbox_id=mailbox.pk, scheduled_at__lte=now + ahead)
+        due |= sends_from(mailbox.pk, via="enrollment__") & Q(scheduled_at__lte=now + ahead)
     return due
 
 
@@ -124,10 +125,11 @@ def send_job_provider_cancel(*, job_id: int) -> str:
     No transaction is open during the HTTP call; the answer is written in a
     short durable transaction, only over a status still "requested".
     """
-    job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence__mailbox").get(pk=job_id)
+    job = SendJob.objects.select_related("enrollment__contact", "enrollment__mailbox",
+                                         "enrollment__sequence__mailbox").get(pk=job_id)
     if job.provider_cancel_status != P.REQUESTED:
         return job.provider_cancel_status or "none"  # a duplicate RQ job: the database decides
-    mailbox = job.enrollment.sequence.mailbox
+    mailbox = enrollment_mailbox(job.enrollment)
     now = db_now()
     if job.cancelable_until is not None and now >= job.cancelable_until:
         answer = CancelAnswer(
@@ -175,7 +177,7 @@ def enrollment_after_provider_answer(*, enrollment: Enrollment, answer: str) -> 
         # Its last message was canceled (a sequence or mailbox pause): the enrollment is not complete.
         enrollment_move(enrollment=enrollment, to=E.ACTIVE, event=Event.ENROLLMENT_REACTIVATED,
                         reason="last message canceled at the provider")
-    mailbox_paused = Mailbox.objects.filter(pk=enrollment.sequence.mailbox_id, paused=True).exists()
+    mailbox_paused = Mailbox.objects.filter(pk=enrollment_mailbox_id(enrollment), paused=True).exists()
     if enrollment.status != E.ACTIVE or enrollment.sequence.status != Sequence.Status.ACTIVE or mailbox_paused:
         return None  # its resume schedules the next step
     return schedule_next(enrollment, reason=f"provider_cancel_{answer}")

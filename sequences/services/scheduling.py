@@ -11,6 +11,7 @@ from ..dbclock import db_now
 from ..models import Enrollment, ProviderCancel, SendJob, Step
 from ..states import LIVE, enrollment_move, job_created
 from ..timeline import Event
+from .rotation import enrollment_mailbox
 
 S = SendJob.State
 E = Enrollment.Status
@@ -70,7 +71,7 @@ def schedule_step(enrollment: Enrollment, *, step: Step, at, reason: str) -> Sen
         step=step,
         state=S.SCHEDULED,
         scheduled_at=at,
-        message_id=new_message_id(enrollment.sequence.mailbox),
+        message_id=new_message_id(enrollment_mailbox(enrollment)),
     )
     job_created(job=job, email=enrollment.contact.email, scheduled_at=job.scheduled_at.isoformat(), reason=reason)
     return job

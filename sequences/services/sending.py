@@ -23,13 +23,14 @@ from ..dbclock import db_now, iso
 from ..locks import enrollment_lock, mailbox_lock
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence, Suppression
 from ..selectors import suppression_active_for
-from ..states import PASSED_HANDOFF, job_move
+from ..states import job_move
 from ..timeline import Event, event_record
-from ..window import next_open
+from ..window import mailbox_next_open
 from .provider_cancel import early_handoff_due, provider_cancel_request
+from .rotation import enrollment_mailbox_id, sends_counted
 from .scheduling import schedule_next
 from .stops import enrollment_stop_after_failure
-from .suppressions import suppression_add_in_transaction
+from .suppressions import address_erased, suppression_add_in_transaction
 
 S = SendJob.State
 E = Enrollment.Status
@@ -96,7 +97,7 @@ def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, 
     """
     enrollment_id = SendJob.objects.values_list("enrollment_id", flat=True).get(pk=job_id)
     enrollment = enrollment_lock(enrollment_id=enrollment_id)
-    mailbox_id = enrollment.sequence.mailbox_id
+    mailbox_id = enrollment_mailbox_id(enrollment)
     mailbox = mailbox_lock(mailbox_id=mailbox_id) if lock_mailbox else Mailbox.objects.get(pk=mailbox_id)
     job = SendJob.objects.select_related("step").get(pk=job_id)
     job._email = enrollment.contact.email  # type: ignore[attr-defined]
@@ -135,7 +136,8 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
                      reason="mailbox_blocked", until=until.isoformat())
             return Authorization("deferred", "mailbox_blocked", job.version)
         # A job handed to an ESP early is checked against the window at its send time.
-        defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at))
+        defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at),
+                                        contact_zone=enrollment.contact.timezone)
         if defer_until is not None:
             # A deferral is not a sending attempt: it does not count against OUTREACH_MAX_ATTEMPTS.
             job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
@@ -161,7 +163,7 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> st
         return "sequence_paused"
     if mailbox.paused:
         return "mailbox_paused"
-    if suppression_active_for(enrollment.contact.email) is not None:
+    if suppression_active_for(enrollment.contact.email) is not None or address_erased(enrollment.contact.email):
         return "suppressed"
     if job.step.position > 1 and not SendJob.objects.filter(
         enrollment=enrollment, step__position=job.step.position - 1, state__in=(S.SUBMITTED, S.ACCEPTED)
@@ -170,19 +172,14 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> st
     return ""
 
 
-def _defer_until(*, job: SendJob, mailbox: Mailbox, now: datetime) -> tuple[Any, str]:
-    """(when, why) if the job must wait for the sending window or the daily cap, else (None, '')."""
-    opening = next_open(
-        now, days=mailbox.window_days, start=mailbox.window_start, end=mailbox.window_end,
-        tz=mailbox.window_timezone,
-    )
+def _defer_until(*, job: SendJob, mailbox: Mailbox, now: datetime, contact_zone: str) -> tuple[Any, str]:
+    """(when, why) if the job must wait for the sending window (in the contact's zone when the mailbox's
+    window says "recipient") or the daily cap, else (None, '')."""
+    opening = mailbox_next_open(now, mailbox=mailbox, contact_zone=contact_zone)
     if opening is not None:
         return opening, "outside_sending_window"
     # The mailbox row is locked, so two workers cannot both take the last slot.
-    day_ago = now - timedelta(days=1)
-    recent = SendJob.objects.filter(
-        enrollment__sequence__mailbox=mailbox, authorized_at__gt=day_ago, state__in=PASSED_HANDOFF + (S.FAILED,)
-    )
+    recent = sends_counted(mailbox.pk, now=now)
     if recent.count() >= mailbox.daily_cap:
         oldest = recent.order_by("authorized_at").values_list("authorized_at", flat=True).first()
         return oldest + timedelta(days=1, seconds=1), "daily_cap_reached"

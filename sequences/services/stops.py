@@ -10,17 +10,21 @@ recall what left. Suppressions and ingestion stop people through here.
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Q
 
 from mailboxes.models import Mailbox
 
 from ..dbclock import db_now
+from ..freemail import is_free_mail
 from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, sequence_lock
 from ..models import Enrollment, SendJob, Sequence
 from ..selectors import suppression_active_for
 from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move, job_move, mailbox_move, sequence_move
 from ..timeline import Event
 from .common import ServiceError, StopSummary, T, operator_log
+from .guardrails import GUARDRAIL, guardrail_silence_locked
 from .provider_cancel import provider_cancel_request
+from .rotation import enrollment_mailbox, sends_from
 from .scheduling import schedule_next, schedule_step, superseded
 
 S = SendJob.State
@@ -73,8 +77,9 @@ def enrollment_stop_in_transaction(
                                   source=source)
 
 
-def enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = "", source: str = "") -> StopSummary:
-    """Stop an enrollment the caller has locked."""
+def enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = "", source: str = "",
+                           because: str = "") -> StopSummary:
+    """Stop an enrollment the caller has locked; `because` says in words which event stopped it, and where."""
     if reason not in Enrollment.StopReason.values:
         raise ServiceError(f"unknown stop reason {reason!r}")
     if enrollment.status == E.STOPPED:
@@ -84,8 +89,49 @@ def enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = 
     summary.enrollments, summary.changed = 1, True
     enrollment_move(enrollment=enrollment, to=E.STOPPED, event=Event.ENROLLMENT_STOPPED,
                     fields={"stop_reason": reason, "stopped_at": db_now()},
-                    reason=reason, actor=actor, source=source, **summary.as_dict())
+                    reason=reason, actor=actor, source=source, **({"because": because} if because else {}),
+                    **summary.as_dict())
     return summary
+
+
+# --- people ------------------------------------------------------------------------------------
+
+
+def person_stop_in_transaction(*, email: str, reason: str, because: str, source: str = "",
+                               domain: str = "", colleague_reason: str = "") -> StopSummary:
+    """Stop every enrollment of a person in every sequence and mailbox (and, given `domain`, of everyone there).
+
+    Requires the caller's transaction. All the rows are locked in one call, in
+    ascending id order (`sequences.locks`), so each stop serializes with the
+    final check of that enrollment's jobs exactly as a single stop does.
+    """
+    email = email.strip().lower()
+    scope = Q(contact__email=email)
+    if domain:
+        scope |= Q(contact__email__endswith="@" + domain.lower())
+    summary = StopSummary()
+    for enrollment in enrollments_lock(Enrollment.objects.filter(scope).exclude(status=E.STOPPED)):
+        own = enrollment.contact.email == email
+        summary.add(enrollment_stop_locked(enrollment, reason=reason if own else colleague_reason or reason,
+                                           source=source, because=because))
+    return summary
+
+
+def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True) -> StopSummary:
+    """A correlated human reply to the message of `job_id` stops the person in every sequence and mailbox.
+
+    With the sequence's `stop_on_reply = "domain"` and strong evidence (the reply names our Message-ID), it
+    also stops everyone at the person's company domain, never at a free-mail domain. Requires a transaction.
+    """
+    job = SendJob.objects.select_related(
+        "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
+    contact, sequence = job.enrollment.contact, job.enrollment.sequence
+    widen = strong and sequence.stop_on_reply == Sequence.StopOnReply.DOMAIN and not is_free_mail(contact.domain)
+    mailbox = enrollment_mailbox(job.enrollment)
+    because = f"{contact.email} replied in sequence '{sequence.name}' (mailbox {mailbox.name})"
+    return person_stop_in_transaction(email=contact.email, reason=Enrollment.StopReason.REPLIED, because=because,
+                                      source=source, domain=contact.domain if widen else "",
+                                      colleague_reason=Enrollment.StopReason.COLLEAGUE_REPLIED)
 
 
 def enrollment_pause(*, enrollment_id: int, actor: str = "") -> StopSummary:
@@ -208,7 +254,7 @@ def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
 def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
     """Pause a mailbox: nothing leaves it; jobs not yet authorized are canceled."""
     with transaction.atomic(durable=True):
-        enrollments = enrollments_lock(Enrollment.objects.filter(sequence__mailbox_id=mailbox_id))
+        enrollments = enrollments_lock(Enrollment.objects.filter(sends_from(mailbox_id)))
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         summary = StopSummary()
         if not mailbox.paused:
@@ -219,12 +265,25 @@ def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
         return summary
 
 
+def mailbox_pause_sweep(*, mailbox_id: int) -> StopSummary:
+    """Cancel the pending jobs of a mailbox that is paused already (the guardrail's pause, after its commit)."""
+    with transaction.atomic(durable=True):
+        enrollments = enrollments_lock(Enrollment.objects.filter(sends_from(mailbox_id)))
+        mailbox = mailbox_lock(mailbox_id=mailbox_id)
+        if not mailbox.paused:
+            return StopSummary()  # resumed meanwhile: nothing to cancel
+        summary = _cancel_all(enrollments, reason="mailbox_paused", actor="")
+        operator_log(actor=GUARDRAIL, action="mailbox_pause_sweep", target=f"mailbox {mailbox.name}",
+                     kind=T.MAILBOX, target_id=mailbox.pk, result=summary.as_dict())
+        return summary
+
+
 def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
     """Resume a mailbox; schedules the next step of active enrollments in its active sequences."""
     with transaction.atomic(durable=True):
         enrollments = enrollments_lock(
             Enrollment.objects.filter(
-                sequence__mailbox_id=mailbox_id, status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
+                sends_from(mailbox_id), status=E.ACTIVE, sequence__status=Sequence.Status.ACTIVE
             )
         )
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
@@ -235,6 +294,7 @@ def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
         if mailbox.paused:
             scheduled = _schedule_all(enrollments, reason="mailbox_resumed")
             mailbox_move(mailbox=mailbox, to=MAILBOX_ACTIVE, actor=actor, scheduled=scheduled)
+            guardrail_silence_locked(mailbox, actor=actor)
         operator_log(actor=actor, action="mailbox_resume", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk, result={"scheduled": scheduled, "paused": False})
         return scheduled

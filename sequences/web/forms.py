@@ -142,3 +142,52 @@ def parse_suppression_csv(text: str) -> tuple[list[ImportRow], list[dict]]:
         else:
             rows.append(ImportRow(line=line, value=raw, reason=reason, note=note))
     return rows, invalid
+
+
+# --- the sequence editor ---------------------------------------------------------------------------------------
+
+
+class SequenceForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    mailbox = forms.ModelChoiceField(queryset=None, empty_label=None,
+                                     help_text="The address every step of this sequence is sent from.")
+
+    def __init__(self, *args, **kwargs):
+        from mailboxes.models import Mailbox
+
+        super().__init__(*args, **kwargs)
+        self.fields["mailbox"].queryset = Mailbox.objects.order_by("name")
+        self.fields["mailbox"].label_from_instance = lambda m: f"{m.name} <{m.address}>"
+
+
+THREAD_HELP = ("Sent as a reply in the thread of the earlier steps (same subject with “Re:”, unless you give one). "
+               "On by default for step 2 and later; step 1 always starts the thread.")
+
+
+class StepForm(forms.Form):
+    subject = forms.CharField(required=False, max_length=998, widget=forms.TextInput(attrs={"size": 60}),
+                              help_text="Leave empty on a threaded follow-up to reply with “Re: ” and step 1's "
+                                        "subject.")
+    body = forms.CharField(widget=forms.Textarea(attrs={"rows": 12, "cols": 70}), strip=False,
+                           help_text="Variables: {{ first_name }}, {{ last_name }}, {{ company }}, {{ email }} and "
+                                     "the contact's own fields. A value a contact lacks stops its email unless you "
+                                     "give a fallback: {{ company|default:\"your team\" }}.")
+    wait = forms.CharField(max_length=60, initial="0", label="Wait before sending",
+                           help_text="After the previous step was sent, e.g. “3 days”, “4 hours”, “90 minutes”; "
+                                     "0 for step 1 sends it as soon as the sending window allows.")
+    thread = forms.BooleanField(required=False, initial=True, label="Send as a reply in the same thread",
+                                help_text=THREAD_HELP)
+
+    def clean_wait(self) -> int:
+        from ..config import parse_duration
+
+        try:
+            return parse_duration(self.cleaned_data["wait"])
+        except ValueError:
+            raise ValidationError("Write the wait as a number and a unit, e.g. “3 days”, “4 hours” or "
+                                  "“90 minutes”.") from None
+
+
+class PreviewForm(forms.Form):
+    contact = forms.CharField(required=False, max_length=320, label="Preview for",
+                              help_text="The address of a contact; the sequence's own contacts are suggested.")

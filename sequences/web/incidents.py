@@ -6,6 +6,7 @@ reply's commit is a fact, not a guess from Date headers.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -67,6 +68,7 @@ class LanePoint:
     text_y: float = 0.0
     anchor: str = "middle"
     stamp: str = ""
+    number: int = 0
 
 
 def _job_point_kind(event: TimelineEvent) -> tuple[str, str] | None:
@@ -160,47 +162,80 @@ def _gap(seconds: float) -> str:
     return f"+{seconds / 86400:.0f} d"
 
 
+def _later(seconds: float) -> str:
+    """A long gap in words, as drawn across a break: '… 105 s later …'."""
+    return f"… {_gap(seconds).removeprefix('+')} later …"
+
+
+# Spacing of the x axis: a gap takes more room the longer it is (on a log scale, so 10 ms and
+# 105 s no longer look alike), and a gap of BREAK_SECONDS or more is drawn as a break labelled
+# with its length. Every gap is labelled; labels are numbers matched to a list under the picture.
+MIN_GAP_PX = 44.0
+GAP_PX_PER_DECADE = 22.0  # extra room per factor of 10 above 1 ms
+BREAK_SECONDS = 2.0
+BREAK_PX = 170.0
+SAME_X_PX = 16.0  # two events on one lane closer than this get their numbers stacked
+
+
+def _gap_px(seconds: float) -> float:
+    if seconds >= BREAK_SECONDS:
+        return BREAK_PX
+    return MIN_GAP_PX + GAP_PX_PER_DECADE * max(0.0, math.log10(max(seconds * 1000, 1.0)))
+
+
 def lanes(points: list[LanePoint], *, window: tuple[datetime, datetime] | None) -> dict[str, Any]:
-    """SVG geometry. The x axis is event order (database clock), evenly spaced; gaps are labelled with durations.
+    """SVG geometry: two lanes on one database-clock axis, every gap sized by its length and labelled.
 
-    A linear time scale would squash a 20 ms claim-to-authorize window next to
-    a reply that came hours later; what an investigator needs first is the
-    order, then the distances, which the gap labels give.
+    Labels are short numbers next to the dots (above the send-job lane, below the reply lane, so
+    the dashed guides between the lanes never cross one); the numbered list under the picture says
+    what each is, with its time.
     """
-    width, left, right = 760, 110, 30
-    lane_y = {"job": 80, "reply": 200}
-    height = 275
+    left, right_pad = 110, 30
+    lane_y = {"job": 70, "reply": 170}
+    height = 250
     times = sorted({p.at for p in points})
-    rank = {t: i for i, t in enumerate(times)}
-    step = (width - left - right) / max(len(times) - 1, 1)
+    xs: dict[datetime, float] = {}
+    gaps, breaks = [], []
+    x = float(left)
+    for i, t in enumerate(times):
+        if i:
+            seconds = (t - times[i - 1]).total_seconds()
+            width = _gap_px(seconds)
+            middle = x + width / 2
+            if seconds >= BREAK_SECONDS:
+                breaks.append({"x": round(middle, 1), "text": _later(seconds)})
+            else:
+                gaps.append({"x": round(middle, 1), "text": _gap(seconds)})
+            x += width
+        xs[t] = round(x, 1)
+    width = max(760, int(x) + right_pad)
+    if len(times) == 1:  # one moment: in the middle
+        xs[times[0]] = round(left + (width - left - right_pad) / 2, 1)
 
-    def x_of(t: datetime) -> float:
-        if len(times) == 1:
-            return left + (width - left - right) / 2
-        return round(left + rank[t] * step, 1)
-
-    # Cycle each lane's labels through four rows (above/below, near/far) so neighbours do not overlap.
-    per_lane_count: dict[str, int] = defaultdict(int)
-    span = width - left - right
-    for point in sorted(points, key=lambda p: (p.at, p.lane)):
-        point.x = x_of(point.at)
+    ordered = sorted(points, key=lambda p: (p.at, p.lane))
+    last_x: dict[str, float] = {}
+    stack: dict[str, int] = defaultdict(int)
+    for number, point in enumerate(ordered, 1):
+        point.number = number
+        point.x = xs[point.at]
         point.y = lane_y[point.lane]
-        n = per_lane_count[point.lane]
-        per_lane_count[point.lane] += 1
-        point.text_y = point.y + (-14, 24, -30, 40)[n % 4]
-        point.anchor = "start" if point.x < left + span / 3 else "end" if point.x > left + 2 * span / 3 else "middle"
+        close = point.lane in last_x and point.x - last_x[point.lane] < SAME_X_PX
+        stack[point.lane] = stack[point.lane] + 1 if close else 0
+        last_x[point.lane] = point.x
+        offset = 14 + 13 * stack[point.lane]
+        point.text_y = point.y - offset if point.lane == "job" else point.y + offset + 8
+        point.anchor = "middle"
         point.stamp = stamp(point.at)
-    gaps = []
-    for a, b in zip(times, times[1:], strict=False):
-        gaps.append({"x": round((x_of(a) + x_of(b)) / 2, 1), "text": _gap((b - a).total_seconds())})
+    # Gap labels alternate between two rows where they are close, so neighbours never overlap.
+    for i, gap in enumerate(gaps):
+        gap["y"] = height - 26 if i % 2 == 0 else height - 12
     band = None
-    if window and window[0] in rank and window[1] in rank:
-        band = {"x": x_of(window[0]), "w": max(x_of(window[1]) - x_of(window[0]), 2), "y": lane_y["job"] - 10,
-                "h": 20}
+    if window and window[0] in xs and window[1] in xs:
+        band = {"x": xs[window[0]], "w": max(xs[window[1]] - xs[window[0]], 2), "y": lane_y["job"] - 10, "h": 20}
     return {
-        "width": width, "height": height, "left": left, "right": width - right, "lane_y": lane_y,
-        "points": sorted(points, key=lambda p: (p.at, p.lane)), "gaps": gaps, "band": band,
-        "gap_y": height - 12, "empty": not points,
+        "width": width, "height": height, "left": left, "right": width - right_pad, "lane_y": lane_y,
+        "points": ordered, "gaps": gaps, "breaks": breaks, "band": band, "break_y": height - 40,
+        "empty": not points,
     }
 
 

@@ -5,16 +5,34 @@ from django.urls import path
 
 from mailboxes import views as mailbox_views
 
-from . import views
+from . import bulk, contacts, editor, enroll_upload, preview, views
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.dashboard, name="dashboard"),
     path("sequences/", views.sequence_list, name="sequence_list"),
+    path("sequences/new/", editor.sequence_new, name="sequence_new"),
     path("sequences/<int:pk>/", views.sequence_detail, name="sequence_detail"),
+    path("sequences/<int:pk>/edit/", editor.sequence_edit, name="sequence_edit"),
+    path("sequences/<int:pk>/steps/new/", editor.step_new, name="step_new"),
+    path("sequences/<int:pk>/export.toml", editor.sequence_export, name="sequence_export"),
+    path("steps/<int:pk>/edit/", editor.step_edit, name="step_edit"),
+    path("steps/<int:pk>/delete/", editor.step_delete, name="step_delete"),
+    path("steps/<int:pk>/move/", editor.step_move, name="step_move"),
+    path("steps/<int:pk>/preview/", preview.step_preview_page, name="step_preview"),
+    path("steps/<int:pk>/send-test/", preview.step_send_test, name="step_send_test"),
     path("sequences/<int:pk>/pause/", views.sequence_pause, name="sequence_pause"),
     path("sequences/<int:pk>/resume/", views.sequence_resume, name="sequence_resume"),
+    path("sequences/<int:pk>/bulk/", bulk.enrollment_bulk, name="enrollment_bulk"),
+    path("sequences/<int:pk>/enroll/", enroll_upload.enroll_upload, name="enroll_upload"),
+    path("sequences/<int:pk>/enroll/<slug:token>/", enroll_upload.enroll_map, name="enroll_map"),
+    path("sequences/<int:pk>/enroll/<slug:token>/run/", enroll_upload.enroll_run, name="enroll_run"),
+    path("sequences/<int:pk>/enrolling/<slug:job_id>/", enroll_upload.enroll_status, name="enroll_status"),
+    path("sequences/<int:pk>/enrolling/<slug:job_id>/progress/", enroll_upload.enroll_progress,
+         name="enroll_progress"),
+    path("contacts/", contacts.contact_list, name="contact_list"),
+    path("contacts/<int:pk>/", contacts.contact_detail, name="contact_detail"),
     path("enrollments/<int:pk>/", views.enrollment_detail, name="enrollment_detail"),
     path("enrollments/<int:pk>/pause/", views.enrollment_pause, name="enrollment_pause"),
     path("enrollments/<int:pk>/resume/", views.enrollment_resume, name="enrollment_resume"),

@@ -28,11 +28,11 @@ def test_both_fixtures_pass_and_the_drill_cleans_up(run_drill):
     # reply-first: the raced step never reached the capture server; the final check refused it.
     assert "step 1 x1, step 2 x0" in reply_first
     assert "refused: job was canceled" in reply_first
-    assert "Canceled — never sent (replied," in reply_first
+    assert "Canceled — never sent: the person replied (" in reply_first
     # send-first: it had passed the hand-off: sent once, and said so.
     assert "step 1 x1, step 2 x1" in send_first
     assert re.search(r"label\s+Already submitted at .* — cannot recall", send_first)
-    assert "1 job in flight (authorized, being handed off) — cannot recall" in send_first
+    assert "1 job in flight now (authorized, being handed off) — cannot recall" in send_first
 
     database = re.search(r"PostgreSQL database (outreach_drill_\w+)", out).group(1)
     assert not database_exists(database)

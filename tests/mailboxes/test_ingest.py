@@ -46,8 +46,9 @@ def test_a_reply_stops_the_enrollment_and_cancels_the_follow_up(imap_mailbox, do
     assert (inbound.kind, inbound.correlation_rule, inbound.job_id) == ("human_reply", "in_reply_to", job.pk)
     assert inbound.internaldate is not None and inbound.committed_at >= inbound.internaldate
     assert inbound.effect == (
-        "stopped (replied): 1 enrollment stopped or paused; 1 job canceled — never sent; 0 jobs in flight "
-        "(authorized, being handed off) — cannot recall; 1 job already submitted — cannot recall.")
+        "stopped (replied): 1 enrollment stopped or paused; 1 job canceled — never sent; 0 jobs in flight now "
+        "(authorized, being handed off) — cannot recall; 1 job handed off earlier (submitted before this stop) — "
+        "cannot recall.")
     assert "\\Seen" not in dovecot.flags("alice", "INBOX", uid)  # BODY.PEEK: the operator's flags stay
     cursor = ImapCursor.objects.get()
     assert cursor.last_uid == uid and cursor.uidvalidity
@@ -147,7 +148,8 @@ def test_an_auto_reply_is_recorded_and_the_sequence_continues(imap_mailbox, dove
     dovecot.append("alice", "INBOX", mails.out_of_office(to_message_id=job.message_id))
     poll(imap_mailbox)
     inbound = InboundMessage.objects.get()
-    assert inbound.kind == "auto_reply" and "continues" in inbound.effect
+    # The sequence continues after an out-of-office hold (tests/mailboxes/test_ooo_hold.py), never paused.
+    assert inbound.kind == "auto_reply" and "held until" in inbound.effect
     enrollment.refresh_from_db()
     assert enrollment.status == "active"
     assert enrollment.jobs.filter(state=S.SCHEDULED).count() == 1

@@ -76,7 +76,7 @@ def test_the_button_in_a_sent_message_unsubscribes_stops_every_enrollment_and_ca
         assert (e.status, e.stop_reason) == ("stopped", "unsubscribed")
     second = enrollment.jobs.get(step__position=2)
     assert (second.state, second.cancel_reason) == (S.CANCELED, "unsubscribed")
-    assert job_label(second).startswith("Canceled — never sent (unsubscribed, ")
+    assert job_label(second).startswith("Canceled — never sent: the person unsubscribed (")
     assert other_sequence.jobs.get().state == S.CANCELED
     first.refresh_from_db()
     assert job_label(first).startswith("Already submitted at ") and job_label(first).endswith("cannot recall")

@@ -14,7 +14,7 @@ import pytest
 
 from proving import variants
 from sequences import services
-from sequences.labels import job_label
+from sequences.labels import job_label, reason_sentence
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
 from tests.factories import enroll, make_sequence
@@ -81,7 +81,8 @@ def test_reply_first_nothing_leaves(kind, checkpoint, mailbox, smtp_server):
     job = SendJob.objects.select_related("enrollment").get(pk=job_id)
     assert (job.state, job.cancel_reason) == (S.CANCELED, reason)
     assert outcome.state == "lost"
-    assert job_label(job).startswith(f"Canceled — never sent ({reason}, ")
+    why = reason_sentence(reason).rstrip(".")
+    assert job_label(job).startswith(f"Canceled — never sent: {why[:1].lower()}{why[1:]} (")
     assert not SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).exists()
     assert_stopped(kind, enrollment, reason)
 

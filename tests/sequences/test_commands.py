@@ -121,7 +121,7 @@ def test_pause_resume_suppress_and_timeline(tmp_path):
     run("enroll", "--sequence", "Intro", write(tmp_path, "c.csv", "email,first_name\nada@example.com,Ada\n"))
     out = run("pause", "sequence", "Intro")
     assert "1 job canceled — never sent; 0 jobs in flight" in out
-    assert "0 jobs already submitted — cannot recall" in out
+    assert "0 jobs handed off earlier (submitted before this stop) — cannot recall" in out
     assert "already paused" in run("pause", "sequence", "Intro")
     assert "1 jobs scheduled" in run("resume", "sequence", "Intro")
     assert "1 enrollment stopped or paused; 1 job canceled — never sent" in run(
@@ -166,6 +166,6 @@ def test_suppress_says_what_had_already_been_submitted(mailbox, smtp_server):
     out = run("suppress", "grace@example.com", "--reason", "manual", "--note", "asked by phone")
 
     assert "1 enrollment stopped or paused; 1 job canceled — never sent; " in out
-    assert "1 job already submitted — cannot recall." in out
+    assert "1 job handed off earlier (submitted before this stop) — cannot recall." in out
     assert len(smtp_server.message_ids()) == 1
     assert Enrollment.objects.get(pk=enrollment.pk).status == Enrollment.Status.STOPPED

@@ -76,8 +76,8 @@ def test_enrollment_page_shows_labels_stop_counts_and_a_millisecond_timeline(cli
     html = client.get(reverse("enrollment_detail", args=[enrollment.pk])).content.decode()
     assert re.search(r"Already submitted at " + MS.pattern + " — cannot recall", html)
     assert re.search(r"Canceled — never sent \(operator, " + MS.pattern + r"\)", html)
-    assert ("1 job canceled — never sent; 0 jobs in flight (authorized, being handed off) — cannot recall; "
-            "1 job already submitted — cannot recall.") in html
+    assert ("1 job canceled — never sent; 0 jobs in flight now (authorized, being handed off) — cannot recall; "
+            "1 job handed off earlier (submitted before this stop) — cannot recall.") in html
     assert len(MS.findall(html)) >= 6
     assert "w1" in html and "250 2.0.0 Ok: queued" in html
 
@@ -206,10 +206,9 @@ def test_add_user_creates_each_role_and_prints_the_password_once():
         call_command("add_user", "bob", "--role", "root")
 
 
-def test_setup_demo_builds_every_state_through_the_services(monkeypatch):
-    from sequences.management.commands import setup_demo
-
-    monkeypatch.setattr(setup_demo, "smtp_listening", lambda host, port: False)
+@pytest.mark.django_db(transaction=True)  # a real send: no transaction across the transport
+def test_setup_demo_builds_every_state_through_the_services(monkeypatch, roles, smtp_server):
+    monkeypatch.setenv("OUTREACH_CAPTURE_PORT", str(smtp_server.port))
     out = io.StringIO()
     call_command("setup_demo", stdout=out)
     assert re.search(r"password for admin \(shown once\): \S{12,}", out.getvalue())
@@ -219,10 +218,22 @@ def test_setup_demo_builds_every_state_through_the_services(monkeypatch):
     alan = Enrollment.objects.get(contact__email="alan@example.org")
     assert alan.stop_reason == "replied"
     first, second = SendJob.objects.filter(enrollment=alan).order_by("step__position")
-    assert first.state == S.SUBMITTED and first.smtp_reply.startswith("demo: recorded without sending")
+    # Alan's step 1 really went through the SMTP server, like every other message.
+    assert first.state == S.SUBMITTED and first.smtp_reply.startswith("250")
+    assert smtp_server.message_ids() == [first.message_id]
     assert (second.state, second.cancel_reason) == (S.CANCELED, "replied")
     assert list(Suppression.objects.filter(value="old-customer@example.com").values_list("action", flat=True)) == [
         "lift", "add"]
     out = io.StringIO()
     call_command("setup_demo", stdout=out)
     assert "already present" in out.getvalue() and "password" not in out.getvalue()
+
+
+def test_setup_demo_without_the_capture_server_creates_nothing(monkeypatch, roles):
+    from sequences.management.commands import setup_demo
+
+    monkeypatch.setattr(setup_demo, "WAIT_FOR_SMTP_SECONDS", 0.2)
+    monkeypatch.setenv("OUTREACH_CAPTURE_PORT", "9")  # nothing listens on the discard port here
+    with pytest.raises(CommandError, match="capture server on 127.0.0.1:9, and nothing listens there"):
+        call_command("setup_demo", stdout=io.StringIO())
+    assert not Enrollment.objects.exists() and not get_user_model().objects.exists()

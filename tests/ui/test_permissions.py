@@ -25,10 +25,19 @@ ADMIN_LOGIN = "admin-login"  # 302 to /admin/login/?next=...
 READ = {A: (LOGIN, LOGIN), ST: (200, 405), OP: (200, 405), AD: (200, 405)}
 OPERATE = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (200, 302), AD: (200, 302)}
 OPERATE_POST = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (405, 302), AD: (405, 302)}  # no page: a button
+OPERATE_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (200, 400), AD: (200, 400)}  # an empty form: 400
+OPERATE_BACK = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (302, 302), AD: (302, 302)}  # nothing selected: back
+OPERATE_MISSING = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (404, 405), AD: (404, 405)}
 ADMIN_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 400)}
 ADMIN_READ = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 405)}
 DJANGO_ADMIN = {A: (ADMIN_LOGIN, ADMIN_LOGIN), ST: (ADMIN_LOGIN, ADMIN_LOGIN), OP: (ADMIN_LOGIN, ADMIN_LOGIN),
                 AD: (200, 200)}
+
+
+
+def _step(world) -> int:
+    return world["sequence"].steps.order_by("position").values_list("pk", flat=True)[0]
+
 
 # (url name, how to build the URL from the world, expected (GET, POST) status per role)
 TABLE = [
@@ -39,6 +48,15 @@ TABLE = [
     ("sequence_detail", lambda w: reverse("sequence_detail", args=[w["sequence"].pk]), READ),
     ("sequence_pause", lambda w: reverse("sequence_pause", args=[w["sequence"].pk]), OPERATE),
     ("sequence_resume", lambda w: reverse("sequence_resume", args=[w["sequence"].pk]), OPERATE),
+    ("sequence_new", lambda w: reverse("sequence_new"), OPERATE_FORM),
+    ("sequence_edit", lambda w: reverse("sequence_edit", args=[w["sequence"].pk]), OPERATE_FORM),
+    ("sequence_export", lambda w: reverse("sequence_export", args=[w["sequence"].pk]), READ),
+    ("step_new", lambda w: reverse("step_new", args=[w["sequence"].pk]), OPERATE_FORM),
+    ("step_edit", lambda w: reverse("step_edit", args=[_step(w)]), OPERATE_FORM),
+    ("step_delete", lambda w: reverse("step_delete", args=[_step(w)]), OPERATE_POST),
+    ("step_move", lambda w: reverse("step_move", args=[_step(w)]), OPERATE_POST),
+    ("step_preview", lambda w: reverse("step_preview", args=[_step(w)]), READ),
+    ("step_send_test", lambda w: reverse("step_send_test", args=[_step(w)]), OPERATE_POST),
     ("enrollment_detail", lambda w: reverse("enrollment_detail", args=[w["active"].pk]), READ),
     ("enrollment_pause", lambda w: reverse("enrollment_pause", args=[w["active"].pk]), OPERATE),
     ("enrollment_resume", lambda w: reverse("enrollment_resume", args=[w["paused"].pk]), OPERATE),
@@ -61,6 +79,16 @@ TABLE = [
      {**ADMIN_READ, AD: (404, 405)}),
     ("suppression_export", lambda w: reverse("suppression_export"), ADMIN_READ),
     ("operator_log", lambda w: reverse("operator_log"), READ),
+    ("contact_list", lambda w: reverse("contact_list") + "?q=@example.com", READ),
+    ("contact_detail", lambda w: reverse("contact_detail", args=[w["active"].contact_id]), READ),
+    ("enrollment_bulk", lambda w: reverse("enrollment_bulk", args=[w["sequence"].pk]), OPERATE_BACK),
+    ("enroll_upload", lambda w: reverse("enroll_upload", args=[w["sequence"].pk]), OPERATE_FORM),
+    ("enroll_map", lambda w: reverse("enroll_map", args=[w["sequence"].pk, "nosuchupload"]), OPERATE_MISSING),
+    ("enroll_run", lambda w: reverse("enroll_run", args=[w["sequence"].pk, "nosuchupload"]),
+     {**OPERATE_POST, OP: (405, 404), AD: (405, 404)}),
+    ("enroll_status", lambda w: reverse("enroll_status", args=[w["sequence"].pk, "no-such-job"]), OPERATE_MISSING),
+    ("enroll_progress", lambda w: reverse("enroll_progress", args=[w["sequence"].pk, "no-such-job"]),
+     OPERATE_MISSING),
     ("admin:index", lambda w: reverse("admin:index"), DJANGO_ADMIN),
     ("rq_home", lambda w: "/admin/rq/", DJANGO_ADMIN),
 ]
@@ -77,7 +105,7 @@ CASES = [
 def test_the_table_covers_every_ui_route():
     names = {p.name for p in ui_urls.urlpatterns}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 232
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368
 
 
 def test_every_ui_view_checks_a_permission():

@@ -30,6 +30,7 @@ from proving.drills.faults.base import (
 from proving.harness import mails
 from proving.harness.stack import DrillError
 from sequences.models import Enrollment, SendJob, TimelineEvent
+from sequences.services.rotation import sends_from
 
 # --- IMAP --------------------------------------------------------------------------------------
 
@@ -240,7 +241,7 @@ def drill_fuzz(ctx: Ctx, *, count: int) -> list[Row]:
     recorded = rows.count()
     kinds = Counter(rows.values_list("kind", flat=True))
     parse_errors = rows.exclude(parse_error="").count()
-    row.audit = audit(SendJob.objects.filter(enrollment__sequence__mailbox=mailbox), received)
+    row.audit = audit(SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__")), received)
     if crashes:
         row.problems.append(f"{len(crashes)} messages crashed inbound_record (inputs saved in {crash_dir}); "
                             f"first: uid {crashes[0][0]} {'+'.join(crashes[0][1])}: {crashes[0][2]}")

@@ -1,6 +1,6 @@
 """Benchmarks with their baselines in the same run: `python manage.py bench SUITE [--json OUT] [--quick]`.
 
-Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, enroll, watcher, all.
+Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, enroll, guardrail, api, pages, watcher, all.
 The bench creates and drops its own database (outreach_bench_<pid>) on the
 configured PostgreSQL server and runs a private redis-server on a free
 loopback port; it never reads or writes the app's data. See BENCHMARKS.md.
@@ -64,6 +64,16 @@ class Command(BaseCommand):
         g.add_argument("--watch-reply-rate", type=float, help="replies appended per second (below the pollers' rate)")
         g = parser.add_argument_group("enroll")
         g.add_argument("--rows", type=int, help="CSV rows enrolled (and copied for the baseline)")
+        g = parser.add_argument_group("guardrail")
+        g.add_argument("--guardrail-sends", type=int, help="messages sent within the mailbox's window")
+        g.add_argument("--bounces", type=int, help="hard bounces recorded (and manual suppressions for the baseline)")
+        g = parser.add_argument_group("api")
+        g.add_argument("--api-calls", type=int, help="enrollments through the API (and the service), stops measured")
+        g = parser.add_argument_group("pages")
+        g.add_argument("--page-jobs", type=int, help="jobs in the big database")
+        g.add_argument("--page-enrollments", type=int, help="enrollments (and contacts) in the big database")
+        g.add_argument("--page-small-jobs", type=int, help="jobs in the small database (the baseline)")
+        g.add_argument("--page-requests", type=int, help="timed requests per page and size")
         parser.add_argument("--inner", action="store_true", help="(internal) run inside the bench environment")
 
     def handle(self, *args, suite, inner, json_out, **options):

@@ -8,7 +8,6 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -17,6 +16,7 @@ from django.core.validators import validate_email
 from sequences import services
 from sequences.models import Contact, Sequence
 from sequences.selectors import normalize_email
+from sequences.window import zone_problem
 
 NAMED = ("email", "first_name", "last_name", "company", "timezone")
 NAME_FIELDS = ("first_name", "last_name", "company")
@@ -72,10 +72,8 @@ def row_check(line: int, cells: dict[str, str], extra: bool) -> tuple[services.C
             return None, f"{name}: contains a line break"
     zone = cells.get("timezone", "")
     if zone:
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            return None, f"timezone: unknown time zone {zone!r}"
+        if zone_problem(zone):
+            return None, f"timezone: {zone_problem(zone)}"
         if len(zone) > MAX_LENGTH["timezone"]:
             return None, f"timezone: longer than {MAX_LENGTH['timezone']} characters"
     fields = {k: v for k, v in cells.items() if k not in NAMED and k}

@@ -7,8 +7,10 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
+from mailboxes.models import Mailbox
 from sequences import services
 from sequences.models import SendJob
+from sequences.services.rotation import sends_from
 
 
 class Command(BaseCommand):
@@ -28,7 +30,8 @@ class Command(BaseCommand):
         else:
             jobs = SendJob.objects.filter(state=SendJob.State.FAILED)
             if mailbox:
-                jobs = jobs.filter(enrollment__sequence__mailbox__name=mailbox)
+                box = Mailbox.objects.filter(name=mailbox).values("pk")[:1]
+                jobs = jobs.filter(sends_from(box, via="enrollment__"))
             else:
                 jobs = jobs.filter(finished_at__gte=_when(failed_since))
             ids = list(jobs.order_by("id").values_list("pk", flat=True))

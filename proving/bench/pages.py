@@ -1,0 +1,222 @@
+"""Page latency: server time of the operator UI's busiest pages on a big database, next to a small one.
+
+For each size, on a fresh database (small first: the baseline, then big):
+
+1. Bulk insert with INSERT ... SELECT generate_series (seconds, not minutes):
+   E contacts (address, name, company; 5,000 domains), E enrollments over 10
+   sequences of 5 steps on 4 mailboxes (70 % active, 10 % each paused,
+   stopped, completed), J/E jobs per enrollment (earlier steps submitted in
+   the last 14 days, the latest scheduled, canceled or submitted by the
+   enrollment's status; sends spread over the last 180 days), one timeline
+   event per job. VACUUM ANALYZE.
+2. Each page is requested through Django's test Client as a logged-in
+   superuser (the whole stack: middleware, views, queries, templates; no
+   network), a few warm-up requests first, then R timed requests: p50, p95,
+   max in milliseconds. Pages: dashboard, sequences list, sequence detail
+   (the biggest sequence), contacts search (by name, by address, by @domain),
+   enrollment detail (random enrollments).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from django.db import connection
+
+from proving.bench.stats import percentile, ratio, table
+from proving.harness import data
+from sequences.models import Contact, Enrollment, SendJob, TimelineEvent
+
+SEQUENCES = 10
+STEPS = 5
+DOMAINS = 5000
+TARGET_MS = 300.0
+
+
+def fill(*, jobs: int, enrollments: int) -> dict[str, Any]:
+    """The bench rows for one size, in four INSERT ... SELECT statements ('%%': they take parameters)."""
+    started = time.perf_counter()
+    mailboxes = data.mailboxes_create(4, smtp_port=2, tag="pages")
+    sequences = [
+        data.sequence_create(mailbox=mailboxes[i % 4], name=f"pages-{i}", waits=(0,) + (86400,) * (STEPS - 1))
+        for i in range(SEQUENCES)
+    ]
+    per = max(1, min(STEPS, round(jobs / enrollments)))
+    seq_ids = "ARRAY[" + ",".join(str(s.pk) for s in sequences) + "]::bigint[]"
+    data.insert_select(
+        Contact,
+        {
+            "email": f"'p' || g || '@d' || (g %% {DOMAINS}) || '.test'",
+            "first_name": "'First' || g",
+            "last_name": "'Last' || g",
+            "company": "'Company ' || (g %% 20000)",
+            "created_at": "now()",
+        },
+        "generate_series(1, %s) g",
+        (enrollments,),
+    )
+    data.insert_select(
+        Enrollment,
+        {
+            "sequence_id": f"({seq_ids})[1 + c.id %% {SEQUENCES}]",
+            "contact_id": "c.id",
+            "status": "CASE c.id %% 10 WHEN 0 THEN 'stopped' WHEN 1 THEN 'paused' WHEN 2 THEN 'completed' "
+            "ELSE 'active' END",
+            "stop_reason": "CASE c.id %% 10 WHEN 0 THEN 'replied' ELSE '' END",
+            "created_at": "now() - interval '20 days'",
+        },
+        "sequences_contact c",
+    )
+    # Sends spread over the last 180 days: the table holds history, the dashboard charts the last 14 days.
+    submitted_at = "now() - ((e.id * 7919 + st.position * 104729) %% 15552000) * interval '1 second'"
+    last = f"st.position = {per}"
+    data.insert_select(
+        SendJob,
+        {
+            "enrollment_id": "e.id",
+            "step_id": "st.id",
+            "state": f"CASE WHEN NOT {last} OR e.status = 'completed' THEN 'submitted' "
+            "WHEN e.status = 'active' THEN 'scheduled' ELSE 'canceled' END",
+            "cancel_reason": f"CASE WHEN {last} AND e.status IN ('paused', 'stopped') THEN 'enrollment_paused' "
+            "ELSE '' END",
+            "scheduled_at": f"CASE WHEN {last} AND e.status = 'active' THEN now() + interval '1 day' "
+            f"ELSE {submitted_at} END",
+            "authorized_at": f"CASE WHEN NOT {last} OR e.status = 'completed' THEN {submitted_at} END",
+            "submitted_at": f"CASE WHEN NOT {last} OR e.status = 'completed' THEN {submitted_at} END",
+            "canceled_at": f"CASE WHEN {last} AND e.status IN ('paused', 'stopped') THEN now() END",
+            "smtp_reply": "'250 2.0.0 Ok: queued'",
+            "message_id": "'<pages.' || e.id || '.' || st.position || '@outreach.test>'",
+        },
+        f"sequences_enrollment e JOIN sequences_step st ON st.sequence_id = e.sequence_id AND st.position <= {per}",
+    )
+    data.insert_select(
+        TimelineEvent,
+        {
+            "kind": "CASE j.state WHEN 'submitted' THEN 'job_submitted' WHEN 'canceled' THEN 'job_canceled' "
+            "ELSE 'job_scheduled' END",
+            "email": "c.email",
+            "enrollment_id": "j.enrollment_id",
+            "job_id": "j.id",
+            "version_seen": "j.version",
+        },
+        "sequences_sendjob j JOIN sequences_enrollment e ON e.id = j.enrollment_id "
+        "JOIN sequences_contact c ON c.id = e.contact_id",
+    )
+    insert_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    counts = {
+        "jobs": SendJob.objects.count(),
+        "enrollments": Enrollment.objects.count(),
+        "contacts": Contact.objects.count(),
+        "events": TimelineEvent.objects.count(),
+    }
+    return {**counts, "insert_s": round(insert_s, 1), "vacuum_analyze_s": round(time.perf_counter() - started, 1)}
+
+
+def pages(rng: random.Random) -> dict[str, Any]:
+    """Page name -> a function giving the next URL to request."""
+    biggest = Enrollment.objects.values("sequence_id").order_by("sequence_id").first()["sequence_id"]
+    n = Contact.objects.count()
+    ids = list(Enrollment.objects.order_by("?").values_list("pk", flat=True)[:200])
+    return {
+        "dashboard": lambda: "/",
+        "sequences list": lambda: "/sequences/",
+        "sequence detail": lambda: f"/sequences/{biggest}/",
+        "contacts search: name": lambda: f"/contacts/?q=First{rng.randint(1, n)}",
+        "contacts search: address": lambda: f"/contacts/?q=p{rng.randint(1, n)}@d",
+        "contacts search: @domain": lambda: f"/contacts/?q=@d{rng.randint(0, DOMAINS - 1)}.test",
+        "enrollment detail": lambda: f"/enrollments/{rng.choice(ids)}/",
+    }
+
+
+def measure(requests: int, warmup: int = 3) -> dict[str, dict[str, Any]]:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench-pages", defaults={"is_superuser": True, "is_staff": True}
+    )
+    client = Client()
+    client.force_login(user)
+    rng = random.Random(7)
+    out = {}
+    for name, url in pages(rng).items():
+        times = []
+        for i in range(warmup + requests):
+            path = url()
+            started = time.perf_counter()
+            response = client.get(path, secure=True)
+            elapsed = time.perf_counter() - started
+            if response.status_code != 200:
+                raise RuntimeError(f"{path}: HTTP {response.status_code}")
+            if i >= warmup:
+                times.append(elapsed * 1000)
+        out[name] = {
+            "n": len(times),
+            "p50_ms": round(percentile(times, 50), 1),
+            "p95_ms": round(percentile(times, 95), 1),
+            "max_ms": round(max(times), 1),
+        }
+    return out
+
+
+def run(ctx) -> dict[str, Any]:
+    sizes = [
+        ("small", ctx.options["page_small_jobs"], max(1, ctx.options["page_small_jobs"] // STEPS)),
+        ("big", ctx.options["page_jobs"], ctx.options["page_enrollments"]),
+    ]
+    result: dict[str, Any] = {"target_p95_ms": TARGET_MS, "requests_per_page": ctx.options["page_requests"]}
+    for label, jobs, enrollments in sizes:
+        ctx.reset()
+        ctx.say(f"pages: {label} database, {jobs:,} jobs / {enrollments:,} enrollments")
+        result[label] = {"data": fill(jobs=jobs, enrollments=enrollments)}
+        ctx.say(f"pages: filled in {result[label]['data']['insert_s']}s; measuring")
+        result[label]["pages"] = measure(ctx.options["page_requests"])
+    small, big = result["small"], result["big"]
+    rows = []
+    for name, b in big["pages"].items():
+        s = small["pages"][name]
+        rows.append(
+            (
+                name,
+                s["p50_ms"],
+                s["p95_ms"],
+                b["p50_ms"],
+                b["p95_ms"],
+                b["max_ms"],
+                ratio(b["p95_ms"], s["p95_ms"]),
+                b["p95_ms"] <= TARGET_MS,
+            )
+        )
+    result["within_target"] = all(r[-1] for r in rows)
+    sd, bd = small["data"], big["data"]
+    result["tables"] = [
+        table(
+            f"pages: server time per page, {bd['jobs']:,} jobs / {bd['enrollments']:,} enrollments next to "
+            f"{sd['jobs']:,} jobs / {sd['enrollments']:,} enrollments",
+            [
+                "page",
+                "small p50 ms",
+                "small p95 ms",
+                "big p50 ms",
+                "big p95 ms",
+                "big max ms",
+                "big ÷ small p95",
+                f"p95 ≤ {TARGET_MS:.0f} ms",
+            ],
+            rows,
+            [
+                f"{result['requests_per_page']} timed requests per page after 3 warm-up requests, Django test "
+                "Client as a superuser (middleware, views, queries, templates; no network), one process.",
+                f"big database filled in {bd['insert_s']}s (INSERT ... SELECT generate_series) + "
+                f"{bd['vacuum_analyze_s']}s VACUUM ANALYZE; {bd['events']:,} timeline events, "
+                f"{bd['contacts']:,} contacts.",
+                "contacts search: a random name (First<n>), an address part (p<n>@d) and a random @domain per request.",
+            ],
+        )
+    ]
+    return result

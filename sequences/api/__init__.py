@@ -1,0 +1,1 @@
+"""The JSON API under /api/v1/ (django-ninja): routers, schemas, token auth, idempotency keys, rate limits."""

@@ -1,0 +1,124 @@
+"""Bulk enrollment: up to 10,000 contacts per call, enrolled by an RQ job in batches, with per-row results.
+
+The call validates every row (as `manage.py enroll` does), records the
+validated rows in a BulkEnrollment row and enqueues the job after commit; the
+status URL reads the row. Each batch is one `enrollments_create_batch`
+transaction followed by the progress update, so a worker that dies part-way
+leaves the rows already enrolled recorded and a re-run skips them as
+"already enrolled".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from django.db import transaction
+
+from ..dbclock import DbClock
+from ..models import BulkEnrollment, Enrollment, Sequence
+from ..queues import enqueue_bulk_enrollment
+from ..services import ContactRow, ServiceError, enrollments_create_batch
+from .contacts import contact_row
+
+MAX_ROWS = 10_000
+BATCH = 500
+B = BulkEnrollment.Status
+
+
+def bulk_enrollment_submit(
+    *, sequence_id: int, contacts: list[dict[str, Any]], update_contacts: bool, token_id: int | None
+) -> BulkEnrollment:
+    """Validate every row, record the call, enqueue its job after commit."""
+    if len(contacts) > MAX_ROWS:
+        raise ServiceError(f"at most {MAX_ROWS:,} contacts per call ({len(contacts):,} given)")
+    if not Sequence.objects.filter(pk=sequence_id).exists():
+        raise ServiceError(f"no sequence {sequence_id}")
+    rows, results, seen = [], [], {}
+    for line, data in enumerate(contacts, 1):
+        email = str(data.get("email", ""))
+        try:
+            row = contact_row(data, line=line)
+        except ServiceError as exc:
+            results.append({"line": line, "email": email, "status": "rejected", "reason": str(exc)})
+            continue
+        if row.email in seen:
+            results.append(
+                {
+                    "line": line,
+                    "email": row.email,
+                    "status": "rejected",
+                    "reason": f"{row.email} duplicates row {seen[row.email]}",
+                }
+            )
+            continue
+        seen[row.email] = line
+        rows.append(asdict(row))
+        results.append({"line": line, "email": row.email, "status": "pending"})
+    with transaction.atomic(durable=True):
+        bulk = BulkEnrollment.objects.create(
+            sequence_id=sequence_id,
+            update_contacts=update_contacts,
+            token_id=token_id,
+            total=len(contacts),
+            rows=rows,
+            results=results,
+            processed=len(contacts) - len(rows),
+        )
+        transaction.on_commit(lambda: enqueue_bulk_enrollment(bulk.pk))
+    return bulk
+
+
+def bulk_enrollment_run(*, bulk_id: int) -> str:
+    """The RQ job: enroll the recorded rows batch by batch, recording each row's result."""
+    moved = BulkEnrollment.objects.filter(pk=bulk_id, status__in=(B.QUEUED, B.RUNNING)).update(status=B.RUNNING)
+    if not moved:
+        return "not queued (done already)"
+    bulk = BulkEnrollment.objects.get(pk=bulk_id)
+    results = {r["line"]: r for r in bulk.results}
+    pending = [ContactRow(**r) for r in bulk.rows if results[r["line"]]["status"] == "pending"]
+    try:
+        for start in range(0, len(pending), BATCH):
+            batch = pending[start : start + BATCH]
+            outcome = enrollments_create_batch(
+                sequence_id=bulk.sequence_id,
+                rows=batch,
+                update_contacts=bulk.update_contacts,
+                actor=f"api bulk {bulk.pk}",
+            )
+            rejected = dict(outcome.rejected)
+            ids = dict(
+                Enrollment.objects.filter(
+                    sequence_id=bulk.sequence_id, contact__email__in=[r.email for r in batch]
+                ).values_list("contact__email", "pk")
+            )
+            for row in batch:
+                if row.line in rejected:
+                    results[row.line] |= {"status": "rejected", "reason": rejected[row.line]}
+                else:
+                    results[row.line] |= {"status": "enrolled", "enrollment_id": ids.get(row.email)}
+            done = sum(r["status"] != "pending" for r in results.values())
+            BulkEnrollment.objects.filter(pk=bulk_id).update(results=list(results.values()), processed=done)
+    except ServiceError as exc:
+        BulkEnrollment.objects.filter(pk=bulk_id).update(status=B.FAILED, error=str(exc), finished_at=DbClock())
+        return f"failed: {exc}"
+    BulkEnrollment.objects.filter(pk=bulk_id).update(status=B.DONE, finished_at=DbClock(), processed=bulk.total)
+    return f"{sum(r['status'] == 'enrolled' for r in results.values())} enrolled"
+
+
+def bulk_out(bulk: BulkEnrollment, *, status_url: str) -> dict[str, Any]:
+    results = bulk.results
+    return {
+        "id": bulk.pk,
+        "status": bulk.status,
+        "status_url": status_url,
+        "sequence_id": bulk.sequence_id,
+        "total": bulk.total,
+        "processed": bulk.processed,
+        "enrolled": sum(r["status"] == "enrolled" for r in results),
+        "rejected": sum(r["status"] == "rejected" for r in results),
+        "error": bulk.error,
+        "created_at": bulk.created_at,
+        "finished_at": bulk.finished_at,
+        "results": results,
+    }

@@ -1,0 +1,82 @@
+"""The API: one NinjaAPI at /api/ (schema /api/openapi.json, docs /api/docs), resources under /api/v1/.
+
+Every error is JSON `{"detail": ...}`: 401 without a live token, 403 when the
+token's role lacks the UI permission, 404, 409 when the domain refuses
+(already enrolled, suppressed, nothing to resume), 422 for invalid input or a
+reused Idempotency-Key, 429 with Retry-After over the token's rate.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError
+from django.http import Http404
+from django.urls import URLPattern
+from ninja import NinjaAPI
+
+from ..services import ServiceError
+from .auth import Forbidden, RateLimited, TokenAuth
+from .contacts import BadRow
+from .idempotency import idempotent
+from .routes import contacts, enrollments, sequences, suppressions, timeline
+
+api = NinjaAPI(
+    title="outreach API",
+    version="1",
+    auth=TokenAuth(),
+    urls_namespace="api",
+    description=(
+        "Enroll, stop and read what happened. Authenticate with `Authorization: Bearer <token>` "
+        "(`manage.py api_token NAME --role staff|operator|admin`). Every POST takes an "
+        "`Idempotency-Key` header: a retry with the same key and body returns the first response and "
+        'acts once. Job labels are the operator UI\'s words: "never sent", "in flight", '
+        '"already submitted — cannot recall", "outcome unknown".'
+    ),
+)
+api.add_router("/v1/contacts", contacts.router)
+api.add_router("/v1/enrollments", enrollments.router)
+api.add_router("/v1/sequences", sequences.router)
+api.add_router("/v1/suppressions", suppressions.router)
+api.add_router("/v1/timeline", timeline.router)
+
+
+@api.exception_handler(Forbidden)
+def _forbidden(request, exc):
+    return api.create_response(request, {"detail": str(exc)}, status=403)
+
+
+@api.exception_handler(RateLimited)
+def _rate_limited(request, exc):
+    response = api.create_response(request, {"detail": str(exc)}, status=429)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+@api.exception_handler(BadRow)
+def _bad_row(request, exc):
+    return api.create_response(request, {"detail": str(exc)}, status=422)
+
+
+@api.exception_handler(ServiceError)
+def _refused(request, exc):
+    return api.create_response(request, {"detail": str(exc)}, status=409)
+
+
+@api.exception_handler(IntegrityError)
+def _conflict(request, exc):
+    # Two requests wrote the same row at once (e.g. the same new contact); the other one won. Nothing secret is shown.
+    return api.create_response(request, {"detail": "a concurrent request changed the same record; retry (with the "
+                                                   "same Idempotency-Key to act at most once)"}, status=409)
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return api.create_response(request, {"detail": "not found"}, status=404)
+
+
+def api_urls():
+    """The API's URL patterns, each POST made idempotent under its Idempotency-Key."""
+    patterns, app_name, namespace = api.urls
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern):
+            pattern.callback = idempotent(pattern.callback)
+    return patterns, app_name, namespace

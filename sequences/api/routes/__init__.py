@@ -1,0 +1,1 @@
+"""One ninja router per resource; thin: parse, call one service, present."""

@@ -1,0 +1,221 @@
+"""Request and response bodies of the API (pydantic, through ninja): what the OpenAPI schema documents."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+
+
+class Error(Schema):
+    detail: str
+
+
+class ContactIn(Schema):
+    email: str
+    first_name: str = ""
+    last_name: str = ""
+    company: str = ""
+    timezone: str = Field("", description="IANA time zone; empty keeps the contact's")
+    fields: dict[str, str] = Field(
+        default_factory=dict,
+        description="other template values, merged into the contact's (an empty value never erases one)",
+    )
+
+
+class ContactOut(Schema):
+    id: int
+    email: str
+    first_name: str
+    last_name: str
+    company: str
+    timezone: str
+    fields: dict[str, Any]
+    created_at: datetime
+
+
+class ContactUpsertOut(Schema):
+    contact: ContactOut
+    created: bool
+    changed: list[str] = Field(description="fields this call changed on an existing contact")
+
+
+class ContactPage(Schema):
+    count: int
+    page: int
+    pages: int
+    items: list[ContactOut]
+
+
+class JobOut(Schema):
+    id: int
+    step: int
+    state: str
+    label: str = Field(description="the honest label, in the UI's words")
+    tone: str = Field(description="never-sent, pending, sent, cannot-recall or unknown")
+    scheduled_at: datetime | None
+    submitted_at: datetime | None
+    message_id: str
+
+
+class EnrollmentOut(Schema):
+    id: int
+    email: str
+    sequence_id: int
+    sequence: str
+    status: str
+    stop_reason: str
+    stopped_at: datetime | None
+    created_at: datetime
+    jobs: list[JobOut]
+
+
+class EnrollmentRow(Schema):
+    id: int
+    email: str
+    sequence_id: int
+    status: str
+    stop_reason: str
+    created_at: datetime
+
+
+class EnrollmentPage(Schema):
+    count: int
+    page: int
+    pages: int
+    items: list[EnrollmentRow]
+
+
+class EnrollIn(ContactIn):
+    sequence_id: int
+    update_contact: bool = Field(
+        False,
+        description="change an existing contact with the non-empty values given "
+        "(as `enroll --update-contacts`); by default it is kept as it is",
+    )
+
+
+class StopIn(Schema):
+    reason: str = Field("operator", description="a stop reason; operators stop with `operator`")
+
+
+class StopOut(Schema):
+    enrollments: int
+    canceled: int = Field(description="jobs canceled before authorization: never sent")
+    in_flight: int = Field(description="jobs authorized, being handed off: cannot recall")
+    already_submitted: int = Field(description="jobs already submitted: cannot recall")
+    summary: list[str] = Field(description="the same sentences as the UI")
+    text: str
+
+
+class EnrollmentActionOut(Schema):
+    enrollment: EnrollmentOut
+    result: StopOut | None = None
+
+
+class BulkIn(Schema):
+    sequence_id: int
+    update_contacts: bool = False
+    contacts: list[ContactIn] = Field(max_length=10000)
+
+
+class BulkRowOut(Schema):
+    line: int
+    email: str
+    status: str = Field(description="enrolled, rejected or pending")
+    enrollment_id: int | None = None
+    reason: str = ""
+
+
+class BulkOut(Schema):
+    id: int
+    status: str
+    status_url: str
+    sequence_id: int
+    total: int
+    processed: int
+    enrolled: int
+    rejected: int
+    error: str
+    created_at: datetime
+    finished_at: datetime | None
+    results: list[BulkRowOut]
+
+
+class StepOut(Schema):
+    position: int
+    subject: str
+    body: str
+    wait_seconds: int
+    wait: str = Field(description="the wait in words, after the previous step was submitted")
+    thread: bool
+
+
+class SequenceOut(Schema):
+    id: int
+    name: str
+    status: str
+    mailbox: str
+    enrollments: int
+    steps: list[StepOut]
+
+
+class SequenceActionOut(Schema):
+    sequence: SequenceOut
+    result: StopOut | None = None
+    scheduled: int | None = None
+
+
+class SuppressionIn(Schema):
+    value: str = Field(description="an address or an @domain")
+    reason: str = Field("manual", description="unsubscribe, complaint, hard_bounce, soft_bounces or manual")
+    note: str = ""
+
+
+class LiftIn(Schema):
+    value: str
+    note: str = Field(description="the justification (required)")
+
+
+class SuppressionOut(Schema):
+    id: int
+    value: str
+    is_domain: bool
+    action: str
+    reason: str
+    note: str
+    source: str
+    actor: str
+    created_at: datetime
+
+
+class SuppressionAddOut(Schema):
+    entry: SuppressionOut
+    result: StopOut
+
+
+class SuppressionCheckOut(Schema):
+    address: str
+    suppressed: bool
+    why: str = Field(description="the reason of the entry that blocks it, or empty")
+    by: str = Field(description="the entry's value: the address itself or its @domain")
+    since: datetime | None
+    entry: SuppressionOut | None
+
+
+class SuppressionPage(Schema):
+    count: int
+    page: int
+    pages: int
+    items: list[SuppressionOut]
+
+
+class TimelineEventOut(Schema):
+    at: datetime
+    kind: str
+    enrollment: int | None
+    job: int | None
+    version_seen: int | None
+    worker: str
+    data: dict[str, Any]

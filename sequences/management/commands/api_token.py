@@ -1,0 +1,31 @@
+"""Create an API token: printed once, stored as a SHA-256. List and revoke tokens in the admin."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences.api.tokens import api_token_create
+from sequences.models import ApiToken
+from sequences.services import ServiceError
+
+
+class Command(BaseCommand):
+    help = (
+        "Create an API token with the permissions of a UI role and print it once (it is stored hashed; "
+        "a lost token is revoked in the admin and replaced)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="what the token is for, e.g. crm")
+        parser.add_argument("--role", required=True, choices=ApiToken.Role.values)
+        parser.add_argument("--rate", type=int, default=120, help="requests per minute (default 120)")
+
+    def handle(self, *args, name, role, rate, **options):
+        try:
+            row, token = api_token_create(name=name, role=role, rate_per_minute=rate)
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        self.stderr.write(
+            f"token {row.name!r} ({row.role}, {row.rate_per_minute} requests/minute); shown once, keep it now:"
+        )
+        self.stdout.write(token)

@@ -1,0 +1,27 @@
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sequences import services
+
+
+class Command(BaseCommand):
+    help = "Write everything held about a person as JSON (GDPR art. 15): to stdout, or to --output FILE."
+
+    def add_arguments(self, parser):
+        parser.add_argument("email", help="the person's address")
+        parser.add_argument("--output", default="-", help="a file to write (default: stdout)")
+
+    def handle(self, *args, email, output, **options):
+        try:
+            data = services.contact_export(email=email)
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+        if output == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            with open(output, "w", encoding="utf-8") as out:
+                out.write(text + "\n")
+            self.stderr.write(f"wrote {output}")

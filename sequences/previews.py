@@ -1,0 +1,136 @@
+"""A step rendered for one contact, as the operator previews it, and the test message built from it.
+
+Reads only: no send job exists for a preview or a test, so nothing here is
+seen by the final check, the stop paths, the daily cap or the results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+
+from django.template import Context, TemplateSyntaxError
+from django.template.base import Variable, VariableDoesNotExist, VariableNode
+from django.utils import timezone
+
+from .messages import (
+    FALLBACKS,
+    POLICY,
+    POLICY_UTF8,
+    MissingValue,
+    PrepareError,
+    _plain,
+    address_header,
+    compile_template,
+    contact_context,
+    render,
+)
+from .models import Contact, Step
+
+TEST_PREFIX = "[Test] "
+TEST_HEADER = "X-Outreach-Test"
+
+
+@dataclass
+class Preview:
+    subject: str = ""
+    body: str = ""
+    errors: list[str] = field(default_factory=list)  # "Body: missing value for company", one per field
+    fallbacks: list[str] = field(default_factory=list)  # the variables this contact lacks that have a fallback
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _fallbacks_used(text: str, context: dict) -> list[str]:
+    """The variables with a fallback filter that are undefined or empty for this contact."""
+    used = []
+    for node in compile_template(text).nodelist.get_nodes_by_type(VariableNode):
+        expression = node.filter_expression
+        var = expression.var
+        if not isinstance(var, Variable) or var.lookups is None:
+            continue
+        if not any(func in FALLBACKS for func, _ in expression.filters):
+            continue
+        try:
+            value = var.resolve(Context(context))
+        except VariableDoesNotExist:
+            value = None
+        if value is None or (isinstance(value, str) and not value.strip()):
+            used.append(var.var)
+    return used
+
+
+def _first_subject(step: Step) -> str:
+    return step.sequence.steps.filter(position=1).values_list("subject", flat=True).first() or ""
+
+
+def step_preview(*, step: Step, contact: Contact) -> Preview:
+    """Subject and body of *step* for *contact*; each field's error names what is missing or wrong."""
+    context = contact_context(contact)
+    preview = Preview()
+    subject = step.subject
+    if not subject.strip() and step.thread and step.position > 1:
+        subject = "Re: " + _first_subject(step)  # what a threaded follow-up without its own subject gets
+    for label, text in (("Subject", subject), ("Body", step.body)):
+        try:
+            rendered = render(text, context)
+            fallbacks = _fallbacks_used(text, context)
+        except MissingValue as exc:
+            preview.errors.append(
+                f"{label}: {exc} — this contact has no value for it and the template gives "
+                'no fallback (write it as {{ name|default:"…" }})'
+            )
+            continue
+        except TemplateSyntaxError as exc:
+            preview.errors.append(f"{label}: template error: {_plain(exc)}")
+            continue
+        preview.fallbacks += [
+            f"{name} is empty for this contact: the fallback is used"
+            for name in fallbacks
+            if f"{name} is empty for this contact: the fallback is used" not in preview.fallbacks
+        ]
+        if label == "Subject":
+            preview.subject = " ".join(rendered.split())
+        else:
+            preview.body = rendered
+    return preview
+
+
+@dataclass(frozen=True)
+class TestMessage:
+    sender: str
+    recipient: str
+    message_id: str
+    subject: str
+    data: bytes
+
+
+def test_message_build(*, step: Step, contact: Contact, to: str) -> TestMessage:
+    """The step as *contact* would get it, addressed to *to*, subject "[Test] …" and marked in a header."""
+    preview = step_preview(step=step, contact=contact)
+    if not preview.ok:
+        raise PrepareError("; ".join(preview.errors))
+    mailbox = step.sequence.mailbox
+    recipient = address_header("", to)
+    sender = address_header(mailbox.display_name, mailbox.address)
+    msg = EmailMessage(policy=POLICY if recipient.username.isascii() else POLICY_UTF8)
+    msg["From"] = sender
+    msg["To"] = recipient
+    msg["Date"] = format_datetime(timezone.now())
+    # Not one of the sequence's Message-IDs: a reply to a test correlates with no send job.
+    message_id = make_msgid("outreach-test", domain=sender.domain)
+    msg["Message-ID"] = message_id
+    subject = TEST_PREFIX + preview.subject
+    msg["Subject"] = subject
+    msg[TEST_HEADER] = f"step {step.position} of sequence {step.sequence_id}; a test, never counted"
+    msg.set_content(preview.body)
+    try:
+        data = msg.as_bytes()
+    except (ValueError, UnicodeError) as exc:
+        raise PrepareError(f"cannot build the message: {exc}") from None
+    return TestMessage(
+        sender=sender.addr_spec, recipient=recipient.addr_spec, message_id=message_id, subject=subject, data=data
+    )

@@ -1,0 +1,245 @@
+"""Erasure and export of a person (GDPR articles 17 and 15).
+
+Erasure, in one durable transaction: every enrollment of the person is
+stopped through the one stop path (pending jobs canceled, what already left
+counted), then the person's data is removed everywhere it is held — the
+contact's fields and custom fields, inbound mail (raw source, bodies,
+subjects, headers), timeline details, operator-log entries, the suppression
+ledger's entries of the address, provider events, the admin's change log —
+and what stays is a keyed hash of the normalized address in the hashed ledger
+(`ErasedAddress`), which the import and the final check consult, so the
+person is never imported or mailed again. The operator log records the
+erasure without the address.
+
+Rows are kept where other records point at them (jobs, enrollments, events):
+their personal content is blanked, and the address anywhere else in a text or
+JSON column of the product's tables is replaced by "[erased]".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.apps import apps
+from django.contrib.admin.models import LogEntry
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection, models, transaction
+from django.db.models import Q
+from django.forms.models import model_to_dict
+
+from mailboxes.models import InboundMessage, ProviderEvent
+
+from ..locks import enrollments_lock
+from ..models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob, Suppression, TimelineEvent
+from ..selectors import normalize_email
+from ..timeline import Event, event_record
+from .common import ServiceError, operator_log
+from .rotation import enrollment_mailbox
+from .stops import enrollment_stop_locked
+from .suppressions import address_digest
+
+ERASED = "[erased]"
+TEXT_FIELDS = (models.CharField, models.TextField, models.JSONField)  # EmailField and SlugField are CharFields
+
+
+def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
+    """Erase everything held about a person and keep only the keyed hash of the address; durable transaction."""
+    email = normalize_email(email)
+    if "@" not in email:
+        raise ServiceError(f"{email!r} is not an email address")
+    digest = address_digest(email)
+    with transaction.atomic(durable=True):
+        contact = Contact.objects.filter(email=email).first()
+        enrollments = enrollments_lock(Enrollment.objects.filter(contact=contact)) if contact else []
+        stopped = sum(
+            enrollment_stop_locked(e, reason=Enrollment.StopReason.SUPPRESSED, actor=actor, source="erasure").changed
+            for e in enrollments
+        )
+        ErasedAddress.objects.get_or_create(digest=digest)
+        ids = [e.pk for e in enrollments]
+        inbound = _inbound_blank(email, ids)
+        TimelineEvent.objects.filter(Q(email=email) | Q(enrollment_id__in=ids) | Q(job__enrollment_id__in=ids)).update(
+            email="", data={}
+        )
+        Suppression.objects.filter(value=email).delete()
+        ProviderEvent.objects.filter(recipient=email).update(recipient="", raw={}, effect=ERASED)
+        if contact is not None:
+            Contact.objects.filter(pk=contact.pk).update(
+                email=f"erased-{digest[:16]}@erased.invalid",
+                first_name="",
+                last_name="",
+                company="",
+                fields={},
+                timezone="UTC",
+            )
+        replaced = _replace_everywhere(email)
+        result = {
+            "contact": contact.pk if contact else None,
+            "enrollments_stopped": stopped,
+            "enrollments": len(ids),
+            "inbound_blanked": inbound,
+            "mentions_replaced": replaced,
+            "digest": digest[:12],
+        }
+        event_record(kind=Event.CONTACT_ERASED, **result)
+        # The log names the contact's row and the hash's prefix, never the address.
+        operator_log(
+            actor=actor or "system",
+            action="contact_erase",
+            target=f"erased contact #{contact.pk}" if contact else "erased address (no contact)",
+            result=result,
+        )
+        return result
+
+
+def _inbound_blank(email: str, enrollment_ids: list[int]) -> int:
+    """Blank the inbound mail from, to or about the person: raw source, subject, body, headers, addresses."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {InboundMessage._meta.db_table} WHERE position(%s in lower(encode(raw, 'escape'))) > 0",
+            [email],
+        )
+        mentioning = [row[0] for row in cursor.fetchall()]
+    rows = InboundMessage.objects.filter(
+        Q(enrollment_id__in=enrollment_ids)
+        | Q(job__enrollment_id__in=enrollment_ids)
+        | Q(from_address=email)
+        | Q(recipients__contains=[email])
+        | Q(pk__in=mentioning)
+    )
+    return rows.update(
+        raw=b"",
+        raw_truncated=False,
+        subject="",
+        from_address="",
+        from_name="",
+        headers={},
+        recipients=[],
+        classification_reason="",
+        reply_text="",
+        effect=ERASED,
+        parse_error="",
+    )
+
+
+def _replace_everywhere(email: str) -> int:
+    """Replace the address in every text and JSON column of the product's tables (and the admin log)."""
+    pattern = "".join(c if c.isalnum() else "\\" + c for c in email)
+    replaced = 0
+    targets = [*apps.get_app_config("sequences").get_models(), *apps.get_app_config("mailboxes").get_models(), LogEntry]
+    with connection.cursor() as cursor:
+        for model in targets:
+            if model is ErasedAddress:
+                continue
+            table = connection.ops.quote_name(model._meta.db_table)
+            for field in model._meta.concrete_fields:
+                if not isinstance(field, TEXT_FIELDS):
+                    continue
+                column = connection.ops.quote_name(field.column)
+                if isinstance(field, models.JSONField):
+                    value, cast = f"{column}::text", "::jsonb"
+                else:
+                    value, cast = column, ""
+                cursor.execute(
+                    f"UPDATE {table} SET {column} = regexp_replace({value}, %s, %s, 'gi'){cast} WHERE {value} ~* %s",
+                    [pattern, ERASED, pattern],
+                )
+                replaced += cursor.rowcount
+    return replaced
+
+
+# --- export (article 15) ----------------------------------------------------------------------
+
+
+def contact_export(*, email: str) -> dict[str, Any]:
+    """Everything held about a person, as JSON-ready data (reads only)."""
+    email = normalize_email(email)
+    contact = Contact.objects.filter(email=email).first()
+    if contact is None:
+        raise ServiceError(f"no contact {email}")
+    enrollments = list(Enrollment.objects.filter(contact=contact).select_related("mailbox", "sequence__mailbox"))
+    ids = [e.pk for e in enrollments]
+    jobs = SendJob.objects.filter(enrollment_id__in=ids).select_related("step").order_by("id")
+    events = TimelineEvent.objects.filter(Q(email=email) | Q(enrollment_id__in=ids)).order_by("at", "id")
+    inbound = InboundMessage.objects.filter(
+        Q(enrollment_id__in=ids) | Q(from_address=email) | Q(recipients__contains=[email])
+    ).order_by("id")
+    mentions = re.escape(email)
+    return _plain(
+        {
+            "address": email,
+            "contact": model_to_dict(contact) | {"created_at": contact.created_at},
+            "enrollments": [
+                {
+                    "id": e.pk,
+                    "sequence": e.sequence.name,
+                    "mailbox": enrollment_mailbox(e).name,
+                    "status": e.status,
+                    "stop_reason": e.stop_reason,
+                    "stopped_at": e.stopped_at,
+                    "created_at": e.created_at,
+                }
+                for e in enrollments
+            ],
+            "messages": [
+                {
+                    "id": j.pk,
+                    "enrollment": j.enrollment_id,
+                    "step": j.step.position,
+                    "state": j.state,
+                    "scheduled_at": j.scheduled_at,
+                    "submitted_at": j.submitted_at,
+                    "message_id": j.message_id,
+                    "server_reply": j.smtp_reply,
+                    "error": j.error,
+                }
+                for j in jobs
+            ],
+            "timeline": [
+                {"at": e.at, "kind": e.kind, "enrollment": e.enrollment_id, "job": e.job_id, "data": e.data}
+                for e in events
+            ],
+            "inbound": [
+                {
+                    "id": m.pk,
+                    "mailbox": m.mailbox.name,
+                    "received": m.internaldate,
+                    "kind": m.kind,
+                    "from": m.from_address,
+                    "from_name": m.from_name,
+                    "subject": m.subject,
+                    "headers": m.headers,
+                    "text": m.reply_text,
+                    "effect": m.effect,
+                    "raw": bytes(m.raw).decode("utf-8", "replace"),
+                }
+                for m in inbound.select_related("mailbox")
+            ],
+            "suppressions": [
+                {
+                    "value": s.value,
+                    "action": s.action,
+                    "reason": s.reason,
+                    "note": s.note,
+                    "source": s.source,
+                    "at": s.created_at,
+                }
+                for s in Suppression.objects.filter(value=email).order_by("id")
+            ],
+            "provider_events": [
+                {"provider": p.provider, "type": p.event_type, "at": p.occurred_at, "effect": p.effect}
+                for p in ProviderEvent.objects.filter(recipient=email).order_by("id")
+            ],
+            "operator_log": [
+                {"at": a.at, "actor": a.actor, "action": a.action, "target": a.target, "result": a.result}
+                for a in OperatorAction.objects.filter(target__iregex=mentions).order_by("at", "id")
+            ],
+        }
+    )
+
+
+def _plain(data: dict[str, Any]) -> dict[str, Any]:
+    """Dates and other values as JSON text would carry them."""
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))

@@ -1,0 +1,112 @@
+"""Out-of-office holds: an auto-reply that states a return date holds the person's live jobs until the day after.
+
+Not sending on into an empty office, and not pausing forever either: every
+live job of the person (every active enrollment, in every sequence and
+mailbox) that is not yet past the final check gets a later `scheduled_at`, so
+the dispatcher and the final check keep their authority when it comes due.
+Without a stated date the hold lasts `OUTREACH_OOO_HOLD_DAYS`; a date further
+out than `OUTREACH_OOO_MAX_HOLD_DAYS` is held for that maximum (the answer
+comes from a stranger). The hold, the parsed date and the sentence it came
+from are recorded in the timeline. Called by ingestion only for an auto-reply
+correlated to a message we sent; lock order as every stop: the person's
+enrollments (ascending id), then their jobs.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+
+from mailboxes.classify.mime import parse_for_classify
+from mailboxes.classify.quotes import extract_reply_text
+from mailboxes.classify.return_date import ReturnDate, return_date
+from mailboxes.classify.text import body_text
+from mailboxes.models import InboundMessage
+
+from ..dbclock import db_now, iso
+from ..locks import enrollments_lock
+from ..models import Enrollment, SendJob
+from ..states import job_move
+from ..timeline import Event, event_record
+
+S = SendJob.State
+HOLDABLE = (S.SCHEDULED, S.QUEUED, S.CLAIMED)  # not past the final check; each edge leads back to scheduled
+
+
+def person_hold_for_auto_reply(*, inbound_id: int, addresses: list[str], source: str) -> str:
+    """Hold the live jobs of the people an auto-reply answers for; requires the recording transaction.
+
+    Returns what was done, in words, for the inbound ledger.
+    """
+    row = InboundMessage.objects.get(pk=inbound_id)
+    received = row.internaldate or db_now()
+    found = return_date(_answer_text(row), received=received.date())
+    done = []
+    for enrollment in enrollments_lock(
+        Enrollment.objects.filter(contact__email__in=addresses, status=Enrollment.Status.ACTIVE)
+    ):
+        until = hold_until(found, received=received, tz=enrollment.contact.timezone)
+        held = _hold_jobs(enrollment, until=until, found=found, source=source)
+        event_record(
+            kind=Event.OUT_OF_OFFICE_HOLD,
+            email=enrollment.contact.email,
+            enrollment=enrollment,
+            version_seen=enrollment.version,
+            return_date=found.date.isoformat() if found else "",
+            sentence=found.sentence if found else "",
+            until=iso(until),
+            held=held,
+            source=source,
+        )
+        done.append(held)
+    stated = f"back on {found.date:%Y-%m-%d} (\u201c{found.sentence}\u201d)" if found else "no return date stated"
+    if not done:
+        return f"auto-reply recorded ({stated}); no active enrollment to hold"
+    until_words = f"{hold_until(found, received=received, tz='UTC'):%Y-%m-%d}"
+    return (
+        f"auto-reply: {stated}; {sum(done)} job{'' if sum(done) == 1 else 's'} held until {until_words} "
+        f"in {len(done)} enrollment{'' if len(done) == 1 else 's'}"
+    )
+
+
+def hold_until(found: ReturnDate | None, *, received: datetime, tz: str) -> datetime:
+    """The start of the day after the return date, in the person's time zone (or the default hold, capped)."""
+    try:
+        zone = ZoneInfo(tz or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = ZoneInfo("UTC")
+    today = received.astimezone(zone).date()
+    latest = today + timedelta(days=settings.OUTREACH_OOO_MAX_HOLD_DAYS)
+    day: date = found.date + timedelta(days=1) if found else today + timedelta(days=settings.OUTREACH_OOO_HOLD_DAYS)
+    return datetime.combine(min(max(day, today), latest), time(0), tzinfo=zone)
+
+
+def _hold_jobs(enrollment: Enrollment, *, until: datetime, found: ReturnDate | None, source: str) -> int:
+    held = 0
+    jobs = SendJob.objects.filter(enrollment=enrollment, state__in=HOLDABLE, scheduled_at__lt=until)
+    for job in jobs.select_related("step"):
+        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        # A worker may claim the job meanwhile (claiming takes no enrollment lock): reload and move it back; it
+        # cannot authorize while we hold the enrollment, and its authorize then finds the version moved.
+        while job.state in HOLDABLE:
+            if job_move(
+                job=job,
+                to=S.SCHEDULED,
+                event=Event.JOB_HELD_OUT_OF_OFFICE,
+                fields={"scheduled_at": until, "worker_id": "", "lease_until": None},
+                until=iso(until),
+                return_date=found.date.isoformat() if found else "",
+                source=source,
+            ):
+                held += 1
+                break
+            job.refresh_from_db(fields=["state", "version"])
+    return held
+
+
+def _answer_text(row: InboundMessage) -> str:
+    """The auto-reply's own words: subject and body without the quoted message we sent (it may name dates)."""
+    body = body_text(parse_for_classify(bytes(row.raw))) if row.raw else ""
+    return f"{row.subject}\n{extract_reply_text(body) or body}"

@@ -1,0 +1,176 @@
+"""What will send when: the next send time of each live job, and why it waits, in sentences.
+
+Display only: the final check decides at send time (`services.sending`), and
+nothing here is read back by it. The reasons follow its order: the sequence,
+enrollment or mailbox paused, the mailbox blocked, the wait after the previous
+step, the sending window, the daily cap. Queries: the jobs, the previous
+steps' send times of those jobs (one query), one cap count per mailbox.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from ..labels import duration_words, reason_sentence, stamp
+from ..models import Enrollment, SendJob, Sequence
+from ..services.rotation import enrollment_mailbox, sends_counted
+from ..states import LIVE
+from ..window import DAYS, local_and_utc, mailbox_next_open, mailbox_window_zone
+
+S = SendJob.State
+E = Enrollment.Status
+
+
+@dataclass
+class SendWhen:
+    job: SendJob
+    when: str  # "2026-12-02 09:00:00.000 UTC", or "now"
+    reasons: list[str] = field(default_factory=list)
+    details: str = ""  # worker id, version: behind a "details" toggle
+
+
+def window_words(mailbox, zone: str = "") -> str:
+    """ "Mon, Tue 09:00–17:00 Europe/Berlin", or "any time" for a mailbox without a window."""
+    days = "every day"
+    if mailbox.window_days.strip():
+        days = ", ".join(
+            DAYS[i].capitalize()
+            for i in sorted({DAYS.index(d.strip().lower()[:3]) for d in mailbox.window_days.split(",")})
+        )
+    if not mailbox.window_start and not mailbox.window_days.strip():
+        return "any time"
+    hours = f" {mailbox.window_start:%H:%M}–{mailbox.window_end:%H:%M}" if mailbox.window_start else ""
+    return f"{days}{hours} {zone or mailbox.window_timezone}"
+
+
+def _cap_state(mailbox, now: datetime) -> tuple[int, datetime | None]:
+    """(messages in the last 24 hours, when the oldest of them leaves the window): the final check's count."""
+    recent = sends_counted(mailbox.pk, now=now)
+    n = recent.count()
+    oldest = recent.order_by("authorized_at").values_list("authorized_at", flat=True).first() if n else None
+    return n, oldest
+
+
+def _held_by(job: SendJob) -> list[str]:
+    """Reasons that hold every job of the enrollment, whatever its time."""
+    enrollment, sequence = job.enrollment, job.enrollment.sequence
+    mailbox = enrollment_mailbox(enrollment)
+    held = []
+    if sequence.status != Sequence.Status.ACTIVE:
+        held.append(reason_sentence("sequence_paused") + " Nothing of it is sent until it is resumed.")
+    if enrollment.status == E.PAUSED:
+        held.append(reason_sentence("enrollment_paused") + " Its emails wait until it is resumed.")
+    if mailbox.paused:
+        held.append(reason_sentence("mailbox_paused") + " Nothing leaves it until it is resumed.")
+    if mailbox.blocked_at is not None:
+        probe = f" The next connection check is at {stamp(mailbox.next_probe_at)}." if mailbox.next_probe_at else ""
+        held.append(
+            f"{reason_sentence('mailbox_blocked')} Since {stamp(mailbox.blocked_at)}: {mailbox.blocked_reason}.{probe}"
+        )
+    return held
+
+
+def send_when_rows(jobs, *, limit: int = 50) -> tuple[list[SendWhen], int]:
+    """(rows for the first *limit* live jobs by send time, how many live jobs there are in all)."""
+    live = jobs.filter(state__in=LIVE)
+    total = live.count()
+    page = list(
+        live.select_related(
+            "step", "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox"
+        ).order_by("scheduled_at", "id")[:limit]
+    )
+    previous = {
+        (e, p): at
+        for e, p, at in SendJob.objects.filter(
+            enrollment_id__in={j.enrollment_id for j in page},
+            state__in=(S.SUBMITTED, S.ACCEPTED),
+        ).values_list("enrollment_id", "step__position", "submitted_at")
+    }
+    now = timezone.now()
+    caps = {}
+    rows = []
+    for job in page:
+        mailbox = enrollment_mailbox(job.enrollment)
+        if mailbox.pk not in caps:
+            caps[mailbox.pk] = _cap_state(mailbox, now)
+        rows.append(
+            _row(
+                job, now=now, sent_before=previous.get((job.enrollment_id, job.step.position - 1)), cap=caps[mailbox.pk]
+            )
+        )
+    return rows, total
+
+
+def _row(job: SendJob, *, now: datetime, sent_before: datetime | None, cap: tuple[int, datetime | None]) -> SendWhen:
+    details = f"job {job.pk}, version {job.version}" + (f", worker {job.worker_id}" if job.worker_id else "")
+    if job.state == S.QUEUED:
+        return SendWhen(job, "now", ["Queued: a worker sends it in a moment, after the final check."], details)
+    if job.state == S.CLAIMED:
+        return SendWhen(
+            job, "now", ["A worker is preparing it now; the final check comes right before it leaves."], details
+        )
+    if job.state == S.AUTHORIZED:
+        return SendWhen(
+            job, "now", ["It passed the final check and is being handed to the mail server — cannot recall."], details
+        )
+    held = _held_by(job)
+    reasons = list(held)
+    due = max(job.scheduled_at, now)
+    step = job.step
+    if sent_before and step.wait_seconds and sent_before + timedelta(seconds=step.wait_seconds) > now:
+        reasons.append(
+            f"Waits {duration_words(step.wait_seconds)} after step {step.position - 1} was sent ({stamp(sent_before)})."
+        )
+    elif job.scheduled_at > now and job.error:
+        reasons.append(f"A retry after a temporary error: {job.error}")
+    mailbox = enrollment_mailbox(job.enrollment)
+    contact_zone = job.enrollment.contact.timezone
+    opening = mailbox_next_open(due, mailbox=mailbox, contact_zone=contact_zone)
+    if opening is not None:
+        zone = mailbox_window_zone(mailbox, contact_zone)
+        reasons.append(
+            f"{reason_sentence('outside_sending_window')} ({window_words(mailbox, zone)}): it waits until the window "
+            "opens."
+        )
+        due = opening
+    sent, oldest = cap
+    if sent >= mailbox.daily_cap and oldest is not None:
+        free = oldest + timedelta(days=1, seconds=1)
+        reasons.append(
+            f"{reason_sentence('daily_cap_reached')} ({sent} of {mailbox.daily_cap} in the last 24 hours): "
+            f"the next slot opens at {stamp(free)}."
+        )
+        due = max(due, free)
+    if not reasons:
+        reasons.append(
+            "Due now: the next dispatcher pass sends it, after the final check."
+            if due <= now
+            else f"Scheduled for {stamp(due)}."
+        )
+    if held:
+        when = "on hold"
+    elif due <= now:
+        when = "now"
+    else:  # the contact's local time first, then UTC
+        local, utc = local_and_utc(due, mailbox_window_zone(mailbox, contact_zone))
+        when = utc if local == utc else f"{local} ({utc})"
+    return SendWhen(job, when, reasons, details)
+
+
+def idle_reason(*, sequence: Sequence, enrollment: Enrollment | None = None) -> str:
+    """Why nothing is on its way, when nothing is: the pause or the end that explains it, or ''."""
+    if enrollment is not None and enrollment.status == E.COMPLETED:
+        return "this person got every step"
+    if enrollment is not None and enrollment.status == E.STOPPED:
+        return f"stopped — {reason_sentence(enrollment.stop_reason).rstrip('.').lower()}"
+    if sequence.status != Sequence.Status.ACTIVE:
+        return "the sequence is paused; resuming it schedules the next step of each active person"
+    if enrollment is not None and enrollment.status == E.PAUSED:
+        return "the enrollment is paused; resuming it schedules its next step"
+    mailbox = enrollment_mailbox(enrollment) if enrollment is not None else sequence.mailbox
+    if mailbox.paused:
+        return "the mailbox is paused; resuming it schedules the next steps"
+    return ""

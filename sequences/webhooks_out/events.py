@@ -1,0 +1,93 @@
+"""Which timeline events a webhook receiver hears about, under which name, with which data.
+
+Pure: a timeline event (kind, email, ids, data) in, a webhook event type and
+its `data` out, or None. Only events tied to a message we sent become
+`contact.replied`, `message.bounced` and `message.complained` (ingestion
+records the correlated job; uncorrelated mail has none and stays silent).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from ..labels import stop_summary_lines
+from ..timeline import Event
+
+
+class WebhookEvent(StrEnum):
+    CONTACT_REPLIED = "contact.replied"
+    ENROLLMENT_STOPPED = "enrollment.stopped"
+    MESSAGE_SUBMITTED = "message.submitted"
+    MESSAGE_BOUNCED = "message.bounced"
+    MESSAGE_COMPLAINED = "message.complained"
+    CONTACT_UNSUBSCRIBED = "contact.unsubscribed"
+    MAILBOX_BLOCKED = "mailbox.blocked"
+    # Written by the mailbox guardrails (timeline kind "mailbox_paused_by_guardrail"); known here so that
+    # endpoints can subscribe before the first one happens.
+    MAILBOX_PAUSED_BY_GUARDRAIL = "mailbox.paused_by_guardrail"
+
+
+GUARDRAIL_KIND = "mailbox_paused_by_guardrail"
+# Timeline kinds that may become a webhook event: anything else is skipped without a query.
+KINDS = frozenset(
+    {
+        Event.INBOUND_RECEIVED,
+        Event.ENROLLMENT_STOPPED,
+        Event.JOB_SUBMITTED,
+        Event.PROVIDER_EVENT,
+        Event.SUPPRESSION_ADDED,
+        Event.MAILBOX_BLOCKED,
+        GUARDRAIL_KIND,
+    }
+)
+INBOUND_EVENT = {
+    "human_reply": WebhookEvent.CONTACT_REPLIED,
+    "bounce": WebhookEvent.MESSAGE_BOUNCED,
+    "complaint": WebhookEvent.MESSAGE_COMPLAINED,
+}
+PROVIDER_EVENT = {"bounced": WebhookEvent.MESSAGE_BOUNCED, "complained": WebhookEvent.MESSAGE_COMPLAINED}
+
+
+def webhook_event_for(
+    kind: str, *, email: str, enrollment_id: int | None, job_id: int | None, data: dict[str, Any]
+) -> tuple[WebhookEvent, dict[str, Any]] | None:
+    """The webhook event a timeline event becomes, with its data; None when receivers do not hear of it."""
+    ids = {"email": email, "enrollment_id": enrollment_id, "job_id": job_id}
+    if kind == Event.INBOUND_RECEIVED:
+        event = INBOUND_EVENT.get(data.get("classified", ""))
+        if event is None or job_id is None:
+            return None
+        keep = ("inbound", "internaldate", "bounce_type", "rule", "message_id", "mailbox")
+        return event, ids | {k: data.get(k, "") for k in keep}
+    if kind == Event.PROVIDER_EVENT:
+        event = PROVIDER_EVENT.get(data.get("event_type", ""))
+        if event is None or job_id is None:
+            return None
+        return event, ids | {k: data.get(k, "") for k in ("provider", "event_id", "occurred_at", "effect")}
+    if kind == Event.ENROLLMENT_STOPPED:
+        from ..services.common import StopSummary  # the services import the timeline: import at use
+
+        summary = StopSummary(
+            canceled=data.get("canceled", 0), in_flight=data.get("in_flight", 0), submitted=data.get("submitted", 0)
+        )
+        return WebhookEvent.ENROLLMENT_STOPPED, ids | {
+            "reason": data.get("reason", ""),
+            "source": data.get("source", ""),
+            "canceled": summary.canceled,
+            "in_flight": summary.in_flight,
+            "already_submitted": summary.submitted,
+            "summary": stop_summary_lines(summary),
+        }
+    if kind == Event.JOB_SUBMITTED:
+        return WebhookEvent.MESSAGE_SUBMITTED, ids | {"step": data.get("step")}
+    if kind == Event.SUPPRESSION_ADDED:
+        if data.get("reason") != "unsubscribe" or email.startswith("@"):
+            return None
+        return WebhookEvent.CONTACT_UNSUBSCRIBED, ids | {"source": data.get("source", "")}
+    if kind == Event.MAILBOX_BLOCKED:
+        return WebhookEvent.MAILBOX_BLOCKED, {"mailbox": data.get("mailbox", ""), "reason": data.get("reason", "")}
+    if kind == GUARDRAIL_KIND:
+        # The mailbox, the reason in words and the figures the guardrail decided on.
+        return WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL, dict(data)
+    return None

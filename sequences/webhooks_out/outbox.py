@@ -1,0 +1,40 @@
+"""The outbox: one delivery row per subscribed endpoint, written in the transaction of the timeline event.
+
+Called from exactly one place, `sequences.timeline.event_record`, so every
+event the product records is considered and none is sent from inside a
+transaction: the rows are enqueued for delivery only after commit, and a lost
+RQ job is picked up again by the periodic `webhooks_due` pass (the row, not
+Redis, is the record).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+
+from ..models import TimelineEvent, WebhookDelivery, WebhookEndpoint
+from ..queues import enqueue_webhook_deliveries
+from .events import KINDS, webhook_event_for
+
+
+def outbox_write(event: TimelineEvent) -> list[int]:
+    """Write a delivery for each active endpoint subscribed to what `event` becomes; requires the transaction."""
+    if event.kind not in KINDS:
+        return []
+    found = webhook_event_for(
+        event.kind, email=event.email, enrollment_id=event.enrollment_id, job_id=event.job_id, data=event.data
+    )
+    if found is None:
+        return []
+    event_type, data = found
+    endpoints = [e for e in WebhookEndpoint.objects.filter(active=True) if event_type in e.event_types]
+    if not endpoints:
+        return []
+    body = json.dumps({"id": f"evt_{event.pk}", "type": event_type.value, "data": data}, sort_keys=True, default=str)
+    deliveries = WebhookDelivery.objects.bulk_create(
+        [WebhookDelivery(endpoint=e, event=event, event_type=event_type.value, body=body) for e in endpoints]
+    )
+    ids = [d.pk for d in deliveries]
+    transaction.on_commit(lambda: enqueue_webhook_deliveries(ids))
+    return ids

@@ -1,0 +1,117 @@
+"""Every API endpoint x {no token, bad token, staff, operator, admin}, from one table, against the live server.
+
+A role has through the API exactly the permissions its UI group has
+(tests/ui/test_permissions.py): staff read, operators also pause, resume,
+stop and enroll, admins also manage the suppression ledger. No token or a
+bad one is 401, a role without the permission 403, both in JSON.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.urls import URLPattern
+
+from sequences.api.main import api
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NONE, BAD, ST, OP, AD = "no token", "bad token", "staff", "operator", "admin"
+ROLES = (NONE, BAD, ST, OP, AD)
+
+
+def read(ok: int = 200) -> dict:
+    return {NONE: 401, BAD: 401, ST: ok, OP: ok, AD: ok}
+
+
+def operate(ok: int = 200) -> dict:
+    return {NONE: 401, BAD: 401, ST: 403, OP: ok, AD: ok}
+
+
+def manage(ok: int = 201) -> dict:
+    return {NONE: 401, BAD: 401, ST: 403, OP: 403, AD: ok}
+
+
+def new_contact(w: dict) -> dict:
+    return {"email": "fresh@example.com", "first_name": "Fresh"}
+
+
+# (operation name, method, path from the world, body from the world, expected status per role)
+TABLE = [
+    ("contact_upsert", "POST", lambda w: "/api/v1/contacts", new_contact, operate(201)),
+    ("contact_search", "GET", lambda w: "/api/v1/contacts?q=active", None, read()),
+    ("contact_get", "GET", lambda w: "/api/v1/contacts/active@example.com", None, read()),
+    ("enrollment_create", "POST", lambda w: "/api/v1/enrollments",
+     lambda w: {"sequence_id": w["sequence"].pk, "email": "fresh@example.com"}, operate(201)),
+    ("enrollment_list", "GET", lambda w: f"/api/v1/enrollments?sequence_id={w['sequence'].pk}&status=active", None,
+     read()),
+    ("enrollment_bulk", "POST", lambda w: "/api/v1/enrollments/bulk",
+     lambda w: {"sequence_id": w["sequence"].pk, "contacts": [{"email": "bulk@example.com"}]}, operate(202)),
+    ("enrollment_bulk_status", "GET", lambda w: f"/api/v1/enrollments/bulk/{w['bulk'].pk}", None, read()),
+    ("enrollment_get", "GET", lambda w: f"/api/v1/enrollments/{w['active'].pk}", None, read()),
+    ("enrollment_pause", "POST", lambda w: f"/api/v1/enrollments/{w['active'].pk}/pause", None, operate()),
+    ("enrollment_resume", "POST", lambda w: f"/api/v1/enrollments/{w['paused'].pk}/resume", None, operate()),
+    ("enrollment_stop", "POST", lambda w: f"/api/v1/enrollments/{w['active'].pk}/stop", None, operate()),
+    ("sequence_list", "GET", lambda w: "/api/v1/sequences", None, read()),
+    ("sequence_get", "GET", lambda w: f"/api/v1/sequences/{w['sequence'].pk}", None, read()),
+    ("sequence_pause", "POST", lambda w: f"/api/v1/sequences/{w['sequence'].pk}/pause", None, operate()),
+    ("sequence_resume", "POST", lambda w: f"/api/v1/sequences/{w['sequence'].pk}/resume", None, operate()),
+    ("suppression_add", "POST", lambda w: "/api/v1/suppressions",
+     lambda w: {"value": "gone@example.com", "reason": "manual", "note": "asked by phone"}, manage()),
+    ("suppression_lift", "POST", lambda w: "/api/v1/suppressions/lift",
+     lambda w: {"value": "blocked@example.com", "note": "asked to hear from us again"}, manage()),
+    ("suppression_check", "GET", lambda w: "/api/v1/suppressions/check?address=blocked@example.com", None, read()),
+    ("suppression_list", "GET", lambda w: "/api/v1/suppressions?page=1&per_page=10", None, read()),
+    ("timeline", "GET", lambda w: "/api/v1/timeline/active@example.com", None, read()),
+]
+CASES = [
+    pytest.param(name, method, path, body, role, expected[role], id=f"{name}-{role}")
+    for (name, method, path, body, expected), role in itertools.product(TABLE, ROLES)
+]
+
+
+def operations() -> dict[str, object]:
+    """Every operation of the API by its function name (the view ninja calls, inside our permission check)."""
+    found = {}
+    for router in (r for _, r in api._routers):
+        for path_view in router.path_operations.values():
+            for operation in path_view.operations:
+                found[operation.view_func.__name__] = operation.view_func
+    return found
+
+
+def test_the_table_covers_every_api_operation_and_each_checks_a_permission():
+    ops = operations()
+    assert set(ops) == {name for name, *_ in TABLE}
+    assert all(getattr(view, "required_perm", "") for view in ops.values())
+    assert len(CASES) == len(TABLE) * len(ROLES) == 100
+    assert all(isinstance(p, URLPattern) for p in api.urls[0])
+
+
+@pytest.fixture
+def matrix_world(world, tokens):
+    from sequences.api.bulk import bulk_enrollment_submit
+
+    bulk = bulk_enrollment_submit(sequence_id=world["sequence"].pk, contacts=[{"email": "b@example.com"}],
+                                  update_contacts=False, token_id=None)
+    return world | {"bulk": bulk}
+
+
+@pytest.mark.parametrize(("name", "method", "path", "body", "role", "expected"), CASES)
+def test_api_permission_matrix(api, matrix_world, name, method, path, body, role, expected):
+    from sequences.models import Enrollment
+
+    client = api(None, token="otk_00000000_not-a-token" if role == BAD else None) if role in (NONE, BAD) \
+        else api(role)
+    before = list(Enrollment.objects.order_by("id").values_list("id", "status"))
+    url = path(matrix_world)
+    response = client.get(url) if method == "GET" else client.post(url, body(matrix_world) if body else None)
+    assert response.status_code == expected, (response.status_code, response.text[:500])
+    assert response.headers["Content-Type"].startswith("application/json")
+    assert "detail" in response.json() if expected >= 400 else True
+    if expected in (401, 403):
+        # Refused means nothing happened: no enrollment changed or appeared.
+        assert list(Enrollment.objects.order_by("id").values_list("id", "status")) == before
+    if expected == 403:
+        assert "role" in response.json()["detail"]

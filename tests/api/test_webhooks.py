@@ -1,0 +1,156 @@
+"""Outbound webhooks: a reply ingested through Dovecot reaches a local receiver as a signed `contact.replied`.
+
+The outbox row is written in the ingestion's transaction, enqueued after
+commit, sent by an RQ worker with no transaction open, and sent again after
+the receiver answered 500 (the periodic pass enqueues the due retry).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+
+import pytest
+
+from mailboxes.ingest.poll import mailbox_poll
+from proving.harness import mails
+from sequences import services
+from sequences.models import TimelineEvent, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from sequences.tasks import webhooks_due
+from sequences.webhooks_out.events import WebhookEvent
+from sequences.webhooks_out.signing import HEADER, signature_valid
+from tests.api.conftest import work
+from tests.api.receiver import Receiver
+from tests.mailboxes.test_ingest import send_first_step
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SECRET_ENV, SECRET = "OUTREACH_SECRET_TEST_WEBHOOK", "whsec-test-0123456789"
+
+
+@pytest.fixture
+def receiver():
+    with Receiver() as server:
+        yield server
+
+
+@pytest.fixture
+def endpoint(receiver, monkeypatch, settings, redis_db):
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    settings.OUTREACH_WEBHOOK_RETRY_BASE_SECONDS = 0  # the retry is due at once (the backoff has its own test)
+    return WebhookEndpoint.objects.create(url=receiver.url, secret_env=SECRET_ENV,
+                                          event_types=[e.value for e in WebhookEvent])
+
+
+def deliveries(event_type: str) -> list[WebhookDelivery]:
+    return list(WebhookDelivery.objects.filter(event_type=event_type).order_by("id"))
+
+
+def test_a_reply_through_dovecot_is_delivered_signed_and_again_after_a_500(imap_mailbox, dovecot, receiver,
+                                                                            endpoint):
+    enrollment, job = send_first_step(imap_mailbox)
+    work()  # message.submitted
+    receiver.answers = [500]  # the receiver fails once
+    receiver.received.clear()
+    dovecot.append("alice", "INBOX", mails.reply(to_message_id=job.message_id))
+    mailbox_poll(mailbox_id=imap_mailbox.pk)
+
+    (delivery,) = deliveries("contact.replied")
+    inbound_event = TimelineEvent.objects.get(kind="inbound_received")
+    assert delivery.event_id == inbound_event.pk  # written with the event, in its transaction
+    work()  # the first try: 500
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts, delivery.last_status) == ("pending", 1, 500)
+
+    assert webhooks_due() >= 1  # the periodic pass finds the due retry
+    work()
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts, delivery.last_status) == ("delivered", 2, 200)
+    assert list(WebhookAttempt.objects.filter(delivery=delivery).order_by("id").values_list("status_code", flat=True)
+                ) == [500, 200]
+
+    replied = [r for r in receiver.received if r.headers.get("Outreach-Event") == "contact.replied"]
+    assert [r.answered for r in replied] == [500, 200]
+    for request in replied:
+        # Checked as a receiver would, independently of our signing code: HMAC-SHA256 over "<t>.<body>".
+        parts = dict(p.split("=", 1) for p in request.headers[HEADER].split(","))
+        expected = hmac.new(SECRET.encode(), parts["t"].encode() + b"." + request.body, hashlib.sha256).hexdigest()
+        assert hmac.compare_digest(parts["v1"], expected) and abs(time.time() - int(parts["t"])) < 300
+        assert signature_valid(header=request.headers[HEADER], secret=SECRET, body=request.body, now=int(time.time()))
+        assert not signature_valid(header=request.headers[HEADER], secret="wrong", body=request.body,
+                                   now=int(time.time()))
+        assert not signature_valid(header=request.headers[HEADER], secret=SECRET, body=request.body + b" ",
+                                   now=int(time.time()))
+    payload = json.loads(replied[-1].body)
+    assert payload["type"] == "contact.replied" and payload["id"] == f"evt_{inbound_event.pk}"
+    assert payload["data"].items() >= {"email": "ada@example.com", "enrollment_id": enrollment.pk, "job_id": job.pk,
+                                       "rule": "in_reply_to"}.items()
+
+    # The reply stopped the enrollment: enrollment.stopped says what was canceled and what had already left.
+    (stopped,) = deliveries("enrollment.stopped")
+    data = json.loads(stopped.body)["data"]
+    assert (data["reason"], data["canceled"], data["already_submitted"]) == ("replied", 1, 1)
+    assert "1 job handed off earlier (submitted before this stop) — cannot recall" in data["summary"]
+    assert deliveries("message.submitted")[0].state == "delivered"
+
+
+def test_nothing_is_sent_for_mail_that_names_no_message_of_ours(imap_mailbox, dovecot, receiver, endpoint):
+    send_first_step(imap_mailbox)
+    receiver.received.clear()
+    WebhookDelivery.objects.all().delete()
+    dovecot.append("alice", "INBOX", mails.reply(to_message_id="<not-ours@elsewhere.example>",
+                                                 sender="stranger@example.org"))
+    mailbox_poll(mailbox_id=imap_mailbox.pk)
+    work()
+    assert not WebhookDelivery.objects.exists() and receiver.received == []
+
+
+def test_an_endpoint_hears_only_its_event_types_and_an_event_waits_for_commit(world, receiver, endpoint):
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(event_types=["contact.unsubscribed"])
+    services.enrollment_stop(enrollment_id=world["active"].pk, reason="operator", actor="t")
+    services.suppression_add(value="someone@example.com", reason="unsubscribe", source="t")
+    services.suppression_add(value="@example.net", reason="unsubscribe", source="t")  # a domain: nobody unsubscribed
+    assert [d.event_type for d in WebhookDelivery.objects.all()] == ["contact.unsubscribed"]
+    work()
+    assert [json.loads(r.body)["data"]["email"] for r in receiver.received] == ["someone@example.com"]
+
+
+def test_retries_back_off_and_give_up_after_a_day(world, receiver, endpoint, settings):
+    from datetime import timedelta
+
+    from sequences.webhooks_out.deliver import backoff_seconds, webhook_deliver
+
+    settings.OUTREACH_WEBHOOK_RETRY_BASE_SECONDS = 30
+    assert [backoff_seconds(n) for n in (1, 2, 3, 8, 20)] == [30, 60, 120, 3600, 3600]
+    receiver.answers = [503] * 10
+    services.suppression_add(value="late@example.com", reason="unsubscribe", source="t")
+    (delivery,) = WebhookDelivery.objects.all()
+    assert "retry in 30 s" in webhook_deliver(delivery_id=delivery.pk)
+    assert "not due" in webhook_deliver(delivery_id=delivery.pk)  # its retry is not due yet: nothing sent
+    assert len(receiver.received) == 1
+    # A day later the next failure is the last one.
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(created_at=delivery.created_at - timedelta(days=1),
+                                                          next_attempt_at=delivery.created_at - timedelta(days=1))
+    assert "gave up after 2 attempts" in webhook_deliver(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.state == "gave_up" and webhooks_due() == 0
+
+
+def test_a_delivery_without_its_secret_is_not_sent(world, receiver, endpoint, monkeypatch):
+    from sequences.webhooks_out.deliver import webhook_deliver
+
+    monkeypatch.delenv(SECRET_ENV)
+    services.suppression_add(value="nosecret@example.com", reason="unsubscribe", source="t")
+    (delivery,) = WebhookDelivery.objects.all()
+    assert "no signing secret" in webhook_deliver(delivery_id=delivery.pk)
+    assert receiver.received == []
+
+
+def test_the_guardrail_pause_is_a_known_event_with_its_figures():
+    from sequences.webhooks_out.events import GUARDRAIL_KIND, webhook_event_for
+
+    data = {"mailbox": "sales", "reason": "hard bounces 6 % over 7 days (limit 5 %)", "bounces": 6, "sends": 100}
+    event, payload = webhook_event_for(GUARDRAIL_KIND, email="", enrollment_id=None, job_id=None, data=data)
+    assert event == WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL and payload == data
+    assert webhook_event_for("job_claimed", email="a@example.com", enrollment_id=1, job_id=1, data={}) is None
