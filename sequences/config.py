@@ -602,6 +602,8 @@ def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
         group = keys[0] if len(keys) == 2 else ""
         if (group == "imap" and not mailbox.imap_host) or (group == "transport" and mailbox.transport_kind == "smtp"):
             continue
+        if group == "oauth2" and (mailbox.auth != "oauth2" or not value):
+            continue  # a password mailbox has no oauth2 table; an empty key takes the provider's default
         if name == "esp_api_url" or value is None or (name == "ca_file" and not value):
             continue  # the ESP's URL is fixed, never per mailbox
         if name == "guardrail_window_days":

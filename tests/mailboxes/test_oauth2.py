@@ -351,3 +351,20 @@ def test_load_sequences_reports_each_bad_oauth2_key_and_changes_nothing(tmp_path
         load(tmp_path, OAUTH_TOML.replace(*change))
     assert expected in str(excinfo.value)
     assert not Mailbox.objects.exists()
+
+
+def test_an_oauth2_mailbox_exports_to_toml_that_loads_back_the_same(tmp_path):
+    from sequences.config import parse, sequence_export_toml
+
+    load(tmp_path, OAUTH_TOML)
+    box = Mailbox.objects.get(name="gsales")
+    text = sequence_export_toml(make_sequence(mailbox=box, steps=1))
+
+    (entry,) = parse(text).mailboxes
+    assert "[mailbox.oauth2]" in text and "token_url" not in text  # the provider's default stays the default
+    assert {k: entry[k] for k in ("auth", "oauth2_provider", "oauth2_client_id", "oauth2_refresh_token_env")} == {
+        "auth": "oauth2",
+        "oauth2_provider": "google",
+        "oauth2_client_id": box.oauth2_client_id,
+        "oauth2_refresh_token_env": "OUTREACH_SECRET_G_REFRESH",
+    }
