@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime
 from imapclient import IMAPClient
 from imapclient import exceptions as imap_exc
 
+from .oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token
 from .tls import tls_context
 from .transports.base import CheckStep
 
@@ -48,6 +49,7 @@ class ImapConfig:
     security: str = "none"  # "none" | "starttls" | "tls"
     timeout: float = 30.0
     ca_file: str = ""  # a private CA trusted besides the system's
+    oauth2: OAuth2Config | None = None  # log in with an OAuth2 access token (OAUTHBEARER / XOAUTH2) instead
 
     def __post_init__(self) -> None:
         if self.security not in SECURITY_CHOICES:
@@ -147,10 +149,13 @@ class ImapSession:
             with self._errors(f"connect to {where}"):
                 if cfg.security == "starttls":
                     client.starttls(tls_context(cfg.ca_file))
-                try:
-                    client.login(cfg.username, cfg.password)
-                except imap_exc.LoginError as e:
-                    raise ImapAuthError(f"IMAP login as {cfg.username!r} on {where} refused: {e}") from e
+                if cfg.oauth2 is not None:
+                    self._oauth2_login(client, cfg.oauth2, where)
+                else:
+                    try:
+                        client.login(cfg.username, cfg.password)
+                    except imap_exc.LoginError as e:
+                        raise ImapAuthError(f"IMAP login as {cfg.username!r} on {where} refused: {e}") from e
                 # HIGHESTMODSEQ only appears in SELECT once CONDSTORE is enabled,
                 # and ENABLE is only legal before a folder is selected.
                 if client.has_capability("CONDSTORE") and client.has_capability("ENABLE"):
@@ -158,6 +163,33 @@ class ImapSession:
         except BaseException:
             self._drop()
             raise
+
+    def _oauth2_login(self, client: IMAPClient, oauth: OAuth2Config, where: str) -> None:
+        """AUTHENTICATE with an access token (OAUTHBEARER where offered, else XOAUTH2); a refused token is
+        refreshed and tried once more. The token is never part of an error or a log line."""
+        cfg = self.config
+        bearer = client.has_capability("AUTH=OAUTHBEARER")
+        if not bearer and not client.has_capability("AUTH=XOAUTH2"):
+            raise ImapAuthError(f"IMAP server {where} offers no OAuth2 mechanism (AUTH=OAUTHBEARER or AUTH=XOAUTH2)")
+        rejected = ""
+        for attempt in (1, 2):
+            try:
+                token = access_token(oauth, rejected=rejected)
+            except TokenRefused as e:
+                raise ImapAuthError(f"OAuth2 for IMAP login as {cfg.username!r}: {e} — {e.hint}") from None
+            except TokenUnavailable as e:
+                raise ImapConnectionError(f"OAuth2 for IMAP login as {cfg.username!r}: {e}") from None
+            try:
+                if bearer:
+                    client.oauthbearer_login(cfg.username, token)
+                else:
+                    client.oauth2_login(cfg.username, token)
+                return
+            except imap_exc.LoginError as e:
+                if attempt == 2:
+                    raise ImapAuthError(f"IMAP OAuth2 login as {cfg.username!r} on {where} refused with a fresh "
+                                        f"access token: {_text(e)[:200]}") from None
+                rejected = token
 
     def close(self) -> None:
         """LOGOUT, or just drop the socket if the connection is already broken. Never raises."""

@@ -17,6 +17,11 @@ class Security(models.TextChoices):
     TLS = "tls", "TLS"
 
 
+class Auth(models.TextChoices):
+    PASSWORD = "password", "password"
+    OAUTH2 = "oauth2", "OAuth2 (XOAUTH2 / OAUTHBEARER)"
+
+
 class Mailbox(models.Model):
     """A sending identity. Passwords are never stored: only the name of the env var holding them."""
 
@@ -49,6 +54,16 @@ class Mailbox(models.Model):
     # Hand messages to the ESP at most this many minutes before their send time
     # (0: keep scheduling in our own queue and hand off at send time).
     esp_schedule_ahead_minutes = models.PositiveIntegerField(default=0)
+
+    # How SMTP and IMAP log in: a password (smtp/imap_password_env) or OAuth2, whose access tokens are
+    # refreshed from these settings and kept in process memory only (mailboxes.oauth2), never here.
+    auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.PASSWORD)
+    oauth2_provider = models.CharField(max_length=20, blank=True)  # a preset: "google" | "microsoft"
+    oauth2_token_url = models.CharField(max_length=500, blank=True)  # empty: the preset's
+    oauth2_client_id = models.CharField(max_length=255, blank=True)
+    oauth2_client_secret_env = models.CharField(max_length=100, blank=True)
+    oauth2_refresh_token_env = models.CharField(max_length=100, blank=True)
+    oauth2_scope = models.CharField(max_length=500, blank=True)  # empty: the preset's
 
     paused = models.BooleanField(default=False)  # by an operator
     # Health (sequences.states, the mailbox-health machine): blocked when the mailbox as a whole cannot

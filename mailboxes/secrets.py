@@ -24,6 +24,8 @@ ENV_FIELDS = {
     "smtp_password_env": "smtp.password_env",
     "imap_password_env": "imap.password_env",
     "esp_api_key_env": "transport.api_key_env",
+    "oauth2_client_secret_env": "oauth2.client_secret_env",
+    "oauth2_refresh_token_env": "oauth2.refresh_token_env",
 }
 
 logger = logging.getLogger("outreach.mailboxes.secrets")

@@ -5,13 +5,14 @@ from __future__ import annotations
 from anymail.utils import get_anymail_setting
 from django.conf import settings
 
-from .models import Mailbox
+from .models import Auth, Mailbox
+from .oauth2 import OAuth2Config, provider_defaults
 from .secrets import SecretRefused, secret_from_env
 from .transports.base import CheckStep, MailboxRefused, Submission, Transport
 from .transports.esp import EspConfig, EspTransport, esp_api_url
 from .transports.smtp import SmtpConfig, SmtpTransport
 
-__all__ = ["RefusedTransport", "secret_from_env", "transport_for"]
+__all__ = ["RefusedTransport", "oauth2_config_for", "secret_from_env", "transport_for"]
 
 
 class RefusedTransport(Transport):
@@ -28,6 +29,23 @@ class RefusedTransport(Transport):
 
     def check(self, *, sender: str) -> list[CheckStep]:
         return [CheckStep("secret", False, self.problem)]
+
+
+def oauth2_config_for(mailbox: Mailbox) -> OAuth2Config | None:
+    """The mailbox's OAuth2 client (secrets read from the allow-listed environment), or None for a password."""
+    if mailbox.auth != Auth.OAUTH2:
+        return None
+    preset = provider_defaults(mailbox.oauth2_provider)
+    return OAuth2Config(
+        token_url=mailbox.oauth2_token_url or (preset.token_url if preset else ""),
+        client_id=mailbox.oauth2_client_id,
+        client_secret=secret_from_env(mailbox.oauth2_client_secret_env),
+        refresh_token=secret_from_env(mailbox.oauth2_refresh_token_env),
+        scope=mailbox.oauth2_scope or (preset.scope if preset else ""),
+        client_secret_env=mailbox.oauth2_client_secret_env,
+        refresh_token_env=mailbox.oauth2_refresh_token_env,
+        timeout=settings.OUTREACH_SMTP_TIMEOUT,
+    )
 
 
 def transport_for(mailbox: Mailbox) -> Transport:
@@ -48,11 +66,12 @@ def transport_for(mailbox: Mailbox) -> Transport:
                 host=mailbox.smtp_host,
                 port=mailbox.smtp_port,
                 username=mailbox.smtp_username,
-                password=secret_from_env(mailbox.smtp_password_env),
+                password="" if mailbox.auth == Auth.OAUTH2 else secret_from_env(mailbox.smtp_password_env),
                 security=mailbox.smtp_security,
                 timeout=settings.OUTREACH_SMTP_TIMEOUT,
                 ca_file=mailbox.ca_file,
                 password_env=mailbox.smtp_password_env,
+                oauth2=oauth2_config_for(mailbox),
             )
         )
     except SecretRefused as exc:

@@ -15,18 +15,28 @@
   `--job-class proving.variants.UncheckedJob`, which runs `send_job_unchecked`
   in place of `sequences.tasks.send_job`. The product's workers, tasks and
   settings know nothing of it.
+- watch_thread_per_folder: the IDLE watcher as it was before mailboxes.watcher multiplexed every folder in
+  one thread: one thread and one IMAP connection per folder, each in its own idle_wait loop. `bench
+  watcher` runs it next to the product's watcher on the same folders, as the baseline.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from rq.job import Job
 
+from mailboxes.imap import ImapError, ImapSession
+from mailboxes.ingest.poll import imap_config_for
+from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
+from mailboxes.watcher import watched
 from sequences import services
 from sequences.dbclock import DbClock
 from sequences.loads import job_read, sending_mailbox
@@ -100,3 +110,41 @@ class UncheckedJob(Job):
         if self.func_name == "sequences.tasks.send_job":
             return send_job_unchecked
         return super().func
+
+
+def watch_thread_per_folder(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None],
+                            idle_seconds: float, say: Callable[[str], None]) -> None:
+    """The rejected watcher: one thread and one connection per folder (the mailbox list is read once)."""
+    threads = [threading.Thread(target=_watch_one, args=(box, folder, stop, on_new, idle_seconds), daemon=True,
+                                name=f"idle-{box.name}-{folder}")
+               for box in watched(name) for folder in (box.imap_folders or ["INBOX"])]
+    connection.close()
+    for thread in threads:
+        thread.start()
+    say(f"watching {len(threads)} folders with IDLE, one thread each")
+    stop.wait()  # the threads are daemons, blocked in IDLE: they end with the process
+
+
+def _watch_one(mailbox: Mailbox, folder: str, stop: threading.Event, on_new: Callable[[int], None],
+               idle_seconds: float) -> None:
+    """IDLE on one folder; on EXISTS or a new UIDVALIDITY after a cycle, ask for a poll; reconnect with backoff."""
+    backoff = 1.0
+    while not stop.is_set():
+        try:
+            with ImapSession(imap_config_for(mailbox)) as session:
+                uidvalidity = session.select(folder).uidvalidity
+                backoff = 1.0
+                on_new(mailbox.pk)  # catch up on anything that arrived while we were not watching
+                while not stop.is_set():
+                    pushed = session.idle_wait(min(idle_seconds, 29 * 60))
+                    now = session.select(folder).uidvalidity
+                    if pushed or now != uidvalidity:
+                        uidvalidity = now
+                        on_new(mailbox.pk)
+        except ImapError as exc:
+            logging.getLogger("outreach.ingest").warning("IDLE on %s/%s: %s; retrying in %.0fs", mailbox.name,
+                                                         folder, exc, backoff)
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 300)
+        finally:
+            connection.close()

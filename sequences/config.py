@@ -25,6 +25,7 @@ from django.db import transaction
 from mailboxes.models import Mailbox
 from mailboxes.secrets import mailbox_config_problems
 
+from .config_auth import parse_oauth2
 from .messages import step_validate
 from .models import Sequence, Step
 from .window import RECIPIENT, parse_days, zone_problem
@@ -79,6 +80,9 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "transport_kind": ("transport", "kind"), "esp_name": ("transport", "esp"),
     "esp_api_key_env": ("transport", "api_key_env"), "esp_api_url": ("transport", "api_url"),
     "esp_schedule_ahead_minutes": ("transport", "schedule_ahead_minutes"),
+    "auth": ("auth",), "oauth2_provider": ("oauth2", "provider"), "oauth2_token_url": ("oauth2", "token_url"),
+    "oauth2_client_id": ("oauth2", "client_id"), "oauth2_client_secret_env": ("oauth2", "client_secret_env"),
+    "oauth2_refresh_token_env": ("oauth2", "refresh_token_env"), "oauth2_scope": ("oauth2", "scope"),
     "guardrail_window_days": ("guardrail", "window"), "guardrail_bounce_rate": ("guardrail", "bounce_rate"),
     "guardrail_bounce_min_sends": ("guardrail", "bounce_min_sends"),
     "guardrail_complaint_rate": ("guardrail", "complaint_rate"),
@@ -235,7 +239,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file", "guardrail"})
+                                 "transport", "drill_target", "ca_file", "auth", "oauth2", "guardrail"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -316,6 +320,7 @@ def _parse_mailbox(reader: _Reader, path: str, table: Any) -> dict[str, Any] | N
         if out["esp_name"] and out["esp_name"].lower() not in known_esps():
             reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
                                                   f"{', '.join(sorted(known_esps()))})", out["esp_name"])
+    parse_oauth2(reader, path, table, out)
     _parse_guardrail(reader, f"{path}.guardrail", reader.get(table, path, "guardrail", dict, {}), out)
     _check_ranges(reader, path, out)
     out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
@@ -372,7 +377,9 @@ def _check_ranges(reader: _Reader, path: str, out: dict[str, Any]) -> None:
     # An unset variable is a warning, not an error: the file is often loaded where the secrets are not
     # (a deploy host, CI) while the workers that send have them; a send without one fails on that mailbox.
     for key, label in (("smtp_password_env", "smtp.password_env"), ("imap_password_env", "imap.password_env"),
-                       ("esp_api_key_env", "transport.api_key_env")):
+                       ("esp_api_key_env", "transport.api_key_env"),
+                       ("oauth2_client_secret_env", "oauth2.client_secret_env"),
+                       ("oauth2_refresh_token_env", "oauth2.refresh_token_env")):
         name = out.get(key)
         if name and name not in os.environ:
             reader.warn(f"{path}.{label}", f"environment variable {name} is not set here; the worker that "
@@ -595,6 +602,8 @@ def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
         group = keys[0] if len(keys) == 2 else ""
         if (group == "imap" and not mailbox.imap_host) or (group == "transport" and mailbox.transport_kind == "smtp"):
             continue
+        if group == "oauth2" and (mailbox.auth != "oauth2" or not value):
+            continue  # a password mailbox has no oauth2 table; an empty key takes the provider's default
         if name == "esp_api_url" or value is None or (name == "ca_file" and not value):
             continue  # the ESP's URL is fixed, never per mailbox
         if name == "guardrail_window_days":

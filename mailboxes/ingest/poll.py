@@ -37,7 +37,7 @@ from ..imap import (
 )
 from ..models import ImapCursor, Mailbox
 from ..secrets import SecretRefused
-from ..selectors import secret_from_env
+from ..selectors import oauth2_config_for, secret_from_env
 from .batch import batch_ingest
 
 log = logging.getLogger("outreach.ingest")
@@ -57,9 +57,11 @@ class PollResult:
 
 
 def imap_config_for(mailbox: Mailbox) -> ImapConfig:
+    oauth2 = oauth2_config_for(mailbox)
     return ImapConfig(host=mailbox.imap_host, port=mailbox.imap_port, username=mailbox.imap_username,
-                      password=secret_from_env(mailbox.imap_password_env), security=mailbox.imap_security,
-                      timeout=settings.OUTREACH_IMAP_TIMEOUT, ca_file=mailbox.ca_file)
+                      password="" if oauth2 else secret_from_env(mailbox.imap_password_env),
+                      security=mailbox.imap_security, timeout=settings.OUTREACH_IMAP_TIMEOUT, ca_file=mailbox.ca_file,
+                      oauth2=oauth2)
 
 
 def cursor_for(mailbox: Mailbox, folder: str) -> ImapCursor:

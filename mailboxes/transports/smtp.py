@@ -21,8 +21,10 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from ..kinds import HARD_STATUS_CODES
+from ..oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token, oauthbearer, xoauth2
 from ..tls import tls_context
 from .base import (
     CheckStep,
@@ -50,6 +52,7 @@ class SmtpConfig:
     password_env: str = ""  # the name of the variable the password came from (for hints; never its value)
     keep_alive: float = 30.0  # seconds an idle connection waits for the mailbox's next message (0: never reused)
     max_messages: int = 100  # messages per connection, then a new one (servers limit it)
+    oauth2: OAuth2Config | None = None  # log in with an OAuth2 access token (XOAUTH2 / OAUTHBEARER) instead
 
 
 # A 5.7.x refusal in these words is about who sends, not about the recipient.
@@ -147,11 +150,15 @@ class SmtpTransport(Transport):
         """Connect, greet, secure and authenticate; every failure is raised with its scope."""
         cfg = self.config
         record = steps.append if steps is not None else (lambda step: None)
-        if cfg.username and not cfg.password:
+        if cfg.username and not cfg.password and cfg.oauth2 is None:
             # Found before any login attempt: a missing secret must not cost a failed AUTH at the server.
             where = f"the environment variable {cfg.password_env}" if cfg.password_env else "password_env"
             raise MailboxRefused(f"no password for {cfg.username}: {where} is not set",
                                  hint="set it in the environment of the worker")
+        if cfg.oauth2 is not None and cfg.username:
+            # Before connecting: a revoked refresh token must not cost a failed AUTH at the server.
+            self._token(cfg.oauth2, "")
+            record(CheckStep("OAuth2 token", True, f"access token from {urlsplit(cfg.oauth2.token_url).netloc}"))
         try:
             if cfg.security == "tls":
                 client: smtplib.SMTP = smtplib.SMTP_SSL(
@@ -187,7 +194,8 @@ class SmtpTransport(Transport):
                 record(CheckStep("STARTTLS", True, "encrypted"))
             if cfg.username:
                 self._authenticate(client)
-                record(CheckStep("AUTH", True, f"logged in as {cfg.username}"))
+                how = " with an OAuth2 access token" if cfg.oauth2 is not None else ""
+                record(CheckStep("AUTH", True, f"logged in as {cfg.username}{how}"))
         except TransportError:
             _close(client)
             raise
@@ -207,6 +215,9 @@ class SmtpTransport(Transport):
                 hint = "the server offers no AUTH on this port"
             raise MailboxRefused("SMTP AUTH is not offered by the server", hint=hint)
         offered = client.esmtp_features["auth"].upper().split()
+        if cfg.oauth2 is not None:
+            self._authenticate_oauth2(client, offered, cfg.oauth2)
+            return
         mechanism = next((m for m in ("PLAIN", "LOGIN") if m in offered), None)
         if mechanism is None:
             raise MailboxRefused(f"no AUTH mechanism in common (the server offers {' '.join(offered)})",
@@ -221,6 +232,46 @@ class SmtpTransport(Transport):
             where = f"the password in {cfg.password_env}" if cfg.password_env else "the username and password"
             raise MailboxRefused(f"authentication failed: {text}", code=exc.smtp_code,
                                  hint=f"check {where}") from exc
+
+    def _authenticate_oauth2(self, client: smtplib.SMTP, offered: list[str], oauth: OAuth2Config) -> None:
+        """AUTH with an access token; a refused token is refreshed and tried once more, then the mailbox's failure.
+
+        OAUTHBEARER (RFC 7628) where offered, else XOAUTH2 (Google, Microsoft). After a refused token the
+        server sends a 334 with its error (JSON); the answer is an empty line, then it says 535.
+        """
+        cfg = self.config
+        mechanism = next((m for m in ("OAUTHBEARER", "XOAUTH2") if m in offered), None)
+        if mechanism is None:
+            raise MailboxRefused(f"the server offers no OAuth2 mechanism (it offers {' '.join(offered)})",
+                                 hint='XOAUTH2 or OAUTHBEARER is needed for auth = "oauth2"')
+        rejected = ""
+        for attempt in (1, 2):
+            token = self._token(oauth, rejected)
+            initial = (oauthbearer(cfg.username, token, cfg.host, cfg.port) if mechanism == "OAUTHBEARER"
+                       else xoauth2(cfg.username, token))
+            try:
+                client.auth(mechanism, lambda challenge=None, first=initial: first if challenge is None else "",
+                            initial_response_ok=True)
+                return
+            except smtplib.SMTPAuthenticationError as exc:
+                text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
+                if 400 <= exc.smtp_code < 500:
+                    raise TransientError(f"authentication deferred: {text}", code=exc.smtp_code) from None
+                if attempt == 2:
+                    raise MailboxRefused(f"{mechanism} authentication failed with a fresh access token: {text}",
+                                         code=exc.smtp_code,
+                                         hint=f"check that {cfg.username} granted the app mail access (scope "
+                                              f"{oauth.scope or 'of the token'})") from None
+                rejected = token  # refreshed once: it may have been revoked or expired early
+
+    @staticmethod
+    def _token(oauth: OAuth2Config, rejected: str) -> str:
+        try:
+            return access_token(oauth, rejected=rejected)
+        except TokenRefused as exc:
+            raise MailboxRefused(f"OAuth2: {exc}", hint=exc.hint) from None
+        except TokenUnavailable as exc:
+            raise TransientError(f"OAuth2: {exc}", connection=True) from None
 
     def _port_hint(self) -> str:
         cfg = self.config
@@ -308,7 +359,8 @@ class SmtpTransport(Transport):
 
 def steps_failed_at(steps: list[CheckStep], cfg: SmtpConfig) -> str:
     """The name of the step after the last one that succeeded."""
-    order = ["connect", "EHLO"] + (["STARTTLS"] if cfg.security == "starttls" else []) + (
+    order = (["OAuth2 token"] if cfg.oauth2 is not None and cfg.username else []) + ["connect", "EHLO"] + (
+        ["STARTTLS"] if cfg.security == "starttls" else []) + (
         ["AUTH"] if cfg.username else [])
     done = {s.step for s in steps}
     return next((name for name in order if name not in done), "MAIL FROM")

@@ -25,9 +25,9 @@ def dovecot_class():
 
 
 @contextmanager
-def dovecot(ctx, users: dict[str, str]):
+def dovecot(ctx, users: dict[str, str], extra_config: str = ""):
     """A started Dovecot whose process group the outer bench kills should this process die."""
-    server = dovecot_class()(users)
+    server = dovecot_class()(users, extra_config)
     try:
         server.start()
         ctx.register_group(server.master_pid)

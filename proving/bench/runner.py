@@ -32,10 +32,12 @@ from proving.harness.stack import DrillError, PrivateRedis
 
 SUITES = (
     "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail", "api", "pages",
+    "watcher",
 )
 # `all` runs them in this order (scale last: it leaves the biggest tables)
 ALL = (
-    "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "pages", "scale",
+    "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "pages", "watcher",
+    "scale",
 )
 
 # Sizes: (full, --quick). Every one can be overridden on the command line.
@@ -68,6 +70,9 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "page_enrollments": (200_000, 10_000),
     "page_small_jobs": (10_000, 2_000),
     "page_requests": (40, 10),
+    "folders": (1000, 100),
+    "folders_per_mailbox": (20, 10),
+    "watch_reply_rate": (2.0, 2.0),
     "timeout": (4 * 3600.0, 1800.0),
 }
 
@@ -306,6 +311,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         reply_to_stop,
         scale,
         slow_provider,
+        watcher,
     )
 
     def terminate(signum, frame):  # the outer process' deadline: unwind, so workers and servers stop
@@ -326,6 +332,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         "guardrail": guardrail.run,
         "api": api.run,
         "pages": pages.run,
+        "watcher": watcher.run,
     }
     # `all`: the guard suite already measures the ceiling with the same W; once is enough.
     names = [n for n in ALL if n != "ceiling" or options.get("no_ceiling")] if suite == "all" else [suite]

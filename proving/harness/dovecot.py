@@ -96,6 +96,24 @@ def dovecot_available() -> bool:
     return shutil.which(DOVECOT_BIN) is not None
 
 
+# OAuth2 (RECIPES.md): the oauth2 passdb answers only the token mechanisms and asks the introspection
+# endpoint (RFC 7662, form POST) about every token; no auth cache, so a revoked token fails at once.
+_OAUTH2_PASSDB = """\
+passdb {{
+  driver = oauth2
+  mechanisms = {mechanisms}
+  args = {root}/dovecot-oauth2.conf.ext
+}}
+"""
+_OAUTH2_EXT = """\
+introspection_mode = post
+introspection_url = {url}
+username_attribute = email
+active_attribute = active
+active_value = true
+force_introspection = yes
+"""
+
 _CONFIG = """\
 # Written by proving/harness/dovecot.py; self-contained, nothing from /etc/dovecot.
 base_dir = {root}/run
@@ -108,7 +126,7 @@ protocols = imap
 listen = 127.0.0.1
 {ssl}
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login{oauth2_mechanisms}
 auth_failure_delay = 0
 auth_verbose = yes
 # Dovecot 2.3.19 ignores auth_failure_delay = 0 for the per-IP penalty: after
@@ -132,7 +150,7 @@ namespace inbox {{
   prefix = {prefix}
 }}
 
-passdb {{
+{oauth2_passdb}passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {root}/users
 }}
@@ -159,9 +177,13 @@ class Dovecot:
     host = "127.0.0.1"
 
     def __init__(self, users: dict[str, str], extra_config: str = "", *, separator: str = "/",
-                 certificates=None):
+                 certificates=None, oauth2_introspection_url: str = "",
+                 oauth2_mechanisms: tuple[str, ...] = ("xoauth2", "oauthbearer")):
         """`separator = "."` serves folders as Cyrus does (INBOX.Bounces: prefix "INBOX."); `certificates`
-        (proving.harness.tls.Certificates) turn on STARTTLS with that certificate."""
+        (proving.harness.tls.Certificates) turn on STARTTLS with that certificate; `oauth2_introspection_url`
+        (proving.harness.oauth.OAuthServer) adds AUTHENTICATE XOAUTH2 and OAUTHBEARER, validated there."""
+        self.oauth2_introspection_url = oauth2_introspection_url
+        self.oauth2_mechanisms = " ".join(oauth2_mechanisms)
         if not dovecot_available():
             raise RuntimeError(
                 "dovecot is not installed (apt-get install -y dovecot-imapd); the IMAP tests need a real server"
@@ -202,8 +224,13 @@ class Dovecot:
         else:
             ssl = "ssl = no"
         prefix = "INBOX." if self.separator == "." else ""
+        oauth2 = {"oauth2_mechanisms": "", "oauth2_passdb": ""}
+        if self.oauth2_introspection_url:
+            (self.root / "dovecot-oauth2.conf.ext").write_text(_OAUTH2_EXT.format(url=self.oauth2_introspection_url))
+            oauth2 = {"oauth2_mechanisms": f" {self.oauth2_mechanisms}",
+                      "oauth2_passdb": _OAUTH2_PASSDB.format(root=self.root, mechanisms=self.oauth2_mechanisms)}
         self.config_path.write_text(_CONFIG.format(root=self.root, port=self.port, ssl=ssl, separator=self.separator,
-                                                   prefix=prefix) + self.extra_config + "\n")
+                                                   prefix=prefix, **oauth2) + self.extra_config + "\n")
         mail = self.root / "mail"
         mail.mkdir(exist_ok=True)
         _chown_nobody(mail)

@@ -11,6 +11,8 @@ worker while it is inside DATA, then let the server keep the message.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import logging
 import ssl
 import threading
@@ -25,6 +27,7 @@ from typing import TextIO
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
+from proving.harness.oauth import introspect
 from proving.harness.stack import free_port
 
 HOLD_LIMIT = 120.0  # seconds: a held DATA is answered anyway after this
@@ -118,14 +121,59 @@ class _Handler:
         return "250 2.0.0 captured" if keeper.capture_dir else "250 2.0.0 Ok: queued"
 
 
+class _OAuthHandler(_Handler):
+    """AUTH XOAUTH2 and OAUTHBEARER, each token validated at the OAuth server's introspection endpoint.
+
+    A refused token is answered as Gmail does: a 334 with a JSON error, then 535 after the client's empty line.
+    """
+
+    async def auth_XOAUTH2(self, server, args):  # noqa: N802 - aiosmtpd finds mechanisms by this name
+        return await self._bearer(server, args, "XOAUTH2")
+
+    async def auth_OAUTHBEARER(self, server, args):  # noqa: N802
+        return await self._bearer(server, args, "OAUTHBEARER")
+
+    async def _bearer(self, server, args, mechanism: str) -> AuthResult:
+        keeper = self.server
+        with keeper._lock:
+            keeper.auth_attempts += 1
+            keeper.auth_mechanisms.append(mechanism)
+        blob = base64.b64decode(args[1]) if len(args) > 1 else await server.challenge_auth("")
+        if not isinstance(blob, bytes):
+            return AuthResult(success=False, handled=True)
+        user, token = _bearer_fields(blob.decode("utf-8", "replace"), mechanism)
+        named = await asyncio.get_running_loop().run_in_executor(None, introspect, keeper.oauth_url, token)
+        if user and named == user:
+            return AuthResult(success=True, auth_data=LoginPassword(user.encode(), b""))
+        await server.challenge_auth(json.dumps({"status": "401", "schemes": "bearer",
+                                                "scope": "https://mail.google.com/"}))
+        return AuthResult(success=False, handled=False)
+
+
+def _bearer_fields(text: str, mechanism: str) -> tuple[str, str]:
+    """(user, token) of an XOAUTH2 or OAUTHBEARER initial response."""
+    parts = text.split("\x01")
+    user = ""
+    if mechanism == "OAUTHBEARER":
+        header = parts[0].split(",")
+        user = next((p[2:] for p in header if p.startswith("a=")), "").replace("=2C", ",").replace("=3D", "=")
+    values = dict(p.split("=", 1) for p in parts if "=" in p and not p.startswith("n,"))
+    user = values.get("user", user)
+    auth = values.get("auth", "")
+    return user, auth[7:] if auth.lower().startswith("bearer ") else ""
+
+
 class SmtpServer:
     """Start with start() / stop() or as a context manager; `port` is free on loopback unless given."""
 
     def __init__(self, *, port: int | None = None, host: str = "127.0.0.1", behaviour: Behaviour | None = None,
                  keep_messages: bool = True, capture_dir: Path | None = None, log: TextIO | None = None,
-                 credentials: dict[str, str] | None = None, starttls: ssl.SSLContext | None = None):
+                 credentials: dict[str, str] | None = None, starttls: ssl.SSLContext | None = None,
+                 oauth_introspection_url: str = "", mechanisms: tuple[str, ...] = ("XOAUTH2", "OAUTHBEARER")):
         """`credentials` (user -> password): AUTH PLAIN/LOGIN required before MAIL, each attempt counted in
-        `auth_attempts`. `starttls`: a server TLS context; STARTTLS is then required."""
+        `auth_attempts`. `starttls`: a server TLS context; STARTTLS is then required.
+        `oauth_introspection_url` (proving.harness.oauth.OAuthServer): AUTH XOAUTH2 / OAUTHBEARER required
+        instead, offering only `mechanisms` (Microsoft 365 offers XOAUTH2 alone)."""
         self.port = port or free_port()
         self.host = host
         self.behaviour = behaviour or Behaviour()
@@ -143,14 +191,20 @@ class SmtpServer:
         self._lock = threading.Lock()
         self.credentials = credentials
         self.auth_attempts = 0
+        self.auth_mechanisms: list[str] = []  # the mechanism of each OAuth2 attempt
+        self.oauth_url = oauth_introspection_url
         options: dict = {}
-        if credentials is not None:
+        if credentials is not None or oauth_introspection_url:
             options.update(authenticator=self._authenticate, auth_required=True, auth_require_tls=starttls is not None)
+        if oauth_introspection_url:
+            offered = {"PLAIN", "LOGIN", "XOAUTH2", "OAUTHBEARER"} - set(mechanisms)
+            options["auth_exclude_mechanism"] = sorted(offered - ({"PLAIN", "LOGIN"} if credentials else set()))
         if starttls is not None:
             options.update(tls_context=starttls, require_starttls=True)
             # A client that refuses the certificate is what TLS tests expect; aiosmtpd logs each as a traceback.
             logging.getLogger("mail.log").setLevel(logging.CRITICAL)
-        self._controller = Controller(_Handler(self), hostname=host, port=self.port, server_hostname=SERVER_HOSTNAME,
+        handler = _OAuthHandler(self) if oauth_introspection_url else _Handler(self)
+        self._controller = Controller(handler, hostname=host, port=self.port, server_hostname=SERVER_HOSTNAME,
                                       **options)
 
     def _authenticate(self, server, session, envelope, mechanism, auth_data) -> AuthResult:

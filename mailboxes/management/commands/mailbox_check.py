@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from mailboxes.imap import ImapError, ImapSession
 from mailboxes.ingest.poll import imap_config_for
 from mailboxes.models import Mailbox
+from mailboxes.secrets import SecretRefused
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import CheckStep
 from sequences import services
@@ -14,7 +15,8 @@ from sequences import services
 
 class Command(BaseCommand):
     help = ("Check a mailbox's connections without sending: SMTP (connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM, "
-            "RSET) and IMAP (login, LIST, EXAMINE each folder). A blocked mailbox whose check passes is unblocked.")
+            "RSET) and IMAP (login, LIST, EXAMINE each folder); with auth = oauth2 the access token first. "
+            "A blocked mailbox whose check passes is unblocked.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the mailbox name")
@@ -42,10 +44,18 @@ class Command(BaseCommand):
 
 
 def imap_check(mailbox: Mailbox) -> list[CheckStep]:
-    config = imap_config_for(mailbox)
+    try:
+        config = imap_config_for(mailbox)
+    except SecretRefused as exc:
+        return [CheckStep("login", False, str(exc))]
+    how = " with an OAuth2 access token" if config.oauth2 is not None else ""
     try:
         with ImapSession(config) as session:
-            return [CheckStep("login", True, f"{config.username} on {config.host}:{config.port}"),
+            return [CheckStep("login", True, f"{config.username} on {config.host}:{config.port}{how}"),
                     *session.check(list(mailbox.imap_folders or ["INBOX"]))]
     except ImapError as exc:
-        return [CheckStep("login", False, str(exc))]
+        hint = ""
+        if config.oauth2 is not None and "refused with a fresh access token" in str(exc):
+            hint = (f" — the token endpoint issued a token but the server refused it: check that {config.username} "
+                    "is the account that consented and that the scope includes IMAP")
+        return [CheckStep("login", False, f"{exc}{hint}")]

@@ -1,6 +1,6 @@
 """Benchmarks with their baselines in the same run: `python manage.py bench SUITE [--json OUT] [--quick]`.
 
-Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, enroll, guardrail, api, pages, all.
+Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, enroll, guardrail, api, pages, watcher, all.
 The bench creates and drops its own database (outreach_bench_<pid>) on the
 configured PostgreSQL server and runs a private redis-server on a free
 loopback port; it never reads or writes the app's data. See BENCHMARKS.md.
@@ -59,6 +59,10 @@ class Command(BaseCommand):
         g.add_argument("--scale-workers", type=int, help="workers sending the dispatched jobs")
         g.add_argument("--scale-mailboxes", type=int, help="sending mailboxes the jobs are spread over")
         g.add_argument("--scale-backlog", type=int, help="IMAP messages ingested against the big table")
+        g = parser.add_argument_group("watcher")
+        g.add_argument("--folders", type=int, help="watched IMAP folders in the one watcher process")
+        g.add_argument("--folders-per-mailbox", type=int, help="folders of each mailbox (one Dovecot account each)")
+        g.add_argument("--watch-reply-rate", type=float, help="replies appended per second (below the pollers' rate)")
         g = parser.add_argument_group("enroll")
         g.add_argument("--rows", type=int, help="CSV rows enrolled (and copied for the baseline)")
         g = parser.add_argument_group("guardrail")

@@ -1,0 +1,323 @@
+"""Watcher: N watched IMAP folders in one watcher process, next to the one-thread-per-folder design.
+
+For each design a fresh database holds M mailboxes (one Dovecot account each, F folders each: N = M x F)
+and R enrollments whose step 1 was submitted an hour ago. The watcher runs as a child process and asks for
+a poll of a mailbox whenever one of its folders reports new mail (`on_new` = enqueue on the `ingest`
+queue, as `scripts/run` runs it); two RQ workers poll. Designs:
+
+- multiplexed: the product, `manage.py watch_mailboxes` (mailboxes.watcher: one thread, selectors, a small
+  pool that opens connections)
+- thread per folder: proving.variants.watch_thread_per_folder (`python -m proving.bench.watcher_child`)
+
+Measured per design: the time until every folder's connection is open, the watcher's peak RSS (VmHWM),
+its threads and CPU seconds while idle, and reply -> stop: the bench APPENDs one correlated reply per
+enrollment into a random folder of that enrollment's mailbox (Poisson arrivals) and takes the time the
+server confirmed the APPEND (bench clock) to the `enrollment_stopped` event (database clock).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from datetime import UTC, timedelta
+from typing import Any
+
+from proving.bench.imapserver import child_env, dovecot, imap_fields
+from proving.bench.procs import WorkerPool, spawn
+from proving.bench.reply_to_stop import clock_offset_ms
+from proving.bench.stats import ratio, summary_ms, table
+from proving.harness import data, mails
+from sequences.models import Enrollment, SendJob, TimelineEvent
+
+IDLE_SECONDS = 60  # one IDLE cycle (re-SELECT, UIDVALIDITY check) of every folder falls inside the replies
+DESIGNS = {
+    "multiplexed": ["watch_mailboxes", "--idle-seconds", str(IDLE_SECONDS)],
+    "thread per folder": ["-m", "proving.bench.watcher_child", str(IDLE_SECONDS)],
+}
+PASSWORD = "watchpw"
+# Dovecot's defaults allow 100 imap processes and 10 connections per user and address: a watcher of N
+# folders holds N connections (one imap process each, client_limit 1 as Dovecot recommends) plus the polls'.
+LIMITS = """
+default_process_limit = {processes}
+default_client_limit = {clients}
+mail_max_userip_connections = {per_user}
+service imap-login {{
+  process_min_avail = 4
+}}
+"""
+
+
+def dovecot_limits(folders: int, per_mailbox: int) -> str:
+    return LIMITS.format(processes=folders + 200, clients=2 * folders + 400, per_user=per_mailbox + 20)
+
+
+def folder_names(per_mailbox: int) -> list[str]:
+    return ["INBOX"] + [f"Folder{j:02d}" for j in range(1, per_mailbox)]
+
+
+def make_accounts(server, prefix: str, mailboxes: int, per_mailbox: int) -> list[str]:
+    users = [f"{prefix}{i}" for i in range(mailboxes)]
+    for user in users:
+        server.add_user(user, PASSWORD)
+    for user in users:
+        with server.client(user) as client:
+            for folder in folder_names(per_mailbox)[1:]:
+                client.create_folder(folder)
+    return users
+
+
+def tcp_connections(pid: int, port: int) -> int:
+    """Established TCP connections of process PID to 127.0.0.1:PORT (its sockets in /proc/net/tcp)."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        return 0
+    count = 0
+    with open("/proc/net/tcp") as table_file:
+        for line in table_file.readlines()[1:]:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and inode in inodes and int(remote.split(":")[1], 16) == port:
+                count += 1
+    return count
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS", "Threads"):
+                out[key] = int(value.split()[0])
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ingest_drained(timeout: float) -> bool:
+    from django_rq import get_queue
+
+    queue = get_queue("ingest")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if queue.count == 0 and queue.started_job_registry.count == 0:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def design_run(
+    ctx, server, *, design: str, prefix: str, folders: int, per_mailbox: int, replies: int, rate: float
+) -> dict[str, Any]:
+    ctx.reset()
+    count = max(1, folders // per_mailbox)
+    users = make_accounts(server, prefix, count, per_mailbox)
+    boxes = [
+        data.mailbox_create(
+            name=f"{prefix}-{i}",
+            address=f"{user}@{prefix}.outreach.test",
+            smtp_port=2,
+            display_name="Sam",
+            daily_cap=10**9,
+            **(imap_fields(server, user) | {"imap_folders": folder_names(per_mailbox)}),
+        )
+        for i, user in enumerate(users)
+    ]
+    jobs = data.followups_create(
+        replies,
+        sequences=data.sequences_create(boxes),
+        tag=prefix,
+        state=SendJob.State.SCHEDULED,
+        due_in=timedelta(days=1),
+    )
+    ctx.analyze()
+    enrollment_of = [j.enrollment_id for j in jobs]
+    env = child_env(PASSWORD)
+    os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
+    with WorkerPool(2, "ingest") as workers:
+        started = time.monotonic()
+        watcher = spawn(f"watcher-{prefix}", DESIGNS[design], env=env)
+        try:
+            deadline = started + 120 + folders * 0.2
+            while (open_now := tcp_connections(watcher.proc.pid, server.port)) < count * per_mailbox:
+                if time.monotonic() > deadline or watcher.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{design}: {open_now} of {count * per_mailbox} folders connected:\n{watcher.log_tail()}"
+                    )
+                time.sleep(0.1)
+            connect_s = time.monotonic() - started
+            drained = ingest_drained(600)  # the catch-up poll each opened folder asks for
+            time.sleep(1.0)
+            idle_cpu0, idle_t0 = cpu_seconds(watcher.proc.pid), time.monotonic()
+            time.sleep(5.0)
+            idle_cpu = (cpu_seconds(watcher.proc.pid) - idle_cpu0) / (time.monotonic() - idle_t0)
+            steady = proc_status(watcher.proc.pid)
+            offset = clock_offset_ms()
+            rng = random.Random(23)
+            appended: dict[int, float] = {}
+            sent: list[tuple[int, float]] = []  # (mailbox pk, APPEND sent), for push -> poll enqueued
+            for i in range(replies):
+                time.sleep(rng.expovariate(rate))
+                user = users[i % count]  # followups_create puts enrollment i on mailbox i % count
+                folder = rng.choice(folder_names(per_mailbox))
+                raw = mails.bench_reply(
+                    sender=f"p{i}.{prefix}@prospects.test", to_message_id=data.first_message_id(prefix, i)
+                )
+                with server.client(user) as client:
+                    sent.append((boxes[i % count].pk, time.time()))
+                    client.append(folder, raw)
+                appended[enrollment_of[i]] = time.time()
+            stopped = Enrollment.objects.filter(pk__in=enrollment_of, status=Enrollment.Status.STOPPED)
+            wait_until = time.monotonic() + 60
+            while stopped.count() < replies and time.monotonic() < wait_until:
+                time.sleep(0.1)
+            final = proc_status(watcher.proc.pid)
+            if stopped.count() < replies:  # say why, next to the figures
+                for child in (*workers.workers, watcher):
+                    ctx.say(f"{child.name}, last lines: {child.log_tail(5)}")
+        finally:
+            peak = watcher.stop()
+    events = dict(
+        TimelineEvent.objects.filter(kind="enrollment_stopped", enrollment_id__in=enrollment_of).values_list(
+            "enrollment_id", "at"
+        )
+    )
+    latencies = [events[e].timestamp() - t for e, t in appended.items() if e in events]
+    pushes, skipped = push_latencies(sent)
+    return {
+        "design": design,
+        "folders": count * per_mailbox,
+        "mailboxes": count,
+        "folders_per_mailbox": per_mailbox,
+        "connect_all_s": round(connect_s, 2),
+        "catch_up_drained": drained,
+        "watcher_peak_rss_mib": round(max(peak, final["VmHWM"]) / 1024, 1),
+        "watcher_rss_idle_mib": round(steady["VmRSS"] / 1024, 1),
+        "watcher_threads": steady["Threads"],
+        "watcher_idle_cpu_pct": round(idle_cpu * 100, 2),
+        "replies": replies,
+        "stopped": len(events),
+        "latency": summary_ms(latencies),
+        "push_to_enqueue": summary_ms(pushes),
+        "polls_skipped": skipped,
+        "clock_offset_ms": offset,
+    }
+
+
+def push_latencies(sent: list[tuple[int, float]]) -> tuple[list[float], int]:
+    """APPEND sent -> the first poll of that mailbox the watcher enqueued after it (RQ's enqueued_at): the
+    watcher's own share of reply -> stop, without the pollers' queue. Also how many polls were skipped
+    because another poll of the same mailbox was running (mailboxes.tasks.poll_lock)."""
+    from django_rq import get_queue
+    from rq.job import Job
+
+    queue = get_queue("ingest")
+    ids = [
+        *queue.finished_job_registry.get_job_ids(),
+        *queue.started_job_registry.get_job_ids(),
+        *queue.failed_job_registry.get_job_ids(),
+        *queue.job_ids,
+    ]
+    enqueued: dict[int, list[float]] = {}
+    skipped = 0
+    for job in Job.fetch_many(ids, connection=queue.connection):
+        if job is not None and isinstance(job.return_value(), dict) and "skipped" in job.return_value():
+            skipped += 1
+        if job is not None and job.enqueued_at is not None and job.args:
+            at = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
+            enqueued.setdefault(int(job.args[0]), []).append(at.timestamp())
+    out = []
+    for mailbox, at in sent:
+        later = [t for t in enqueued.get(mailbox, []) if t >= at]
+        if later:
+            out.append(min(later) - at)
+    return out, skipped
+
+
+def run(ctx) -> dict[str, Any]:
+    o = ctx.options
+    folders, per_mailbox = o["folders"], min(o["folders_per_mailbox"], o["folders"])
+    runs = {}
+    with dovecot(ctx, {}, dovecot_limits(folders, per_mailbox)) as server:
+        for index, design in enumerate(DESIGNS):
+            ctx.say(
+                f"watcher: {design}, {folders} folders ({per_mailbox} per mailbox), {o['replies']} replies "
+                f"at {o['watch_reply_rate']}/s"
+            )
+            runs[design] = design_run(
+                ctx,
+                server,
+                design=design,
+                prefix=f"w{index}",
+                folders=folders,
+                per_mailbox=per_mailbox,
+                replies=o["replies"],
+                rate=o["watch_reply_rate"],
+            )
+    base = runs["thread per folder"]
+    rows = [
+        (
+            r["design"],
+            r["folders"],
+            r["connect_all_s"],
+            r["watcher_peak_rss_mib"],
+            ratio(r["watcher_peak_rss_mib"], base["watcher_peak_rss_mib"]),
+            r["watcher_threads"],
+            r["watcher_idle_cpu_pct"],
+            r["push_to_enqueue"]["p50_ms"],
+            r["push_to_enqueue"]["p99_ms"],
+            f"{r['stopped']}/{r['replies']}",
+            r["latency"]["p50_ms"],
+            r["latency"]["p99_ms"],
+            r["latency"]["max_ms"],
+            ratio(r["latency"]["p99_ms"], base["latency"]["p99_ms"]),
+        )
+        for r in runs.values()
+    ]
+    text = table(
+        f"watcher: {folders} watched folders in one process, reply -> stop",
+        [
+            "design",
+            "folders",
+            "all connected s",
+            "peak RSS MiB",
+            "RSS vs baseline",
+            "threads",
+            "idle CPU %",
+            "push p50 ms",
+            "push p99 ms",
+            "stopped",
+            "stop p50 ms",
+            "stop p99 ms",
+            "stop max ms",
+            "stop p99 vs baseline",
+        ],
+        rows,
+        [
+            f"real Dovecot on loopback (one imap process per connection, raised process and connection limits); "
+            f"{per_mailbox} folders per mailbox, one Dovecot account per mailbox; the watcher enqueues a poll of "
+            "the mailbox on the ingest queue, two RQ workers poll (as scripts/run runs it).",
+            "baseline: the one-thread-per-folder design (proving/variants.py) on the same folders in the same run.",
+            f"reply -> stop: APPEND into a random folder of the enrollment's mailbox (bench clock) -> "
+            f"enrollment_stopped (database clock); replies at {o['watch_reply_rate']:g}/s (Poisson). "
+            "Clock offset db-bench: "
+            f"{', '.join(str(r['clock_offset_ms']) for r in runs.values())} ms.",
+            "push: APPEND sent -> the watcher enqueued a poll of that mailbox (RQ enqueued_at), the watcher's own "
+            "share; stop adds the pollers (a push polls every folder of the mailbox).",
+            "peak RSS is the watcher process' VmHWM; idle CPU over 5 s with every folder in IDLE.",
+            f"IDLE cycle {IDLE_SECONDS} s for both designs, so every folder is re-selected while replies arrive.",
+        ],
+    )
+    return {"runs": runs, "tables": [text]}
