@@ -25,18 +25,42 @@ def poll_lock(mailbox_id: int):
     return conn.lock(f"outreach:poll:{mailbox_id}", timeout=LOCK_TIMEOUT, blocking=False)
 
 
+def _again_key(mailbox_id: int) -> str:
+    return f"outreach:poll:{mailbox_id}:again"
+
+
 def poll_mailbox(mailbox_id: int) -> dict:
-    lock = poll_lock(mailbox_id)
-    if not lock.acquire():
-        return {"skipped": "another poll of this mailbox is running"}
-    try:
-        result = mailbox_poll(mailbox_id=mailbox_id)
-        return {"mailbox": result.mailbox, "fetched": result.fetched, "folders": result.folders}
-    finally:
+    """Poll one mailbox; a poll asked for while another runs is not lost: that one polls again when done.
+
+    A push (IDLE) or a cron tick that finds the mailbox being polled leaves a
+    flag and tries the lock once more (the running poll may have ended just
+    then). The running poll clears the flag before it reads and looks for it
+    after it released the lock: mail that arrived during its pass is read by a
+    second pass, never left for the next periodic poll.
+    """
+    conn = django_rq.get_connection("ingest")
+    again = _again_key(mailbox_id)
+    rounds, fetched, result = 0, 0, None
+    while True:
+        lock = poll_lock(mailbox_id)
+        if not lock.acquire():
+            conn.set(again, "1", ex=LOCK_TIMEOUT)
+            if not lock.acquire():
+                if result is None:
+                    return {"skipped": "another poll of this mailbox is running; it polls again when done"}
+                break
         try:
-            lock.release()
-        except Exception:  # noqa: BLE001 - expired lock; nothing to release
-            pass
+            conn.delete(again)
+            result = mailbox_poll(mailbox_id=mailbox_id)
+            rounds, fetched = rounds + 1, fetched + result.fetched
+        finally:
+            try:
+                lock.release()
+            except Exception:  # noqa: BLE001 - expired lock; nothing to release
+                pass
+        if not conn.exists(again):
+            break
+    return {"mailbox": result.mailbox, "fetched": fetched, "folders": result.folders, "rounds": rounds}
 
 
 def enqueue_poll(mailbox_id: int) -> None:

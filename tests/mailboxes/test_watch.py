@@ -92,3 +92,39 @@ def test_the_watcher_picks_up_a_mailbox_configured_after_it_started(imap_mailbox
         dovecot.append("alice", "INBOX", mails.reply(to_message_id="<x@y>", sender="someone@example.org"))
         assert w.polled.acquire(timeout=10), "IDLE on the new mailbox did not trigger a poll"
         assert w.said[0].startswith("no IMAP mailbox configured yet") and "watching 1 folders with IDLE" in w.said
+
+
+def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox, dovecot):
+    """A push that finds the mailbox being polled is not dropped: the running poll makes a second pass."""
+    import django_rq
+    from django.db import close_old_connections, connection, transaction
+
+    from mailboxes.tasks import poll_mailbox
+
+    mailbox_poll(mailbox_id=imap_mailbox.pk)  # connect: the folder's cursor starts here
+    redis = django_rq.get_connection("ingest")
+    results = {}
+
+    def poll(name):
+        try:
+            results[name] = poll_mailbox(imap_mailbox.pk)
+        finally:
+            close_old_connections()
+
+    with transaction.atomic():
+        # The first poll takes the lock, then waits for this lock on the mailbox table (real PostgreSQL).
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {Mailbox._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        first = Worker(lambda: poll("first"))
+        first.start()
+        for _ in range(200):
+            if redis.exists(f"outreach:poll:{imap_mailbox.pk}"):
+                break
+            threading.Event().wait(0.02)
+        # The push of a reply that arrived meanwhile asks for a poll: the mailbox is being polled.
+        poll("push")
+    first.join(15)
+
+    assert results["first"].get("rounds") == 2, results  # the running poll read the mailbox a second time
+    assert results["push"] == {"skipped": "another poll of this mailbox is running; it polls again when done"}
+    assert not redis.exists(f"outreach:poll:{imap_mailbox.pk}:again")
