@@ -110,15 +110,20 @@ def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, 
     Two statements (`sequences.loads`): the lock, which finds the enrollment
     from the job, and one read of the job with its enrollment, contact,
     sequence, mailbox and step and the final check's facts (`job.facts`).
-    A mailbox pause locks the enrollments first, so its paused flag read after
-    the enrollment lock is current without locking the mailbox row.
+    An operator's mailbox pause locks the enrollments first; a pause or block
+    that does not (the guardrail, a mailbox-level failure) meets the read's
+    FOR SHARE on the mailbox row, so the paused and blocked flags read here are
+    current either way.
     """
     _, email = job_lock(job_id)
     job, facts = job_read_checked(job_id, email=email)
     mailbox = sending_mailbox(job.enrollment)
     if lock_mailbox:
         mailbox = mailbox_lock(mailbox_id=mailbox.pk)
-        job.enrollment.sequence.mailbox = mailbox
+        if job.enrollment.mailbox_id == mailbox.pk:  # the relation the mailbox came through (rotation)
+            job.enrollment.mailbox = mailbox
+        else:
+            job.enrollment.sequence.mailbox = mailbox
     job.facts = facts  # type: ignore[attr-defined]
     return job.enrollment, mailbox, job
 
