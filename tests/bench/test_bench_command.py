@@ -6,32 +6,23 @@ its own database and Redis, so this test needs no test database of its own.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
+
 SENDS = 12
 
 
 @pytest.mark.slow
 def test_bench_guard_quick_sends_everything_in_both_variants_and_writes_json(tmp_path):
-    out = tmp_path / "guard.json"
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "bench", "guard", "--quick", "--workers", "1,2", "--sends", str(SENDS),
-         "--mailboxes", "2", "--seconds", "1", "--noop-jobs", "20", "--json", str(out)],
-        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=900,
+    stdout, report = run_bench(
+        "guard", "--quick", "--workers", "1,2", "--sends", str(SENDS), "--mailboxes", "2", "--seconds", "1",
+        "--noop-jobs", "20", tmp_path=tmp_path,
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert "guard: guarded vs unchecked sends" in proc.stdout
-    assert "guard, interleaved" in proc.stdout
-    assert "ceiling: the limits" in proc.stdout
+    assert "guard: guarded vs unchecked sends" in stdout
+    assert "guard, interleaved" in stdout
+    assert "ceiling: the limits" in stdout
 
-    report = json.loads(out.read_text())
     assert {"suite", "quick", "machine", "options", "results", "errors", "setup_notes"} <= report.keys()
     assert report["errors"] == {}
     assert {"nproc", "cpu_model", "memory_gib", "postgresql", "loadavg_at_start", "loadavg_at_end"} <= (

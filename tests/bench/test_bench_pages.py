@@ -5,49 +5,21 @@ Functional only, never timings (BENCHMARKS.md holds those).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
 
 
 @pytest.mark.slow
 def test_bench_pages_measures_every_page_on_both_sizes(tmp_path):
-    out = tmp_path / "pages.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "bench",
-            "pages",
-            "--quick",
-            "--page-jobs",
-            "3000",
-            "--page-enrollments",
-            "600",
-            "--page-small-jobs",
-            "500",
-            "--page-requests",
-            "2",
-            "--json",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=900,
+    stdout, report = run_bench(
+        "pages", "--quick", "--page-jobs", "3000", "--page-enrollments", "600", "--page-small-jobs", "500",
+        "--page-requests", "2", tmp_path=tmp_path,
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "pages: server time per page, 3,000 jobs / 600 enrollments next to 500 jobs / 100 enrollments" in (
-        proc.stdout
+        stdout
     )
-    result = json.loads(out.read_text())["results"]["pages"]
+    result = report["results"]["pages"]
     assert (result["big"]["data"]["jobs"], result["big"]["data"]["enrollments"]) == (3000, 600)
     assert result["small"]["data"]["jobs"] == 500
     names = {

@@ -5,47 +5,21 @@ The command runs in a subprocess, as an operator runs it, with its own database,
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
+
 REPLIES = 3
 
 
 @pytest.mark.slow
 def test_bench_watcher_quick_stops_every_reply_in_both_designs_and_writes_json(tmp_path):
-    out = tmp_path / "watcher.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "bench",
-            "watcher",
-            "--quick",
-            "--folders",
-            "6",
-            "--folders-per-mailbox",
-            "3",
-            "--replies",
-            str(REPLIES),
-            "--json",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=900,
+    stdout, report = run_bench(
+        "watcher", "--quick", "--folders", "6", "--folders-per-mailbox", "3", "--replies", str(REPLIES),
+        tmp_path=tmp_path,
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert "watcher: 6 watched folders in one process, reply -> stop" in proc.stdout
+    assert "watcher: 6 watched folders in one process, reply -> stop" in stdout
 
-    report = json.loads(out.read_text())
     assert report["errors"] == {}
     runs = report["results"]["watcher"]["runs"]
     assert set(runs) == {"multiplexed", "thread per folder"}

@@ -5,33 +5,19 @@ The command runs in a subprocess, as an operator runs it: it creates and drops i
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
+
 MESSAGES = 100
 
 
 @pytest.mark.slow
 def test_bench_ingest_reports_the_product_next_to_the_bare_fetch_and_the_unrelated_only_path(tmp_path):
-    out = tmp_path / "ingest.json"
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "bench", "ingest", "--quick", "--messages", str(MESSAGES), "--json", str(out)],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert "unrelated only: mailbox_poll" in proc.stdout
+    stdout, report = run_bench("ingest", "--quick", "--messages", str(MESSAGES), tmp_path=tmp_path)
+    assert "unrelated only: mailbox_poll" in stdout
 
-    ingest = json.loads(out.read_text())["results"]["ingest"]
+    ingest = report["results"]["ingest"]
     assert {
         "messages",
         "mix",
