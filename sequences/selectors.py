@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from .models import Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression
+from .models import Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
 
 
 def normalize_email(value: str) -> str:
@@ -93,3 +93,17 @@ def operator_actions(q: str = "", action: str = "") -> QuerySet[OperatorAction]:
     if action:
         qs = qs.filter(action=action)
     return qs.order_by("-at", "-id")
+
+
+def timeline_of_address(email: str) -> QuerySet[TimelineEvent]:
+    """Every timeline event of an address and of its @domain, in commit order (`timeline`, the API)."""
+    email = normalize_email(email)
+    return TimelineEvent.objects.filter(email__in=[email, "@" + email.rsplit("@", 1)[-1]]).order_by("at", "id")
+
+
+def timeline_event_fields(event: TimelineEvent) -> dict[str, Any]:
+    """One event as `timeline --json` and the API name its fields."""
+    return {
+        "at": event.at, "kind": event.kind, "enrollment": event.enrollment_id, "job": event.job_id,
+        "version_seen": event.version_seen, "worker": event.worker_id, "data": event.data,
+    }

@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 
 from ..labels import duration_words, job_label_and_tone, stop_summary_lines, stop_summary_text
-from ..models import Contact, Enrollment, Sequence, Suppression, TimelineEvent
+from ..models import Contact, Enrollment, Sequence, Suppression
 from ..selectors import jobs_with_labels
 
 MAX_PER_PAGE = 500
@@ -118,17 +118,4 @@ def suppression_out(entry: Suppression) -> dict[str, Any]:
         "source": entry.source,
         "actor": entry.actor,
         "created_at": entry.created_at,
-    }
-
-
-def timeline_event_out(event: TimelineEvent) -> dict[str, Any]:
-    """The fields of `timeline --json`, under the same names."""
-    return {
-        "at": event.at,
-        "kind": event.kind,
-        "enrollment": event.enrollment_id,
-        "job": event.job_id,
-        "version_seen": event.version_seen,
-        "worker": event.worker_id,
-        "data": event.data,
     }

@@ -2,11 +2,9 @@
 
 from ninja import Router
 
-from ...models import TimelineEvent
-from ...selectors import normalize_email
+from ...selectors import timeline_event_fields, timeline_of_address
 from ...web.access import VIEW_INCIDENT
 from ..auth import needs
-from ..present import timeline_event_out
 from ..schemas import TimelineEventOut
 
 router = Router(tags=["timeline"])
@@ -16,6 +14,4 @@ router = Router(tags=["timeline"])
 @needs(VIEW_INCIDENT)
 def timeline(request, email: str):
     """Every event of the address and of its @domain, in commit order, database-clock times."""
-    email = normalize_email(email)
-    events = TimelineEvent.objects.filter(email__in=[email, "@" + email.rsplit("@", 1)[-1]]).order_by("at", "id")
-    return [timeline_event_out(e) for e in events]
+    return [timeline_event_fields(e) for e in timeline_of_address(email)]

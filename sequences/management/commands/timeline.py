@@ -4,8 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences.models import TimelineEvent
-from sequences.selectors import normalize_email
+from sequences.selectors import normalize_email, timeline_event_fields, timeline_of_address
 
 
 class Command(BaseCommand):
@@ -17,16 +16,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, email, as_json: bool, **options):
         email = normalize_email(email)
-        events = TimelineEvent.objects.filter(email__in=[email, "@" + email.rsplit("@", 1)[-1]]).order_by("at", "id")
+        events = timeline_of_address(email)
         if not events.exists():
             raise CommandError(f"no events for {email}")
         for event in events:
             if as_json:
-                self.stdout.write(json.dumps({
-                    "at": event.at.isoformat(), "kind": event.kind, "enrollment": event.enrollment_id,
-                    "job": event.job_id, "version_seen": event.version_seen, "worker": event.worker_id,
-                    "data": event.data,
-                }, sort_keys=True))
+                fields = timeline_event_fields(event) | {"at": event.at.isoformat()}
+                self.stdout.write(json.dumps(fields, sort_keys=True))
             else:
                 detail = " ".join(f"{k}={v}" for k, v in event.data.items() if v not in ("", None))
                 self.stdout.write(
