@@ -58,8 +58,7 @@ def folder_names(per_mailbox: int) -> list[str]:
 
 def make_accounts(server, prefix: str, mailboxes: int, per_mailbox: int) -> list[str]:
     users = [f"{prefix}{i}" for i in range(mailboxes)]
-    for user in users:
-        server.add_user(user, PASSWORD)
+    server.add_users(dict.fromkeys(users, PASSWORD))
     for user in users:
         with server.client(user) as client:
             for folder in folder_names(per_mailbox)[1:]:

@@ -28,8 +28,11 @@ Pitfalls found while building this (keep them next to the code they explain):
 - IDLE pushes come from inotify; without it Dovecot falls back to checking
   every ``mailbox_idle_check_interval`` (30 s by default). We set 1 s so IDLE
   tests never depend on inotify limits of the machine.
-- Dovecot re-reads the passwd-file when its mtime changes, so users can be
-  added to a running server (``add_user``).
+- Dovecot re-reads the passwd-file when its mtime or size changes, so users
+  can be added to a running server (``add_users``) -- but it looks at the file
+  at most once per second of its clock: a login in the same second as the
+  write may be judged against the old file (AUTHENTICATIONFAILED for the new
+  user). ``add_users`` therefore returns only once that second has passed.
 - A graceful stop (SIGTERM to the master) always takes ~1 s: the master
   sleeps 1 s after signalling its log process (seen with strace). stop() and
   restart() pay it; fixture teardown uses kill() instead (~10 ms).
@@ -61,6 +64,7 @@ from __future__ import annotations
 
 import atexit
 import grp
+import math
 import os
 import pwd
 import re
@@ -244,10 +248,13 @@ class Dovecot:
         tmp.chmod(0o644)
         os.replace(tmp, path)  # atomic: a concurrent login never sees half a file
 
-    def add_user(self, user: str, password: str) -> None:
-        """Add a user to a running (or stopped) server; passwd-file is re-read on change."""
-        self.users[user] = password
+    def add_users(self, users: dict[str, str]) -> None:
+        """Add users to a running (or stopped) server. Returns once Dovecot will see them: it re-reads the
+        passwd-file at most once per second, so a login in the second of the write could still be refused."""
+        self.users.update(users)
         self._write_users()
+        written = time.time()
+        time.sleep(math.floor(written) + 1.05 - written)
 
     def log(self) -> str:
         try:
