@@ -37,6 +37,8 @@ from . import daily_cap
 from .dbclock import DbClock, iso
 from .models import Enrollment, ProviderCancel, SendJob, Sequence, TimelineEvent
 from .timeline import Event, event_record, event_written
+from .webhooks_out.events import KINDS as WEBHOOK_KINDS
+from .webhooks_out.outbox import ACTIVE_ENDPOINTS_SQL, endpoints_parse
 
 
 class IllegalTransition(Exception):
@@ -79,20 +81,24 @@ def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]
         event.get("version_seen"), event.get("worker_id", ""),
         data_field.get_db_prep_save(event.get("data", {}), connection),
     ]
+    # An event that outbound webhooks carry reads the active endpoints in the same statement (for the outbox).
+    webhooks = values[0] in WEBHOOK_KINDS
     sql = (f"WITH moved AS ({update_sql} RETURNING {returning}), "
            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"SELECT {', '.join(['%s'] * len(values))} FROM moved RETURNING id) "
-           f"SELECT {returning}, (SELECT id FROM ev) FROM moved")
+           f"SELECT {returning}, (SELECT id FROM ev){f', ({ACTIVE_ENDPOINTS_SQL})' if webhooks else ''} FROM moved")
     with connection.cursor() as cursor:
         cursor.execute(sql, (*update_params, *values))
         row = cursor.fetchone()
     if row is None:
         return None
+    row = list(row)
+    endpoints = endpoints_parse(row.pop()) if webhooks else []
     *row, event_id = row
     # The event was written by the statement above: what follows every event (the webhook outbox) follows it too.
     event_written(TimelineEvent(pk=event_id, kind=values[0], email=values[1], enrollment_id=values[2],
                                 job_id=values[3], version_seen=values[4], worker_id=values[5],
-                                data=event.get("data", {})))
+                                data=event.get("data", {})), endpoints=endpoints)
     out = {}
     for f, value in zip(names, row, strict=True):
         col = f.get_col(model._meta.db_table)

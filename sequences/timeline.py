@@ -108,10 +108,13 @@ def event_record(
     return row
 
 
-def event_written(row: TimelineEvent) -> None:
+def event_written(row: TimelineEvent, *, endpoints: list[tuple[int, list[str]]] | None = None) -> None:
     """What follows every timeline event in its transaction, however it was written (here, or by a state
-    move's single statement in sequences.states): the outbound webhooks' outbox row."""
+    move's single statement in sequences.states): the outbound webhooks' outbox row.
+
+    `endpoints`: the active webhook endpoints (id, event types) when the statement that wrote the event
+    read them as well; None reads them here."""
     # Imported here because the outbox reads Event from this module (they would import each other).
     from .webhooks_out.outbox import outbox_write
 
-    outbox_write(row)
+    outbox_write(row, endpoints=endpoints)

@@ -18,8 +18,23 @@ from ..queues import enqueue_webhook_deliveries
 from .events import KINDS, webhook_event_for
 
 
-def outbox_write(event: TimelineEvent) -> list[int]:
-    """Write a delivery for each active endpoint subscribed to what `event` becomes; requires the transaction."""
+ACTIVE_ENDPOINTS_SQL = (
+    "SELECT json_agg(json_build_array(w.id, w.event_types) ORDER BY w.id)::text "
+    f"FROM {WebhookEndpoint._meta.db_table} w WHERE w.active"
+)
+
+
+def endpoints_parse(value: str | None) -> list[tuple[int, list[str]]]:
+    """The (id, event types) pairs ACTIVE_ENDPOINTS_SQL returns as one JSON text ([] for none)."""
+    return [(pk, types) for pk, types in json.loads(value)] if value else []
+
+
+def outbox_write(event: TimelineEvent, *, endpoints: list[tuple[int, list[str]]] | None = None) -> list[int]:
+    """Write a delivery for each active endpoint subscribed to what `event` becomes; requires the transaction.
+
+    `endpoints`: the active endpoints as (id, event types), when the caller's statement read them with the
+    event (a state move reads them with ACTIVE_ENDPOINTS_SQL in its one statement); None reads them here.
+    """
     if event.kind not in KINDS:
         return []
     found = webhook_event_for(
@@ -28,12 +43,14 @@ def outbox_write(event: TimelineEvent) -> list[int]:
     if found is None:
         return []
     event_type, data = found
-    endpoints = [e for e in WebhookEndpoint.objects.filter(active=True) if event_type in e.event_types]
-    if not endpoints:
+    if endpoints is None:
+        endpoints = list(WebhookEndpoint.objects.filter(active=True).values_list("pk", "event_types"))
+    subscribed = [pk for pk, types in endpoints if event_type in types]
+    if not subscribed:
         return []
     body = json.dumps({"id": f"evt_{event.pk}", "type": event_type.value, "data": data}, sort_keys=True, default=str)
     deliveries = WebhookDelivery.objects.bulk_create(
-        [WebhookDelivery(endpoint=e, event=event, event_type=event_type.value, body=body) for e in endpoints]
+        [WebhookDelivery(endpoint_id=pk, event=event, event_type=event_type.value, body=body) for pk in subscribed]
     )
     ids = [d.pk for d in deliveries]
     transaction.on_commit(lambda: enqueue_webhook_deliveries(ids))
