@@ -35,8 +35,8 @@ from mailboxes.models import Mailbox
 
 from . import daily_cap
 from .dbclock import DbClock, iso
-from .models import Enrollment, ProviderCancel, SendJob, Sequence, TimelineEvent
-from .timeline import Event, event_record, event_written
+from .models import Enrollment, ProviderCancel, SendJob, Sequence
+from .timeline import EVENT_COLUMNS, EVENT_TABLE, Event, event_record, event_row, event_values, event_written
 from .webhooks_out.events import KINDS as WEBHOOK_KINDS
 from .webhooks_out.outbox import ACTIVE_ENDPOINTS_SQL, endpoints_parse
 
@@ -49,10 +49,6 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
     assert connection.in_atomic_block, f"{machine} transitions run inside a transaction"
     if to not in edges[current]:
         raise IllegalTransition(f"{current} -> {to} is not an edge of the {machine} state machine")
-
-
-EVENT_TABLE = TimelineEvent._meta.db_table
-EVENT_COLUMNS = ("kind", "email", "enrollment_id", "job_id", "version_seen", "worker_id", "data")
 
 
 def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] | None:
@@ -72,17 +68,10 @@ def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]
     update_sql, update_params = query.get_compiler(connection=connection).as_sql()
     names = [model._meta.get_field(name) for name in updates]
     returning = ", ".join(f.column for f in names)
-    data_field = TimelineEvent._meta.get_field("data")
-    enrollment, job = event.get("enrollment"), event.get("job")
-    values = [
-        Event(event["kind"]).value, event.get("email", ""),
-        enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
-        job.pk if isinstance(job, SendJob) else job,
-        event.get("version_seen"), event.get("worker_id", ""),
-        data_field.get_db_prep_save(event.get("data", {}), connection),
-    ]
+    written = event_row(**event)
+    values = event_values(written)
     # An event that outbound webhooks carry reads the active endpoints in the same statement (for the outbox).
-    webhooks = values[0] in WEBHOOK_KINDS
+    webhooks = written.kind in WEBHOOK_KINDS
     sql = (f"WITH moved AS ({update_sql} RETURNING {returning}), "
            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"SELECT {', '.join(['%s'] * len(values))} FROM moved RETURNING id) "
@@ -94,11 +83,10 @@ def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]
         return None
     row = list(row)
     endpoints = endpoints_parse(row.pop()) if webhooks else []
-    *row, event_id = row
+    written.pk = row.pop()
+    written._state.adding, written._state.db = False, connection.alias
     # The event was written by the statement above: what follows every event (the webhook outbox) follows it too.
-    event_written(TimelineEvent(pk=event_id, kind=values[0], email=values[1], enrollment_id=values[2],
-                                job_id=values[3], version_seen=values[4], worker_id=values[5],
-                                data=event.get("data", {})), endpoints=endpoints)
+    event_written(written, endpoints=endpoints)
     out = {}
     for f, value in zip(names, row, strict=True):
         col = f.get_col(model._meta.db_table)

@@ -93,19 +93,59 @@ def event_record(
     worker_id: str = "",
     **data: Any,
 ) -> TimelineEvent:
-    """Append one event; requires the caller's transaction (stamped by the database clock)."""
+    """Append one event; requires the caller's transaction (stamped by the database clock).
+
+    On PostgreSQL one statement writes the event and, for a kind that outbound webhooks carry, reads the
+    active endpoints for its outbox rows (`event_written`).
+    """
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    row = TimelineEvent.objects.create(
+    row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, version_seen=version_seen,
+                    worker_id=worker_id, data=data)
+    if connection.vendor != "postgresql":
+        row.save()
+        event_written(row)
+        return row
+    from .webhooks_out.events import KINDS
+    from .webhooks_out.outbox import ACTIVE_ENDPOINTS_SQL, endpoints_parse
+
+    webhooks = row.kind in KINDS
+    values = event_values(row)
+    sql = (f"WITH ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
+           f"VALUES ({', '.join(['%s'] * len(values))}) RETURNING id, at) "
+           f"SELECT id, at{f', ({ACTIVE_ENDPOINTS_SQL})' if webhooks else ''} FROM ev")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        found = cursor.fetchone()
+    row.pk, row.at = found[0], found[1]
+    row._state.adding, row._state.db = False, connection.alias
+    event_written(row, endpoints=endpoints_parse(found[2]) if webhooks else [])
+    return row
+
+
+def event_row(*, kind: Event | str, email: str = "", enrollment: Enrollment | int | None = None,
+              job: SendJob | int | None = None, version_seen: int | None = None, worker_id: str = "",
+              data: dict[str, Any] | None = None) -> TimelineEvent:
+    """The (unsaved) row of one event."""
+    return TimelineEvent(
         kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
         job_id=job.pk if isinstance(job, SendJob) else job,
         version_seen=version_seen,
         worker_id=worker_id,
-        data=data,
+        data=data or {},
     )
-    event_written(row)
-    return row
+
+
+EVENT_TABLE = TimelineEvent._meta.db_table
+EVENT_COLUMNS = ("kind", "email", "enrollment_id", "job_id", "version_seen", "worker_id", "data")
+
+
+def event_values(row: TimelineEvent) -> list[Any]:
+    """The parameters of EVENT_COLUMNS for an INSERT of `row` written by hand (here and in sequences.states)."""
+    data_field = TimelineEvent._meta.get_field("data")
+    return [row.kind, row.email, row.enrollment_id, row.job_id, row.version_seen, row.worker_id,
+            data_field.get_db_prep_save(row.data, connection)]
 
 
 def event_written(row: TimelineEvent, *, endpoints: list[tuple[int, list[str]]] | None = None) -> None:

@@ -94,6 +94,9 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
     return _no_evidence(refused) if refused else Correlation()
 
 
+JOB_RELATIONS = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox")
+
+
 def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
     """Our jobs named by the ids of one message (any mailbox), by Message-ID: one query however many ids."""
     return _jobs_named([i for i in dict.fromkeys(ids) if i][: 3 * REFERENCES_CONSIDERED])
@@ -102,8 +105,8 @@ def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
 def _jobs_named(ids: list[str]) -> dict[str, SendJob]:
     if not ids:
         return {}
-    jobs = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").filter(
-        message_id__in=set(ids))
+    # With every relation a stop reads (sequences.services.reply_stop_in_transaction), so it reads none again.
+    jobs = SendJob.objects.select_related(*JOB_RELATIONS).filter(message_id__in=set(ids))
     return {job.message_id: job for job in jobs}
 
 
@@ -125,7 +128,7 @@ def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | No
     if internaldate is None or not addresses:
         return {}
     jobs = (
-        SendJob.objects.select_related("enrollment__contact")
+        SendJob.objects.select_related(*JOB_RELATIONS)
         .filter(sends_from(mailbox.pk, via="enrollment__"), enrollment__contact__email__in=addresses,
                 submitted_at__isnull=False, submitted_at__lte=internaldate + ARRIVAL_SLACK)
         .order_by("-submitted_at")

@@ -14,7 +14,7 @@ from django.db.models import Q
 
 from mailboxes.models import Mailbox
 
-from ..dbclock import db_now
+from ..dbclock import DbClock, db_now
 from ..freemail import is_free_mail
 from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, sequence_lock
 from ..models import Enrollment, SendJob, Sequence
@@ -32,10 +32,17 @@ E = Enrollment.Status
 
 
 def cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> StopSummary:
-    """Cancel every job of a locked enrollment that has not passed authorization; requires a transaction."""
+    """Cancel every job of a locked enrollment that has not passed authorization; requires a transaction.
+
+    One read of the enrollment's jobs tells what to cancel and what is already past the hand-off: under
+    the enrollment lock no job can be authorized or recorded meanwhile (a claim or a lost claim can still
+    move, and the guarded move sees it).
+    """
     summary = StopSummary()
-    jobs = SendJob.objects.filter(enrollment=enrollment, state__in=CANCELABLE).select_related("step")
+    jobs = list(SendJob.objects.filter(enrollment=enrollment).select_related("step").order_by("id"))
     for job in jobs:
+        if job.state not in CANCELABLE:
+            continue
         job._email = enrollment.contact.email  # type: ignore[attr-defined]
         # A worker may claim the job between our read and our update (claiming
         # takes no enrollment lock); it cannot authorize it while we hold the
@@ -49,11 +56,10 @@ def cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> S
     # Scheduled send at a provider: a job already handed to an ESP for later delivery
     # cannot be canceled here; mark "cancel requested" in this transaction, and an RQ task asks the
     # provider after commit (never inside a transaction). It still counts as submitted below.
-    provider_cancel_request(enrollment=enrollment, reason=reason, actor=actor)
-    summary.in_flight = SendJob.objects.filter(enrollment=enrollment, state=S.AUTHORIZED).count()
-    summary.submitted = SendJob.objects.filter(
-        enrollment=enrollment, state__in=(S.SUBMITTED, S.ACCEPTED, S.UNKNOWN)
-    ).count()
+    if any(job.state == S.SUBMITTED and job.provider_schedule_id and not job.provider_cancel_status for job in jobs):
+        provider_cancel_request(enrollment=enrollment, reason=reason, actor=actor)
+    summary.in_flight = sum(job.state == S.AUTHORIZED for job in jobs)
+    summary.submitted = sum(job.state in (S.SUBMITTED, S.ACCEPTED, S.UNKNOWN) for job in jobs)
     return summary
 
 
@@ -88,7 +94,7 @@ def enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = 
     summary = cancel_pending(enrollment, reason=reason, actor=actor)
     summary.enrollments, summary.changed = 1, True
     enrollment_move(enrollment=enrollment, to=E.STOPPED, event=Event.ENROLLMENT_STOPPED,
-                    fields={"stop_reason": reason, "stopped_at": db_now()},
+                    fields={"stop_reason": reason, "stopped_at": DbClock()},
                     reason=reason, actor=actor, source=source, **({"because": because} if because else {}),
                     **summary.as_dict())
     return summary
@@ -117,14 +123,18 @@ def person_stop_in_transaction(*, email: str, reason: str, because: str, source:
     return summary
 
 
-def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True) -> StopSummary:
+def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, job: SendJob | None = None
+                              ) -> StopSummary:
     """A correlated human reply to the message of `job_id` stops the person in every sequence and mailbox.
 
     With the sequence's `stop_on_reply = "domain"` and strong evidence (the reply names our Message-ID), it
     also stops everyone at the person's company domain, never at a free-mail domain. Requires a transaction.
+    `job`: that job as the caller read it (enrollment, contact, sequence and mailbox loaded), not read again;
+    what is stopped is decided under the locks that follow, from fresh rows.
     """
-    job = SendJob.objects.select_related(
-        "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
+    if job is None or job.pk != job_id:
+        job = SendJob.objects.select_related(
+            "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
     contact, sequence = job.enrollment.contact, job.enrollment.sequence
     widen = strong and sequence.stop_on_reply == Sequence.StopOnReply.DOMAIN and not is_free_mail(contact.domain)
     mailbox = enrollment_mailbox(job.enrollment)

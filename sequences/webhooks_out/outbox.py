@@ -17,7 +17,6 @@ from ..models import TimelineEvent, WebhookDelivery, WebhookEndpoint
 from ..queues import enqueue_webhook_deliveries
 from .events import KINDS, webhook_event_for
 
-
 ACTIVE_ENDPOINTS_SQL = (
     "SELECT json_agg(json_build_array(w.id, w.event_types) ORDER BY w.id)::text "
     f"FROM {WebhookEndpoint._meta.db_table} w WHERE w.active"
