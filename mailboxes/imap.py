@@ -88,6 +88,14 @@ class ImapAuthError(ImapError):
     """The server refused the credentials (or could not check them)."""
 
 
+class ImapTokenRefused(ImapAuthError):
+    """No OAuth2 login was tried: the token endpoint refused the mailbox's client or refresh token (`refusal`)."""
+
+    def __init__(self, message: str, refusal: TokenRefused):
+        super().__init__(message)
+        self.refusal = refusal
+
+
 class ImapConnectionError(ImapError):
     """Could not connect, or the connection broke or timed out mid-session."""
 
@@ -176,7 +184,7 @@ class ImapSession:
             try:
                 token = access_token(oauth, rejected=rejected)
             except TokenRefused as e:
-                raise ImapAuthError(f"OAuth2 for IMAP login as {cfg.username!r}: {e} — {e.hint}") from None
+                raise ImapTokenRefused(f"OAuth2 for IMAP login as {cfg.username!r}: {e} — {e.hint}", e) from None
             except TokenUnavailable as e:
                 raise ImapConnectionError(f"OAuth2 for IMAP login as {cfg.username!r}: {e}") from None
             try:

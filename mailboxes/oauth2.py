@@ -10,7 +10,8 @@ is the mailbox's failure, not the message's.
 Errors have a scope, as in mailboxes.transports.base:
 - TokenRefused: the token endpoint refused the client or the refresh token (invalid_grant: revoked or
   expired; invalid_client: wrong id or secret). Nothing of this mailbox can log in until an operator
-  fixes it: the caller raises a mailbox-scope error (MailboxRefused / ImapAuthError).
+  fixes it: the caller raises a mailbox-scope error (MailboxRefused / ImapTokenRefused). One the IMAP
+  poll meets also blocks sending when SMTP logs in with the same settings (mailboxes.ingest.poll).
 - TokenUnavailable: the endpoint could not be reached or answered 5xx: transient.
 """
 
@@ -21,6 +22,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import requests
 from authlib.common.security import is_secure_transport
@@ -67,7 +69,21 @@ class TokenError(Exception):
 
 
 class TokenRefused(TokenError):
-    """The token endpoint refused the client or the refresh token: the mailbox's problem."""
+    """The token endpoint refused the client or the refresh token: the mailbox's problem.
+
+    `error` is the endpoint's RFC 6749 5.2 code (invalid_grant, invalid_client, ...) and `endpoint` its host
+    name; both are empty when nothing was asked (no refresh token set, a token URL that may not be used).
+    """
+
+    def __init__(self, message: str, *, hint: str = "", error: str = "", endpoint: str = ""):
+        super().__init__(message, hint=hint)
+        self.error = error
+        self.endpoint = endpoint
+
+    @property
+    def by_endpoint(self) -> bool:
+        """The token endpoint itself answered with a refusal (not a setting missing in this process)."""
+        return bool(self.error)
 
 
 class TokenUnavailable(TokenError):
@@ -103,6 +119,14 @@ def token_url_problem(url: str) -> str:
     if not is_secure_transport(url):
         return f"{url} is not https: a client secret and a refresh token travel only over TLS (http on loopback only)"
     return ""
+
+
+def endpoint_host(url: str) -> str:
+    """The host name of a token endpoint, for operators' messages (never a user or password in the URL)."""
+    try:
+        return urlsplit(url).hostname or "the token endpoint"
+    except ValueError:
+        return "the token endpoint"
 
 
 # --- the in-process cache ------------------------------------------------------------------------
@@ -179,7 +203,8 @@ def _refresh(config: OAuth2Config, refresh_token: str) -> tuple[str, float, str]
             if exc.error in ("invalid_client", "unauthorized_client")
             else f"{secret} was revoked or has expired: consent again and set the new one"
         )
-        raise TokenRefused(f"the token endpoint refused: {exc.error}" + _described(exc), hint=hint) from None
+        raise TokenRefused(f"the token endpoint refused: {exc.error}" + _described(exc), hint=hint,
+                           error=exc.error or "refused", endpoint=endpoint_host(config.token_url)) from None
     except requests.HTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
         raise TokenUnavailable(f"the token endpoint answered HTTP {status}") from None

@@ -12,7 +12,7 @@ from .transports.base import CheckStep, MailboxRefused, Submission, Transport
 from .transports.esp import EspConfig, EspTransport, esp_api_url
 from .transports.smtp import SmtpConfig, SmtpTransport
 
-__all__ = ["RefusedTransport", "oauth2_config_for", "secret_from_env", "transport_for"]
+__all__ = ["RefusedTransport", "oauth2_config_for", "secret_from_env", "smtp_logs_in_with", "transport_for"]
 
 
 class RefusedTransport(Transport):
@@ -76,3 +76,18 @@ def transport_for(mailbox: Mailbox) -> Transport:
         )
     except SecretRefused as exc:
         return RefusedTransport(mailbox.name, str(exc))
+
+
+def smtp_logs_in_with(mailbox: Mailbox, oauth2: OAuth2Config | None) -> bool:
+    """Whether the mailbox's SMTP login uses this very OAuth2 client and refresh token.
+
+    Then a refusal the IMAP side met is the sending side's as well. An ESP, an SMTP relay that needs no
+    login, a password login or other OAuth2 settings do not share it: an IMAP failure says nothing about them.
+    """
+    if oauth2 is None:
+        return False
+    transport = transport_for(mailbox)
+    if not isinstance(transport, SmtpTransport):
+        return False
+    smtp = transport.config
+    return bool(smtp.username) and smtp.oauth2 is not None and smtp.oauth2.cache_key == oauth2.cache_key

@@ -23,6 +23,7 @@ from django.db.models import F, Min
 
 from sequences.dbclock import db_now
 from sequences.models import SendJob
+from sequences.services.mailbox_health import mailbox_block
 from sequences.services.rotation import sends_from
 from sequences.timeline import Event, event_record
 
@@ -36,8 +37,9 @@ from ..imap import (
     folder_guess,
 )
 from ..models import ImapCursor, Mailbox
+from ..oauth2 import TokenRefused
 from ..secrets import SecretRefused
-from ..selectors import oauth2_config_for, secret_from_env
+from ..selectors import oauth2_config_for, secret_from_env, smtp_logs_in_with
 from .batch import batch_ingest
 
 log = logging.getLogger("outreach.ingest")
@@ -104,8 +106,10 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         result.error = "no IMAP settings"
         return result
     folder_errors: list[str] = []
+    config: ImapConfig | None = None
     try:
-        with ImapSession(imap_config_for(mailbox)) as session:
+        config = imap_config_for(mailbox)
+        with ImapSession(config) as session:
             sent = _sent_folders(session)
             for folder in mailbox.imap_folders or ["INBOX"]:
                 try:
@@ -129,12 +133,53 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)
         Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_error=result.error[:2000],
                                                      poll_failures=F("poll_failures") + 1)
+        _block_sending_if_token_refused(mailbox, exc, config)
         if isinstance(exc, SecretRefused):  # a password env var outside the allow-list: nothing was sent
             raise ImapAuthError(str(exc)) from exc
         raise
     Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
                                                  last_poll_error="; ".join(folder_errors)[:2000], poll_failures=0)
     return result
+
+
+def _block_sending_if_token_refused(mailbox: Mailbox, exc: BaseException, config: ImapConfig | None) -> None:
+    """The token endpoint refused the OAuth2 refresh token (or client) that SMTP logs in with too: block sending
+    now, so no job tries a login bound to fail; the mailbox's probe unblocks it once the token works again.
+
+    Only the endpoint's own refusal counts (a variable missing in the poller's environment may be set for the
+    senders), and only when SMTP uses the same OAuth2 settings: an IMAP password refused, or OAuth2 for IMAP
+    alone, never stops the sending side.
+    """
+    refusal = token_refusal(exc)
+    if refusal is None or not refusal.by_endpoint or config is None or not smtp_logs_in_with(mailbox, config.oauth2):
+        return
+    reason = token_refused_reason(refusal)
+    if mailbox_block(mailbox_id=mailbox.pk, reason=reason):
+        log.warning("mailbox %s blocked for sending: %s", mailbox.name, reason)
+
+
+def token_refusal(exc: BaseException | None) -> TokenRefused | None:
+    """The token endpoint's refusal behind an error, however it was wrapped (its `refusal`, cause or context)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, TokenRefused):
+            return exc
+        refusal = getattr(exc, "refusal", None)
+        if isinstance(refusal, TokenRefused):
+            return refusal
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def token_refused_reason(refusal: TokenRefused) -> str:
+    """Why sending is blocked, in words an operator acts on: who refused what, and what to do (no secret)."""
+    if refusal.error in ("invalid_client", "unauthorized_client"):
+        what, todo = "OAuth2 client", "fix the mailbox's OAuth2 client"
+    else:
+        what, todo = "OAuth2 refresh token", "reconnect the mailbox"
+    reason = f"{what} refused by {refusal.endpoint} ({refusal.error}) at the IMAP login: {todo}"
+    return f"{reason} ({refusal.hint})" if refusal.hint else reason
 
 
 def _folder_error(session: ImapSession, folder: str, exc: ImapError) -> str:

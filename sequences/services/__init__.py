@@ -46,6 +46,7 @@ from .guardrails import Figures, guardrail_crossed, guardrail_figures, guardrail
 from .holds import person_hold_for_auto_reply
 from .mailbox_health import (
     ProbeResult,
+    mailbox_block,
     mailbox_probe,
     mailbox_probes_due,
     send_job_record_mailbox_refused,
@@ -103,7 +104,7 @@ __all__ = [
     "enrollment_pause_in_transaction", "enrollment_resume", "enrollment_stop", "enrollment_stop_in_transaction",
     "enrollments_create_batch", "enrollments_create_many", "enrollments_doctor", "enrollments_dry_run", "final_check",
     "guardrail_crossed", "guardrail_figures", "guardrail_may_cross", "guardrail_record", "leases_sweep",
-    "mailbox_pause", "mailbox_pause_sweep", "mailbox_probe", "mailbox_probes_due", "mailbox_resume",
+    "mailbox_block", "mailbox_pause", "mailbox_pause_sweep", "mailbox_probe", "mailbox_probes_due", "mailbox_resume",
     "person_hold_for_auto_reply", "person_stop_in_transaction", "provider_cancel_request", "provider_cancels_stale",
     "provider_event_record", "provider_event_reject", "provider_send_at_for", "queued_stale",
     "reply_stop_in_transaction", "send_job_authorize", "send_job_claim", "send_job_provider_cancel",

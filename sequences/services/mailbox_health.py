@@ -8,7 +8,9 @@ defers every job of the mailbox and no login is attempted, except one probe
 (`mailbox_probe`: the transport's check, no message sent) after each interval
 of OUTREACH_PROBE_INTERVALS, or when an operator asks. A probe that passes
 unblocks the mailbox and releases its held jobs, each still through the
-final check. Lock order as everywhere: the enrollment, then the mailbox.
+final check. A mailbox-scope error met outside a send (the IMAP poll finding
+the mailbox's OAuth2 refresh token refused) blocks it the same way
+(`mailbox_block`). Lock order as everywhere: the enrollment, then the mailbox.
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ def _block_locked(mailbox: Mailbox, *, reason: str, now: datetime) -> None:
         operator_log(actor=SYSTEM, action="mailbox_blocked", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk,
                      result={"reason": reason[:500], "next_check": mailbox.next_probe_at.isoformat()})
+
+
+def mailbox_block(*, mailbox_id: int, reason: str) -> bool:
+    """Block a mailbox for a mailbox-scope error met outside a send (the IMAP poll's refused OAuth2 token).
+
+    From then on the final check defers its jobs and no login is attempted until a probe passes, as after a
+    refused send. True when this blocked it; a mailbox already blocked keeps its reason and probe schedule.
+    """
+    with transaction.atomic(durable=True):
+        mailbox = mailbox_lock(mailbox_id=mailbox_id)
+        if mailbox_health(mailbox) != HEALTH_OK:
+            return False
+        _block_locked(mailbox, reason=reason, now=db_now())
+        return True
 
 
 def _hold(job: SendJob, mailbox: Mailbox, *, worker_id: str, error: str, now: datetime) -> None:
