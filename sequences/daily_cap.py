@@ -2,12 +2,13 @@
 
 The day is the calendar day in the mailbox's window time zone (the zone its
 operator thinks in), so the cap opens again at local midnight. The final
-check takes a slot with one conditional upsert: it adds one only while the
-count is below the cap, atomically, so two workers cannot both take the last
-slot; the counter row is the last lock of `sequences.locks`' order. A job that
-goes back from authorized to scheduled (a transient refusal, a held message)
-did not pass the hand-off, so its slot is given back (`sequences.states`
-calls `slot_release` on that edge). Every function requires the caller's
+check takes a slot with one conditional upsert (`slot_gate`, in the statement
+of the authorization itself): it adds one only while the count is below the
+cap, atomically, so two workers cannot both take the last slot; the counter
+row is the last lock of `sequences.locks`' order. A job that goes back from
+authorized to scheduled (a transient refusal, a held message) did not pass
+the hand-off, so its slot is given back (`sequences.states` calls
+`slot_give_back` on that edge). Every function requires the caller's
 transaction.
 """
 
@@ -20,7 +21,7 @@ from django.db import connection
 
 from mailboxes.models import Mailbox
 
-from .models import DailySendCount
+from .models import DailySendCount, SendJob
 from .window import RECIPIENT
 
 TABLE = DailySendCount._meta.db_table
@@ -45,18 +46,23 @@ def day_end(mailbox: Mailbox, day: date) -> datetime:
     return datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone).astimezone(ZoneInfo("UTC"))
 
 
-def slot_take(*, mailbox: Mailbox, day: date) -> bool:
-    """Count one more message for the mailbox on `day`, unless that would pass its daily cap; one statement."""
-    if mailbox.daily_cap <= 0:
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {TABLE} (mailbox_id, day, sent) VALUES (%s, %s, 1) "
-            f"ON CONFLICT (mailbox_id, day) DO UPDATE SET sent = {TABLE}.sent + 1 WHERE {TABLE}.sent < %s "
-            "RETURNING sent",
-            [mailbox.pk, day, mailbox.daily_cap],
-        )
-        return cursor.fetchone() is not None
+def slot_gate(*, mailbox: Mailbox, day: date, job_id: int, state: str, version: int) -> tuple[str, list]:
+    """The statement that takes one more message for the mailbox on `day`, unless that would pass its daily cap,
+    and only while the job is still in `state` at `version`: (SQL, params), RETURNING a row when it took one.
+
+    `sequences.states.job_move` runs it as the gate of the authorization (`gate=`): on PostgreSQL in the
+    move's own statement, so the slot and the move are one round trip; the job moves only if the slot was
+    taken. The upsert is atomic: two workers cannot both take the last slot. A job that is no longer in that
+    state takes no slot (the lease sweeper moves claims without the enrollment lock; should it win the
+    race inside the very statement, the day counts one message more than left, never one less).
+    """
+    return (
+        f"INSERT INTO {TABLE} (mailbox_id, day, sent) SELECT %s, %s, 1 WHERE EXISTS "
+        f"(SELECT 1 FROM {SendJob._meta.db_table} WHERE id = %s AND state = %s AND version = %s) "
+        f"ON CONFLICT (mailbox_id, day) DO UPDATE SET sent = {TABLE}.sent + 1 WHERE {TABLE}.sent < %s "
+        "RETURNING sent",
+        [mailbox.pk, day, job_id, state, version, mailbox.daily_cap],
+    )
 
 
 def slot_give_back(*, mailbox_id: int, tz: str, authorized_at: datetime | None) -> None:

@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, QuerySet
+from django.db.models import BooleanField, F, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.sql import UpdateQuery
 
 from mailboxes.models import Mailbox
@@ -51,18 +52,28 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
         raise IllegalTransition(f"{current} -> {to} is not an edge of the {machine} state machine")
 
 
-def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] | None:
+def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any],
+                    gate: tuple[str, list] | None = None) -> dict[str, Any] | None:
     """UPDATE the one row `qs` matches and INSERT its timeline event if it moved; the row's new values, or None.
 
     PostgreSQL: one statement (`WITH moved AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM moved`).
-    The event's `at` is the column's database default, the database clock.
+    The event's `at` is the column's database default, the database clock. `gate`: a data-modifying
+    statement (SQL, params) with RETURNING that must return a row for the row to move (the daily cap's
+    slot); on PostgreSQL it runs in the same statement, elsewhere just before.
     """
     model = qs.model
     if connection.vendor != "postgresql":
+        if gate is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(*gate)
+                if cursor.fetchone() is None:
+                    return None
         if not qs.update(**updates):
             return None
         event_record(**{k: v for k, v in event.items() if k != "data"}, **event.get("data", {}))
         return {}
+    if gate is not None:
+        qs = qs.filter(RawSQL("EXISTS (SELECT 1 FROM gate)", (), output_field=BooleanField()))
     query = qs.query.chain(UpdateQuery)
     query.add_update_values(updates)
     update_sql, update_params = query.get_compiler(connection=connection).as_sql()
@@ -72,12 +83,13 @@ def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]
     values = event_values(written)
     # An event that outbound webhooks carry reads the active endpoints in the same statement (for the outbox).
     webhooks = written.kind in WEBHOOK_KINDS
-    sql = (f"WITH moved AS ({update_sql} RETURNING {returning}), "
+    gate_sql, gate_params = (f"gate AS ({gate[0]}), ", gate[1]) if gate is not None else ("", [])
+    sql = (f"WITH {gate_sql}moved AS ({update_sql} RETURNING {returning}), "
            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"SELECT {', '.join(['%s'] * len(values))} FROM moved RETURNING id) "
            f"SELECT {returning}, (SELECT id FROM ev){f', ({ACTIVE_ENDPOINTS_SQL})' if webhooks else ''} FROM moved")
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*update_params, *values))
+        cursor.execute(sql, (*gate_params, *update_params, *values))
         row = cursor.fetchone()
     if row is None:
         return None
@@ -145,9 +157,13 @@ def job_move(
     event: Event | None = None,
     worker_id: str = "",
     fields: dict[str, Any] | None = None,
+    gate: tuple[str, list] | None = None,
     **event_data: Any,
 ) -> bool:
-    """Move `job` from the state and version it was read with to `to`; requires a transaction."""
+    """Move `job` from the state and version it was read with to `to`; requires a transaction.
+
+    `gate`: a statement that must return a row for the job to move, run with the move (the daily cap's
+    slot, `sequences.daily_cap.slot_gate`); False then also when it returned none."""
     _check("send-job", JOB_EDGES, job.state, to)
     updates: dict[str, Any] = {"state": to, "version": F("version") + 1, **(fields or {})}
     if to in JOB_STAMP:
@@ -158,6 +174,7 @@ def job_move(
         {"kind": event or Event(f"job_{to}"), "email": _email_of(job), "enrollment": job.enrollment_id,
          "job": job.pk, "version_seen": job.version, "worker_id": worker_id,
          "data": {"step": job.step.position, "from": job.state, "to": to, **event_data}},
+        gate=gate,
     )
     if moved is None:
         return False

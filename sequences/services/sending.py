@@ -6,13 +6,13 @@ hand-off). Everything after the claim locks the job's enrollment first, as
 every stop path does (`sequences.locks`), so a stop and the final check, or a
 stop and the record of a retry, are serialized.
 
-The final check costs four statements and a COMMIT (`send_job_authorize`):
+The final check costs three statements and a COMMIT (`send_job_authorize`):
 the enrollment lock (which also finds the enrollment from the job), one read
 of every row and fact it checks (`sequences.loads`: job, enrollment, contact,
 sequence, mailbox, step, the ledger for the address and its domain, the
-previous step, the database clock), the daily-cap slot (`sequences.daily_cap`:
-a counter row, not a count of jobs), and the move with its timeline event in
-one statement (`sequences.states`).
+previous step, the database clock), and the move with its timeline event and
+the day's slot of the daily cap (`sequences.daily_cap`: a counter row, not a
+count of jobs) in one statement (`sequences.states`).
 """
 
 from __future__ import annotations
@@ -159,25 +159,35 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
                      reason="mailbox_blocked", until=until.isoformat())
             return Authorization("deferred", "mailbox_blocked", job.version)
         # A job handed to an ESP early is checked against the window at its send time.
-        defer_until, why = _defer_until(job=job, mailbox=mailbox, now=max(now, job.scheduled_at),
-                                        contact_zone=enrollment.contact.timezone)
-        if defer_until is not None:
-            # A deferral is not a sending attempt: it does not count against OUTREACH_MAX_ATTEMPTS.
-            job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
-                     fields={"scheduled_at": defer_until, "worker_id": "", "lease_until": None,
-                             "attempts": F("attempts") - 1},
-                     reason=why, until=defer_until.isoformat())
-            return Authorization("deferred", why, job.version)
+        send_time = max(now, job.scheduled_at)
+        opening = mailbox_next_open(send_time, mailbox=mailbox, contact_zone=enrollment.contact.timezone)
+        if opening is not None:
+            return _defer(job, worker_id=worker_id, until=opening, why="outside_sending_window")
+        day = daily_cap.cap_day(mailbox, send_time)
+        if mailbox.daily_cap <= 0:
+            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
 
         lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
-        if not job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease},
-                        final_check=True):
-            # Cannot happen while the enrollment is locked, except by the lease sweeper (it moves expired
-            # claims without that lock): give the slot back and say what the job is now.
-            daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=now)
-            job.refresh_from_db(fields=["state", "version"])
-            return _lost(job, worker_id=worker_id, version=version)
-        return Authorization("authorized", "", job.version, mailbox=mailbox)
+        # The day's slot is taken in the statement of the move, and the job moves only if it was.
+        slot = daily_cap.slot_gate(mailbox=mailbox, day=day, job_id=job.pk, state=job.state, version=job.version)
+        if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, gate=slot,
+                    final_check=True):
+            return Authorization("authorized", "", job.version, mailbox=mailbox)
+        job.refresh_from_db(fields=["state", "version"])
+        if job.state == S.CLAIMED and job.version == version:
+            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
+        # Cannot happen while the enrollment is locked, except by the lease sweeper (it moves expired claims
+        # without that lock); the job took no slot then. Say what the job is now.
+        return _lost(job, worker_id=worker_id, version=version)
+
+
+def _defer(job: SendJob, *, worker_id: str, until: datetime, why: str) -> Authorization:
+    """claimed -> scheduled: the sending window is closed, or the mailbox reached its daily cap."""
+    # A deferral is not a sending attempt: it does not count against OUTREACH_MAX_ATTEMPTS.
+    job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
+             fields={"scheduled_at": until, "worker_id": "", "lease_until": None, "attempts": F("attempts") - 1},
+             reason=why, until=until.isoformat())
+    return Authorization("deferred", why, job.version)
 
 
 def _lost(job: SendJob, *, worker_id: str, version: int) -> Authorization:
@@ -208,22 +218,6 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> st
     if not facts.previous_step_sent:
         return "previous_step_not_submitted"
     return ""
-
-
-def _defer_until(*, job: SendJob, mailbox: Mailbox, now: datetime, contact_zone: str) -> tuple[Any, str]:
-    """(when, why) if the job must wait for the sending window (in the contact's zone when the mailbox's
-    window says "recipient") or the daily cap, else (None, '').
-
-    Within the cap, this takes the job's slot of the day (the last statement before the move).
-    """
-    opening = mailbox_next_open(now, mailbox=mailbox, contact_zone=contact_zone)
-    if opening is not None:
-        return opening, "outside_sending_window"
-    # The counter's conditional upsert is atomic: two workers cannot both take the last slot.
-    day = daily_cap.cap_day(mailbox, now)
-    if not daily_cap.slot_take(mailbox=mailbox, day=day):
-        return daily_cap.day_end(mailbox, day), "daily_cap_reached"
-    return None, ""
 
 
 # --- the record of the hand-off ------------------------------------------------------------------

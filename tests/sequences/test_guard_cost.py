@@ -33,19 +33,20 @@ def claimed(mailbox, emails, *, steps=1):
     return [(job_id, services.send_job_claim(job_id=job_id, worker_id=f"w{job_id}").version) for job_id in ids]
 
 
-def test_the_final_check_is_four_statements(mailbox):
+def test_the_final_check_is_three_statements(mailbox):
     ((job_id, version),) = claimed(mailbox, ["count@example.com"])
     statements = StatementCounter()
     with connection.execute_wrapper(statements):
         decision = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
     assert decision.outcome == "authorized"
-    # The lock (it finds the enrollment), one read of every row and fact, the daily slot, the move with its
-    # event; then COMMIT.
-    assert len(statements.sql) == 4, statements.sql
+    # The lock (it finds the enrollment), one read of every row and fact, the move with its event and the
+    # day's slot; then COMMIT.
+    assert len(statements.sql) == 3, statements.sql
     assert "FOR NO KEY UPDATE" in statements.sql[0]
-    assert statements.sql[3].startswith("WITH moved AS (UPDATE")
+    assert statements.sql[2].startswith("WITH gate AS (INSERT INTO sequences_dailysendcount")
     kinds = list(TimelineEvent.objects.filter(job_id=job_id).values_list("kind", flat=True))
     assert kinds[-1] == "job_authorized"
+    assert DailySendCount.objects.get(mailbox=mailbox).sent == 1
 
 
 def test_the_daily_cap_counts_per_calendar_day_in_the_mailbox_zone(mailbox, smtp_server):
