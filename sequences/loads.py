@@ -65,36 +65,47 @@ class Facts:
     previous_step_sent: bool  # step 1, or the step before was submitted (and not canceled at a provider)
 
 
+def _columns_of(alias: str, model: type[Model]) -> str:
+    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+
+
 @cache
 def _columns() -> str:
-    return ", ".join(f"{alias}.{f.column}" for alias, model in MODELS for f in model._meta.concrete_fields)
+    return ", ".join(_columns_of(alias, model) for alias, model in MODELS)
 
 
 @cache
-def _converters(vendor: str) -> tuple[tuple[type[Model], tuple[tuple[Any, list], ...]], ...]:
-    """Per model, each concrete field's column and the converters the ORM would apply to it."""
-    out = []
-    for _, model in MODELS:
-        fields = []
-        for f in model._meta.concrete_fields:
-            col = f.get_col(model._meta.db_table)
-            fields.append((col, connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
-        out.append((model, tuple(fields)))
-    return tuple(out)
+def _model_converters(model: type[Model], vendor: str) -> tuple[tuple[Any, list], ...]:
+    """Each concrete field's column of `model` and the converters the ORM would apply to it."""
+    fields = []
+    for f in model._meta.concrete_fields:
+        col = f.get_col(model._meta.db_table)
+        fields.append((col, connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
+    return tuple(fields)
 
 
-def _hydrate(row: tuple) -> SendJob:
-    """Model instances from one joined row, their relations cached as select_related would leave them."""
-    instances = []
+def _instances(models: tuple[type[Model], ...], row: tuple) -> list[Model | None]:
+    """One instance per model from consecutive column groups of `row` (None for a group of NULLs: an outer
+    join that found nothing), as the ORM would build them."""
+    instances: list[Model | None] = []
     at = 0
-    for model, fields in _converters(connection.vendor):
+    for model in models:
+        fields = _model_converters(model, connection.vendor)
         values = list(row[at : at + len(fields)])
         at += len(fields)
+        if values[0] is None:  # the primary key
+            instances.append(None)
+            continue
         for i, (col, converters) in enumerate(fields):
             for converter in converters:
                 values[i] = converter(values[i], col, connection)
         instances.append(model.from_db(connection.alias, None, values))
-    job, enrollment, contact, sequence, mailbox, step = instances
+    return instances
+
+
+def _hydrate(row: tuple) -> SendJob:
+    """Model instances from one joined row, their relations cached as select_related would leave them."""
+    job, enrollment, contact, sequence, mailbox, step = _instances(tuple(model for _, model in MODELS), row)
     if enrollment.mailbox_id == mailbox.pk:
         enrollment.mailbox = mailbox
     if sequence.mailbox_id == mailbox.pk:
@@ -116,14 +127,33 @@ def _clock_sql() -> str:
     return CLOCK if connection.vendor == "postgresql" else "NULL"
 
 
+# The enrollment's earlier messages that left (what a follow-up threads under): submitted or accepted, and not
+# canceled at the provider before their send time. One row each, oldest step first.
+SENT_BEFORE = (
+    f"LEFT JOIN ({T['j']} p JOIN {T['st']} ps ON ps.id = p.step_id) ON p.enrollment_id = j.enrollment_id "
+    "AND ps.position < st.position AND p.state IN ('submitted', 'accepted') AND p.provider_cancel_status <> 'confirmed'"
+)
+
+
 def job_read(job_id: int) -> tuple[SendJob, datetime] | None:
-    """The job with its enrollment, contact, sequence, mailbox and step, and the database clock; no lock."""
+    """The job with its enrollment, contact, sequence, mailbox and step, and the database clock; no lock.
+
+    With the messages of the enrollment's earlier steps that left, for the threading of this one
+    (`job.sent_before`: (Message-ID, subject template, threaded, position), oldest first; see
+    `sequences.messages.thread_of`): one row per such message, one statement.
+    """
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {_columns()}, {_clock_sql()} {JOINS} WHERE j.id = %s", [job_id])
-        row = cursor.fetchone()
-    if row is None:
+        cursor.execute(
+            f"SELECT {_columns()}, {_clock_sql()}, p.message_id, ps.subject, ps.thread, ps.position "
+            f"{JOINS} {SENT_BEFORE} WHERE j.id = %s ORDER BY ps.position, p.id",
+            [job_id],
+        )
+        rows = cursor.fetchall()
+    if not rows:
         return None
-    return _hydrate(row[:-1]), _now(row[-1])
+    job = _hydrate(rows[0][:-5])
+    job.sent_before = [tuple(row[-4:]) for row in rows if row[-4] is not None]  # type: ignore[attr-defined]
+    return job, _now(rows[0][-5])
 
 
 def job_lock(job_id: int) -> tuple[int, str]:
@@ -184,3 +214,28 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
         row = cursor.fetchone()
     job = _hydrate(row[:-3])
     return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))
+
+
+def enrollment_progress(enrollment: Enrollment) -> tuple[list[Step], list[SendJob], datetime]:
+    """Every step of the enrollment's sequence (by position), the enrollment's jobs that are not canceled (by
+    id, each with its step loaded), and the database clock, in one statement. For what the enrollment sends
+    next (`sequences.services.scheduling`); the caller holds the enrollment lock."""
+    sql = (
+        f"SELECT {_columns_of('st', Step)}, {_columns_of('j', SendJob)}, {_clock_sql()} FROM {T['st']} st "
+        f"LEFT JOIN {T['j']} j ON j.step_id = st.id AND j.enrollment_id = %s AND j.state <> 'canceled' "
+        "WHERE st.sequence_id = %s ORDER BY st.position, j.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [enrollment.pk, enrollment.sequence_id])
+        rows = cursor.fetchall()
+    steps: dict[int, Step] = {}
+    jobs: list[SendJob] = []
+    for row in rows:
+        step, job = _instances((Step, SendJob), row[:-1])
+        step = steps.setdefault(step.pk, step)
+        if job is not None:
+            job.step = step
+            jobs.append(job)
+    jobs.sort(key=lambda job: job.pk)
+    now = _now(rows[-1][-1]) if rows else timezone.now()
+    return list(steps.values()), jobs, now

@@ -161,11 +161,13 @@ def thread_of(job: SendJob) -> list[tuple[str, str]]:
     latest of them that was not itself sent as a reply (step 1, or a step
     with thread = false); [] when nothing of ours was sent before this step.
     """
-    sent = (SendJob.objects.filter(enrollment_id=job.enrollment_id, step__position__lt=job.step.position,
-                                   state__in=(SendJob.State.SUBMITTED, SendJob.State.ACCEPTED))
-            .exclude(provider_cancel_status=ProviderCancel.CONFIRMED)
-            .order_by("step__position", "id").values_list("message_id", "step__subject", "step__thread",
-                                                          "step__position"))
+    sent = getattr(job, "sent_before", None)  # as the claim read it (sequences.loads.job_read)
+    if sent is None:
+        sent = (SendJob.objects.filter(enrollment_id=job.enrollment_id, step__position__lt=job.step.position,
+                                       state__in=(SendJob.State.SUBMITTED, SendJob.State.ACCEPTED))
+                .exclude(provider_cancel_status=ProviderCancel.CONFIRMED)
+                .order_by("step__position", "id").values_list("message_id", "step__subject", "step__thread",
+                                                              "step__position"))
     thread: list[tuple[str, str]] = []
     for message_id, subject, threaded, position in reversed(list(sent)):
         thread.insert(0, (message_id, subject))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import timedelta
 
 from mailboxes.models import Mailbox
 
-from ..dbclock import db_now
+from ..loads import enrollment_progress
 from ..models import Enrollment, ProviderCancel, SendJob, Step
 from ..states import LIVE, enrollment_move, job_created
 from ..timeline import Event
@@ -28,7 +29,12 @@ def latest_per_step(enrollment: Enrollment) -> list[SendJob]:
     An operator's retry of a failed job supersedes it.
     """
     jobs = SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step")
-    return list({job.step_id: job for job in jobs.order_by("id")}.values())
+    return latest_of_each_step(jobs.order_by("id"))
+
+
+def latest_of_each_step(jobs: Iterable[SendJob]) -> list[SendJob]:
+    """Of jobs in id order, the latest of each step."""
+    return list({job.step_id: job for job in jobs}.values())
 
 
 def superseded(job: SendJob) -> bool:
@@ -37,8 +43,12 @@ def superseded(job: SendJob) -> bool:
 
 
 def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
-    """Create the job for the enrollment's next step, or complete it; enrollment locked by the caller."""
-    jobs = latest_per_step(enrollment)
+    """Create the job for the enrollment's next step, or complete it; enrollment locked by the caller.
+
+    One read (`sequences.loads.enrollment_progress`: the steps, the jobs, the clock), then the move or the
+    new job."""
+    steps, all_jobs, now = enrollment_progress(enrollment)
+    jobs = latest_of_each_step(all_jobs)
     if any(j.state in LIVE for j in jobs):
         return None  # one is already on its way
     if any(j.provider_cancel_status == ProviderCancel.REQUESTED for j in jobs):
@@ -52,8 +62,7 @@ def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     sent = [j for j in jobs
             if j.state in (S.SUBMITTED, S.ACCEPTED) and j.provider_cancel_status != ProviderCancel.CONFIRMED]
     last_position = max((j.step.position for j in sent), default=0)
-    step = Step.objects.filter(sequence=enrollment.sequence_id, position__gt=last_position).order_by("position").first()
-    now = db_now()
+    step = next((s for s in steps if s.position > last_position), None)
     if step is None:
         if enrollment.status == E.ACTIVE:
             enrollment_move(enrollment=enrollment, to=E.COMPLETED, event=Event.ENROLLMENT_COMPLETED)
