@@ -162,6 +162,38 @@ def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
     return out
 
 
+PHASES = ("claim", "prepare", "authorize", "hand-off", "record")
+
+
+def send_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
+    """Statements one whole guarded send sends (COMMITs aside), per phase of the pipeline, counted in this
+    process at its checkpoints (claimed, prepared, authorized, submitted) on a queued follow-up."""
+    from sequences import checkpoints
+    from sequences.pipeline import send_job_process
+
+    ctx.reset()
+    (box,) = data.mailboxes_create(1, smtp_port=sink.port)
+    # Two: the first send of a connection also opens the SMTP session; the second is the steady state.
+    jobs = data.followups_create(2, sequences=data.sequences_create([box]), tag="phases")
+    counter = StatementCounter()
+    marks: list[int] = []
+    removers = [checkpoints.install(name, lambda _job_id: marks.append(len(counter.sql)))
+                for name in checkpoints.NAMES]
+    try:
+        for job in jobs:
+            counter.sql.clear()
+            marks.clear()
+            with connection.execute_wrapper(counter):
+                outcome = send_job_process(job_id=job.pk, worker_id="bench-count")
+    finally:
+        for remove in removers:
+            remove()
+    bounds = [0, *marks, len(counter.sql)]
+    per_phase = {phase: bounds[i + 1] - bounds[i] for i, phase in enumerate(PHASES)}
+    return {"statements": len(counter.sql), "per_phase": per_phase, "outcome": outcome.state,
+            "sql": [q[:160] for q in counter.sql]}
+
+
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     if len(runs) == 1:
         return runs[0] | {"runs_sends_per_s": [runs[0]["sends_per_s"]]}
@@ -177,6 +209,8 @@ def run(ctx) -> dict[str, Any]:
         statements = authorize_statements(ctx, sink)
         ctx.say("guard: statements per authorize: " + ", ".join(f"{v} {s['statements']}"
                                                                  for v, s in statements.items()))
+        whole = send_statements(ctx, sink)
+        ctx.say(f"guard: statements per guarded send: {whole['statements']} ({_phases(whole)})")
         for worker_class in o["worker_classes"]:
             for workers in o["workers"]:
                 for variant in RUNS:
@@ -189,18 +223,23 @@ def run(ctx) -> dict[str, Any]:
                     runs.append(result)
                     ctx.say(f"  -> {result['sends_per_s']} sends/s, authorize p50 "
                             f"{result['authorize']['p50_ms']} ms p99 {result['authorize']['p99_ms']} ms")
-    out: dict[str, Any] = {"runs": runs, "tables": [], "authorize_statements": statements}
+    out: dict[str, Any] = {"runs": runs, "tables": [], "authorize_statements": statements,
+                           "send_statements": whole}
     if not o.get("no_ceiling"):
         out["ceiling"] = ceiling.run(ctx, include_tables=False)
-    out["tables"].append(guard_table(runs, out.get("ceiling"), o, statements))
+    out["tables"].append(guard_table(runs, out.get("ceiling"), o, statements, whole))
     out["tables"].append(mixed_table(runs, o))
     if "ceiling" in out:
         out["tables"] += out["ceiling"]["tables"]
     return out
 
 
+def _phases(whole: dict[str, Any]) -> str:
+    return ", ".join(f"{phase} {n}" for phase, n in whole["per_phase"].items())
+
+
 def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict[str, Any],
-                statements: dict[str, Any] | None = None) -> str:
+                statements: dict[str, Any] | None = None, whole: dict[str, Any] | None = None) -> str:
     by_key = {(r["worker_class"], r["workers"], r["variant"]): r for r in runs}
     rows = []
     for worker_class in o["worker_classes"]:
@@ -240,6 +279,9 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
     if statements:
         notes.append("statements per authorize call, COMMIT aside (counted with execute_wrapper on a claimed job): "
                      + ", ".join(f"{v} {s['statements']}" for v, s in statements.items()))
+    if whole:
+        notes.append(f"statements per guarded send, COMMITs aside (a follow-up, counted at the pipeline's "
+                     f"checkpoints): {whole['statements']} ({_phases(whole)})")
     if o["repeat"] > 1:
         notes.append(f"median of {o['repeat']} runs per cell")
     return table(
