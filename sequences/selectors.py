@@ -47,7 +47,7 @@ def enrollments_for_value(value: str) -> QuerySet[Enrollment]:
     """Enrollments touched by a suppression of an address or of a whole domain."""
     value, is_domain = suppression_key(value)
     if is_domain:
-        return Enrollment.objects.filter(contact__email__endswith=value)
+        return Enrollment.objects.filter(contact__email__iendswith=value)
     return Enrollment.objects.filter(contact__email=value)
 
 

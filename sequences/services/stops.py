@@ -114,7 +114,7 @@ def person_stop_in_transaction(*, email: str, reason: str, because: str, source:
     email = email.strip().lower()
     scope = Q(contact__email=email)
     if domain:
-        scope |= Q(contact__email__endswith="@" + domain.lower())
+        scope |= Q(contact__email__iendswith="@" + domain.lower())
     summary = StopSummary()
     for enrollment in enrollments_lock(Enrollment.objects.filter(scope).exclude(status=E.STOPPED)):
         own = enrollment.contact.email == email

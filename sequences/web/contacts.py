@@ -25,13 +25,13 @@ def contacts_search(q: str) -> QuerySet[Contact]:
     qs = Contact.objects.all()
     q = q.strip()
     if q.startswith("@"):
-        qs = qs.filter(email__endswith=normalize_email(q))
+        qs = qs.filter(email__iendswith=normalize_email(q))
     elif q:
         words = q.split()
         for word in words:
-            # Addresses are stored lowercased, so `contains` on email is exact and indexable.
+            # Addresses are stored lowercased; `icontains` (UPPER(email) LIKE) is what the trigram index serves.
             qs = qs.filter(
-                Q(email__contains=normalize_email(word))
+                Q(email__icontains=normalize_email(word))
                 | Q(first_name__icontains=word)
                 | Q(last_name__icontains=word)
                 | Q(company__icontains=word)

@@ -44,7 +44,7 @@ def incident_search(q: str) -> dict[str, Any]:
     )
     inbound_filter = Q(message_id__in=ids) | Q(job__message_id__in=ids)
     if address.startswith("@"):
-        job_filter |= Q(enrollment__contact__email__endswith=address)
+        job_filter |= Q(enrollment__contact__email__iendswith=address)
         inbound_filter |= Q(from_address__iendswith=address)
     elif "@" in address:
         job_filter |= Q(enrollment__contact__email=address)
