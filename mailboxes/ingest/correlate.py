@@ -94,7 +94,9 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
     return _no_evidence(refused) if refused else Correlation()
 
 
-JOB_RELATIONS = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox")
+# What correlation and the effects read of a job. Not its mailboxes: their many columns would be compiled
+# and read for every message, where only a reply's stop names the mailbox (one small read by key).
+JOB_RELATIONS = ("enrollment__contact", "enrollment__sequence")
 
 
 def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
@@ -105,7 +107,6 @@ def jobs_by_message_id(ids: list[str]) -> dict[str, SendJob]:
 def _jobs_named(ids: list[str]) -> dict[str, SendJob]:
     if not ids:
         return {}
-    # With every relation a stop reads (sequences.services.reply_stop_in_transaction), so it reads none again.
     jobs = SendJob.objects.select_related(*JOB_RELATIONS).filter(message_id__in=set(ids))
     return {job.message_id: job for job in jobs}
 

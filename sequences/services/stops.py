@@ -129,8 +129,8 @@ def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, 
 
     With the sequence's `stop_on_reply = "domain"` and strong evidence (the reply names our Message-ID), it
     also stops everyone at the person's company domain, never at a free-mail domain. Requires a transaction.
-    `job`: that job as the caller read it (enrollment, contact, sequence and mailbox loaded), not read again;
-    what is stopped is decided under the locks that follow, from fresh rows.
+    `job`: that job as the caller read it (enrollment, contact and sequence loaded), not read again; what is
+    stopped is decided under the locks that follow, from fresh rows.
     """
     if job is None or job.pk != job_id:
         job = SendJob.objects.select_related(
