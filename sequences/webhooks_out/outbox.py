@@ -1,8 +1,9 @@
 """The outbox: one delivery row per subscribed endpoint, written in the transaction of the timeline event.
 
-Called from exactly one place, `sequences.timeline.event_record`, so every
-event the product records is considered and none is sent from inside a
-transaction: the rows are enqueued for delivery only after commit, and a lost
+Called from exactly one place, `sequences.timeline.event_written` (which
+follows every event, written by `event_record` or by a state move's own
+statement), so every event the product records is considered and none is
+sent from inside a transaction: the rows are enqueued for delivery only after commit, and a lost
 RQ job is picked up again by the periodic `webhooks_due` pass (the row, not
 Redis, is the record).
 """
