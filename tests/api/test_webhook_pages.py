@@ -45,6 +45,17 @@ def test_only_admins_see_the_webhook_pages(client, users, endpoint, name, build,
         assert response.status_code == ADMIN_ONLY[role]
 
 
+@pytest.mark.parametrize("role", [ST, OP, AD])
+def test_the_menu_links_the_webhook_pages_for_those_who_may_open_them(client, users, role):
+    client.force_login(users[role])
+    page = client.get(reverse("dashboard")).content.decode()
+    link = f'href="{reverse("webhook_list")}"'
+    assert (link in page) == (ADMIN_ONLY[role] == 200), role
+    if role == AD:
+        listed = client.get(reverse("webhook_list")).content.decode()
+        assert f'{link} class="on">Webhooks</a>' in listed, "the menu marks the page it is on"
+
+
 def test_an_admin_registers_an_endpoint_and_reads_the_log(client, users, endpoint):
     client.force_login(users[AD])
     refused = client.post(reverse("webhook_list"), {"url": "http://crm.example/hooks", "secret_env": "DATABASE_URL",
