@@ -8,11 +8,10 @@ loopback port; it never reads or writes the app's data. See BENCHMARKS.md.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from proving.bench import runner
+from proving.jsonout import json_target
 
 
 def _ints(text: str) -> list[int]:
@@ -90,7 +89,8 @@ class Command(BaseCommand):
         else:
             keys = {"quick", "pg_url", "keep", "timeout", "no_ceiling", *runner.DEFAULTS}
             chosen = {k: v for k, v in options.items() if k in keys}
-            chosen["json"] = str(Path(json_out).resolve()) if json_out else None
+            target = json_target(json_out)
+            chosen["json"] = str(target) if target else None
             code = runner.outer(suite, chosen, write)
         if code:
             raise CommandError(f"bench {suite} failed (exit {code})", returncode=code)

@@ -26,6 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mailboxes.classify import Classification, classify
 from mailboxes.kinds import BOUNCE, HARD, SOFT
+from proving.jsonout import json_target
 
 # Expected classes scored for agreement (the corpus' vocabulary).
 CLASSES = ("complaint", "autoreply", "human_reply", "bounce")
@@ -76,6 +77,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         root = Path(options["dir"])
+        json_out = json_target(options["json_out"])
         # flufl.bounce logs a traceback for every message it cannot read
         # (e.g. no From:); the crash count in the report says the same.
         logging.getLogger("flufl.bounce").setLevel(logging.CRITICAL)
@@ -84,8 +86,8 @@ class Command(BaseCommand):
         except BenchmarkInputError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(format_report(result, show_misses=options["show_misses"]))
-        if options["json_out"]:
-            Path(options["json_out"]).write_text(json.dumps(result, indent=2, sort_keys=True))
+        if json_out:
+            json_out.write_text(json.dumps(result, indent=2, sort_keys=True))
             self.stdout.write(f"JSON written to {options['json_out']}")
 
 

@@ -9,6 +9,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from proving.harness.stack import DrillError
+from proving.jsonout import json_target
 
 # The drill sets these for the workers it starts; inherited by the drill process itself they would
 # pause its own in-process sends at a checkpoint.
@@ -63,7 +64,7 @@ class Command(BaseCommand):
 
                 only = tuple(x.strip() for x in options["only"].split(",")) if options["only"] else None
                 passed = faults.run(quick=options["quick"], only=only, kills=options["kills"], sends=options["sends"],
-                                    fuzz=options["fuzz"], seed=options["seed"], json_path=options["json"],
+                                    fuzz=options["fuzz"], seed=options["seed"], json_path=json_target(options["json"]),
                                     out=self.stdout, keep=options["keep"], schema=options["schema"])
         except DrillError as exc:
             raise CommandError(str(exc)) from exc
