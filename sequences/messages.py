@@ -50,7 +50,7 @@ ENGINE.template_builtins = [_library]  # instead of Django's built-in tags and f
 
 class _HeaderClasses(HeaderRegistry):
     """The standard header registry, each header's class made once: the registry builds a new class with
-    type() on every lookup, a fifth of the time of building a message of ours (the classes keep no state)."""
+    type() on every lookup, about half the time of building a message of ours (the classes keep no state)."""
 
     @functools.cache  # noqa: B019 (one registry for the life of the process)
     def __getitem__(self, name: str):
