@@ -25,7 +25,6 @@ from mailboxes.models import Mailbox
 from mailboxes.selectors import oauth2_config_for, transport_for
 from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
-from proving.harness.oauth import OAuthServer
 from proving.harness.smtp import SmtpServer
 from sequences import services
 from sequences.dbclock import db_now
@@ -44,15 +43,6 @@ def _fresh_token_cache():
     oauth2.forget_all()  # the access-token cache lives in process memory: one test must not lend another its token
     yield
     oauth2.forget_all()
-
-
-@pytest.fixture
-def oauth(monkeypatch):
-    with OAuthServer() as server:
-        monkeypatch.setenv(SECRET_ENV, server.client_secret)
-        server.refresh_token = server.grant(USER)
-        monkeypatch.setenv(REFRESH_ENV, server.refresh_token)
-        yield server
 
 
 @pytest.fixture(params=[("XOAUTH2", "OAUTHBEARER"), ("XOAUTH2",)], ids=["oauthbearer", "xoauth2"])

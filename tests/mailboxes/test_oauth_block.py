@@ -42,15 +42,6 @@ def _fresh_token_cache():
 
 
 @pytest.fixture
-def oauth(monkeypatch):
-    with OAuthServer() as server:
-        monkeypatch.setenv(SECRET_ENV, server.client_secret)
-        server.refresh_token = server.grant(USER)
-        monkeypatch.setenv(REFRESH_ENV, server.refresh_token)
-        yield server
-
-
-@pytest.fixture
 def smtp(oauth):
     with SmtpServer(oauth_introspection_url=oauth.introspection_url) as server:
         yield server
