@@ -127,11 +127,13 @@ def _clock_sql() -> str:
     return CLOCK if connection.vendor == "postgresql" else "NULL"
 
 
-# The enrollment's earlier messages that left (what a follow-up threads under): submitted or accepted, and not
-# canceled at the provider before their send time. One row each, oldest step first.
+# A message of ours (job p) that really left: submitted or accepted, and not canceled at the provider before its
+# send time.
+LEFT = "p.state IN ('submitted', 'accepted') AND p.provider_cancel_status <> 'confirmed'"
+# The enrollment's earlier messages that left (what a follow-up threads under). One row each, oldest step first.
 SENT_BEFORE = (
     f"LEFT JOIN ({T['j']} p JOIN {T['st']} ps ON ps.id = p.step_id) ON p.enrollment_id = j.enrollment_id "
-    "AND ps.position < st.position AND p.state IN ('submitted', 'accepted') AND p.provider_cancel_status <> 'confirmed'"
+    f"AND ps.position < st.position AND {LEFT}"
 )
 
 
@@ -154,6 +156,18 @@ def job_read(job_id: int) -> tuple[SendJob, datetime] | None:
     job = _hydrate(rows[0][:-5])
     job.sent_before = [tuple(row[-4:]) for row in rows if row[-4] is not None]  # type: ignore[attr-defined]
     return job, _now(rows[0][-5])
+
+
+def sent_before(job_id: int) -> list[tuple]:
+    """What `job_read` leaves in `job.sent_before`, for a job read otherwise; one statement, no lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT p.message_id, ps.subject, ps.thread, ps.position FROM {T['j']} j "
+            f"JOIN {T['st']} st ON st.id = j.step_id {SENT_BEFORE} WHERE j.id = %s AND p.id IS NOT NULL "
+            "ORDER BY ps.position, p.id",
+            [job_id],
+        )
+        return [tuple(row) for row in cursor.fetchall()]
 
 
 def job_lock(job_id: int) -> tuple[int, str]:
@@ -206,7 +220,7 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
         f"OR EXISTS (SELECT 1 FROM {ERASED} x WHERE x.digest = %s)), "
         f"(st.position = 1 OR EXISTS (SELECT 1 FROM {T['j']} p JOIN {T['st']} ps ON ps.id = p.step_id "
         f"WHERE p.enrollment_id = j.enrollment_id AND ps.position = st.position - 1 "
-        f"AND p.state IN ('submitted', 'accepted') AND p.provider_cancel_status <> 'confirmed')) "
+        f"AND {LEFT})) "
         f"{JOINS} WHERE j.id = %s{share}"
     )
     with connection.cursor() as cursor:

@@ -24,7 +24,8 @@ from django.template import Context, Engine, Library, TemplateSyntaxError, defau
 from django.template.base import Lexer, TokenType, Variable, VariableDoesNotExist, VariableNode
 from django.utils import timezone
 
-from .models import ProviderCancel, SendJob
+from . import loads
+from .models import SendJob
 from .services.rotation import enrollment_mailbox
 from .tokens import unsubscribe_url
 
@@ -176,11 +177,7 @@ def thread_of(job: SendJob) -> list[tuple[str, str]]:
     """
     sent = getattr(job, "sent_before", None)  # as the claim read it (sequences.loads.job_read)
     if sent is None:
-        sent = (SendJob.objects.filter(enrollment_id=job.enrollment_id, step__position__lt=job.step.position,
-                                       state__in=(SendJob.State.SUBMITTED, SendJob.State.ACCEPTED))
-                .exclude(provider_cancel_status=ProviderCancel.CONFIRMED)
-                .order_by("step__position", "id").values_list("message_id", "step__subject", "step__thread",
-                                                              "step__position"))
+        sent = loads.sent_before(job.pk)
     thread: list[tuple[str, str]] = []
     for message_id, subject, threaded, position in reversed(list(sent)):
         thread.insert(0, (message_id, subject))

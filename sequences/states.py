@@ -38,8 +38,7 @@ from . import daily_cap
 from .dbclock import DbClock, iso
 from .models import Enrollment, ProviderCancel, SendJob, Sequence
 from .timeline import EVENT_COLUMNS, EVENT_TABLE, Event, event_record, event_row, event_values, event_written
-from .webhooks_out.events import KINDS as WEBHOOK_KINDS
-from .webhooks_out.outbox import ACTIVE_ENDPOINTS_SQL, endpoints_parse
+from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
 
 class IllegalTransition(Exception):
@@ -82,19 +81,19 @@ def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]
     written = event_row(**event)
     values = event_values(written)
     # An event that outbound webhooks carry reads the active endpoints in the same statement (for the outbox).
-    webhooks = written.kind in WEBHOOK_KINDS
+    endpoints_sql = endpoints_column(written.kind)
     gate_sql, gate_params = (f"gate AS ({gate[0]}), ", gate[1]) if gate is not None else ("", [])
     sql = (f"WITH {gate_sql}moved AS ({update_sql} RETURNING {returning}), "
            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"SELECT {', '.join(['%s'] * len(values))} FROM moved RETURNING id) "
-           f"SELECT {returning}, (SELECT id FROM ev){f', ({ACTIVE_ENDPOINTS_SQL})' if webhooks else ''} FROM moved")
+           f"SELECT {returning}, (SELECT id FROM ev){endpoints_sql} FROM moved")
     with connection.cursor() as cursor:
         cursor.execute(sql, (*gate_params, *update_params, *values))
         row = cursor.fetchone()
     if row is None:
         return None
     row = list(row)
-    endpoints = endpoints_parse(row.pop()) if webhooks else []
+    endpoints = endpoints_parse(row.pop()) if endpoints_sql else []
     written.pk = row.pop()
     written._state.adding, written._state.db = False, connection.alias
     # The event was written by the statement above: what follows every event (the webhook outbox) follows it too.

@@ -105,20 +105,19 @@ def event_record(
         row.save()
         event_written(row)
         return row
-    from .webhooks_out.events import KINDS
-    from .webhooks_out.outbox import ACTIVE_ENDPOINTS_SQL, endpoints_parse
+    from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
-    webhooks = row.kind in KINDS
+    endpoints_sql = endpoints_column(row.kind)
     values = event_values(row)
     sql = (f"WITH ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"VALUES ({', '.join(['%s'] * len(values))}) RETURNING id, at) "
-           f"SELECT id, at{f', ({ACTIVE_ENDPOINTS_SQL})' if webhooks else ''} FROM ev")
+           f"SELECT id, at{endpoints_sql} FROM ev")
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         found = cursor.fetchone()
     row.pk, row.at = found[0], found[1]
     row._state.adding, row._state.db = False, connection.alias
-    event_written(row, endpoints=endpoints_parse(found[2]) if webhooks else [])
+    event_written(row, endpoints=endpoints_parse(found[2]) if endpoints_sql else [])
     return row
 
 

@@ -28,8 +28,7 @@ def latest_per_step(enrollment: Enrollment) -> list[SendJob]:
 
     An operator's retry of a failed job supersedes it.
     """
-    jobs = SendJob.objects.filter(enrollment=enrollment).exclude(state=S.CANCELED).select_related("step")
-    return latest_of_each_step(jobs.order_by("id"))
+    return latest_of_each_step(enrollment_progress(enrollment)[1])
 
 
 def latest_of_each_step(jobs: Iterable[SendJob]) -> list[SendJob]:

@@ -24,6 +24,12 @@ ACTIVE_ENDPOINTS_SQL = (
 )
 
 
+def endpoints_column(kind: str) -> str:
+    """For a statement that writes an event of `kind`: the extra column that reads the active endpoints with it
+    (", (ACTIVE_ENDPOINTS_SQL)"), or "" for a kind no webhook carries."""
+    return f", ({ACTIVE_ENDPOINTS_SQL})" if kind in KINDS else ""
+
+
 def endpoints_parse(value: str | None) -> list[tuple[int, list[str]]]:
     """The (id, event types) pairs ACTIVE_ENDPOINTS_SQL returns as one JSON text ([] for none)."""
     return [(pk, types) for pk, types in json.loads(value)] if value else []

@@ -6,6 +6,8 @@ client files in Sent (or in the inbox, for a Bcc to ourselves).
 
 from __future__ import annotations
 
+from email import message_from_bytes
+
 import pytest
 
 from mailboxes.ingest.poll import mailbox_poll
@@ -13,6 +15,7 @@ from mailboxes.models import InboundMessage, Mailbox
 from proving.harness import mails
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot
 from sequences import config, services
+from sequences.messages import message_prepare
 from sequences.models import Enrollment, SendJob, Sequence, Step
 from sequences.pipeline import send_job_process
 from tests.factories import MailboxFactory, enroll, make_sequence
@@ -131,6 +134,21 @@ def test_re_and_in_reply_to_follow_the_thread_that_really_left(mailbox, smtp_ser
     assert third["In-Reply-To"] == second["Message-ID"]
     assert third["References"] == second["Message-ID"]
     assert third["Subject"] == "Re: A new topic for Acme"
+
+
+def test_a_job_prepared_without_the_claims_read_threads_the_same(mailbox, smtp_server):
+    """message_prepare(job_id=...) alone (the rejected lock-held design of proving/variants.py) reads the thread
+    itself (sequences.loads.sent_before): the same In-Reply-To and References as the pipeline's claim read."""
+    sequence = steps_sequence(mailbox, ("Hello {{ first_name }}", False), ("", True), ("", True))
+    enroll(sequence, "ada@example.com", first_name="Ada")
+    for _ in range(3):
+        assert run_due() == [S.SUBMITTED]
+    sent = [r.message for r in smtp_server.received]
+    third = SendJob.objects.get(step__position=3)
+    alone = message_from_bytes(message_prepare(job_id=third.pk).data)
+    assert alone["In-Reply-To"] == sent[2]["In-Reply-To"] == sent[1]["Message-ID"]
+    assert alone["References"] == sent[2]["References"] == f"{sent[0]['Message-ID']} {sent[1]['Message-ID']}"
+    assert alone["Subject"] == sent[2]["Subject"] == "Re: Hello Ada"
 
 
 def test_a_reply_prefix_on_a_step_that_is_not_a_reply_is_refused_and_never_sent(mailbox, smtp_server):
