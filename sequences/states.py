@@ -25,12 +25,12 @@ demo) they are two statements in the same transaction.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, F, QuerySet
-from django.db.models.expressions import RawSQL
-from django.db.models.sql import UpdateQuery
+from django.db.models import F, Model, Value
+from django.db.models.expressions import CombinedExpression, Expression
 
 from mailboxes.models import Mailbox
 
@@ -51,44 +51,37 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
         raise IllegalTransition(f"{current} -> {to} is not an edge of the {machine} state machine")
 
 
-def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any],
+def _guarded_update(model: type[Model], where: dict[str, Any], updates: dict[str, Any], event: dict[str, Any],
                     gate: tuple[str, list] | None = None) -> dict[str, Any] | None:
-    """UPDATE the one row `qs` matches and INSERT its timeline event if it moved; the row's new values, or None.
+    """UPDATE the one row of `model` matching `where` (field -> value) and INSERT its timeline event if it moved;
+    the row's new values, or None.
 
-    PostgreSQL: one statement (`WITH moved AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM moved`).
+    PostgreSQL: one statement (`WITH moved AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM moved`),
+    written here rather than compiled by the ORM for every move (`_move_sql`, one text per shape of move).
     The event's `at` is the column's database default, the database clock. `gate`: a data-modifying
     statement (SQL, params) with RETURNING that must return a row for the row to move (the daily cap's
     slot); on PostgreSQL it runs in the same statement, elsewhere just before.
     """
-    model = qs.model
     if connection.vendor != "postgresql":
         if gate is not None:
             with connection.cursor() as cursor:
                 cursor.execute(*gate)
                 if cursor.fetchone() is None:
                     return None
-        if not qs.update(**updates):
+        if not model.objects.filter(**where).update(**updates):
             return None
         event_record(**{k: v for k, v in event.items() if k != "data"}, **event.get("data", {}))
         return {}
-    if gate is not None:
-        qs = qs.filter(RawSQL("EXISTS (SELECT 1 FROM gate)", (), output_field=BooleanField()))
-    query = qs.query.chain(UpdateQuery)
-    query.add_update_values(updates)
-    update_sql, update_params = query.get_compiler(connection=connection).as_sql()
-    names = [model._meta.get_field(name) for name in updates]
-    returning = ", ".join(f.column for f in names)
     written = event_row(**event)
     values = event_values(written)
     # An event that outbound webhooks carry reads the active endpoints in the same statement (for the outbox).
     endpoints_sql = endpoints_column(written.kind)
-    gate_sql, gate_params = (f"gate AS ({gate[0]}), ", gate[1]) if gate is not None else ("", [])
-    sql = (f"WITH {gate_sql}moved AS ({update_sql} RETURNING {returning}), "
-           f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
-           f"SELECT {', '.join(['%s'] * len(values))} FROM moved RETURNING id) "
-           f"SELECT {returning}, (SELECT id FROM ev){endpoints_sql} FROM moved")
+    sets, set_params = _set_clause(model, updates)
+    sql = _move_sql(model, tuple(where), sets, gate[0] if gate else "", endpoints_sql)
+    where_params = [_field(model, name).get_db_prep_value(value, connection)
+                    for name, value in where.items()]
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*gate_params, *update_params, *values))
+        cursor.execute(sql, (*(gate[1] if gate else ()), *set_params, *where_params, *values))
         row = cursor.fetchone()
     if row is None:
         return None
@@ -99,12 +92,62 @@ def _guarded_update(qs: QuerySet, updates: dict[str, Any], event: dict[str, Any]
     # The event was written by the statement above: what follows every event (the webhook outbox) follows it too.
     event_written(written, endpoints=endpoints)
     out = {}
-    for f, value in zip(names, row, strict=True):
-        col = f.get_col(model._meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + f.get_db_converters(connection):
+    for name, value in zip(updates, row, strict=True):
+        col, converters = _returned(model, name)
+        for converter in converters:
             value = converter(value, col, connection)
-        out[f.attname] = value
+        out[col.target.attname] = value
     return out
+
+
+def _set_clause(model: type[Model], updates: dict[str, Any]) -> tuple[tuple[str, ...], list[Any]]:
+    """`column = ...` of each update, and its parameters: a value, the database clock, or a column plus or
+    minus a constant (`F("version") + 1`). Anything else is not a move's update."""
+    sets, params = [], []
+    for name, value in updates.items():
+        field = model._meta.get_field(name)
+        if isinstance(value, DbClock):
+            sets.append(f'"{field.column}" = {DbClock.template}')
+        elif (isinstance(value, CombinedExpression) and isinstance(value.lhs, F) and isinstance(value.rhs, Value)
+              and value.connector in (CombinedExpression.ADD, CombinedExpression.SUB)):
+            source = model._meta.get_field(value.lhs.name).column
+            sets.append(f'"{field.column}" = "{source}" {value.connector} %s')
+            params.append(value.rhs.value)
+        elif isinstance(value, Expression):
+            raise TypeError(f"a state move cannot write {value!r} to {name}")
+        else:
+            sets.append(f'"{field.column}" = %s')
+            params.append(field.get_db_prep_save(value, connection))
+    return tuple(sets), params
+
+
+@cache
+def _move_sql(model: type[Model], where: tuple[str, ...], sets: tuple[str, ...], gate_sql: str,
+              endpoints_sql: str) -> str:
+    """The one statement of a move on PostgreSQL, for one shape of move (its parameters vary, not its text)."""
+    table = model._meta.db_table
+    conditions = [f'"{table}"."{_field(model, name).column}" = %s' for name in where]
+    if gate_sql:
+        conditions.append("EXISTS (SELECT 1 FROM gate)")
+    returning = ", ".join(s.split(" = ", 1)[0] for s in sets)
+    placeholders = ", ".join(["%s"] * len(EVENT_COLUMNS))
+    return (f"WITH {f'gate AS ({gate_sql}), ' if gate_sql else ''}"
+            f'moved AS (UPDATE "{table}" SET {", ".join(sets)} WHERE {" AND ".join(conditions)} '
+            f"RETURNING {returning}), "
+            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) SELECT {placeholders} FROM moved "
+            f"RETURNING id) SELECT {returning}, (SELECT id FROM ev){endpoints_sql} FROM moved")
+
+
+def _field(model: type[Model], name: str):
+    return model._meta.pk if name == "pk" else model._meta.get_field(name)
+
+
+@cache
+def _returned(model: type[Model], name: str) -> tuple[Any, tuple]:
+    """The column of an updated field and the converters the ORM applies to the value RETURNING gives back."""
+    field = model._meta.get_field(name)
+    col = field.get_col(model._meta.db_table)
+    return col, tuple(connection.ops.get_db_converters(col) + field.get_db_converters(connection))
 
 
 # --- send jobs -------------------------------------------------------------------------------
@@ -169,7 +212,7 @@ def job_move(
         updates.setdefault(JOB_STAMP[to], DbClock())
     back_from_hand_off = job.state == S.AUTHORIZED and to == S.SCHEDULED
     moved = _guarded_update(
-        SendJob.objects.filter(pk=job.pk, state=job.state, version=job.version), updates,
+        SendJob, {"pk": job.pk, "state": job.state, "version": job.version}, updates,
         {"kind": event or Event(f"job_{to}"), "email": _email_of(job), "enrollment": job.enrollment_id,
          "job": job.pk, "version_seen": job.version, "worker_id": worker_id,
          "data": {"step": job.step.position, "from": job.state, "to": to, **event_data}},
@@ -237,7 +280,7 @@ def enrollment_move(
     """Move a locked enrollment from the status and version it was read with; requires a transaction."""
     _check("enrollment", ENROLLMENT_EDGES, enrollment.status, to)
     moved = _guarded_update(
-        Enrollment.objects.filter(pk=enrollment.pk, status=enrollment.status, version=enrollment.version),
+        Enrollment, {"pk": enrollment.pk, "status": enrollment.status, "version": enrollment.version},
         {"status": to, "version": F("version") + 1, **(fields or {})},
         {"kind": event, "email": enrollment.contact.email, "enrollment": enrollment.pk,
          "version_seen": enrollment.version, "data": event_data},

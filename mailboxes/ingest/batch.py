@@ -21,7 +21,7 @@ from ..imap import FetchedMessage, ImapSession
 from ..models import Mailbox
 from .correlate import own_copy, ties_in_headers
 from .effects import own_copy_effect
-from .parse import Parsed, parse_headers
+from .parse import parse_headers
 from .record import inbound_record, metadata_batch_record, metadata_row
 
 FETCH_BUDGET = 16 * 1024 * 1024  # bytes asked for in one FETCH (by RFC822.SIZE, each capped at the limit)
@@ -40,8 +40,8 @@ def batch_ingest(
     metas = session.fetch_meta(uids)
     heads = list(session.fetch_content(metas, header_only=True, limit=limit, budget=FETCH_BUDGET))
     parsed = {m.uid: parse_headers(m.raw) for m in heads}
-    ours, enrolled = ties_in_headers(parsed)
-    needs_body = [m for m in heads if _may_act(parsed[m.uid], ours, enrolled)]
+    ties = ties_in_headers(parsed)
+    needs_body = [m for m in heads if ties.may_act(parsed[m.uid])]
     bodies = _bodies(session, needs_body, limit)
     pending = []  # metadata-only rows not yet committed, in UID order
 
@@ -56,7 +56,7 @@ def batch_ingest(
         counts["fetched"] += 1
         if head.uid not in wanted:
             p = parsed[head.uid]
-            own = own_copy(p, mailbox, folder=folder, sent_folder=sent_folder, known=ours)
+            own = own_copy(p, mailbox, folder=folder, sent_folder=sent_folder, known=ties.ours)
             effect = {"effect": own_copy_effect(own)} if own else {}
             pending.append(metadata_row(mailbox, folder, uidvalidity, head, p.message_id, **effect))
             continue
@@ -74,7 +74,8 @@ def batch_ingest(
             uidvalidity=uidvalidity,
             fetched=whole,
             mailbox=mailbox,
-            known=ours,
+            known=ties.ours,
+            looked_up=ties.looked_up,
             sent_folder=sent_folder,
         )
         counts["acting_seconds"] += time.perf_counter() - started
@@ -83,13 +84,6 @@ def batch_ingest(
     if pending:
         flush(pending[-1].uid)
     return counts
-
-
-def _may_act(parsed: Parsed, ours: dict, enrolled: set[str]) -> bool:
-    """Whether the header leaves it open that this mail acts (see mailboxes.ingest.triage)."""
-    return bool(
-        parsed.error or parsed.machine or parsed.from_address in enrolled or any(i in ours for i in parsed.own_ids)
-    )
 
 
 def _bodies(session: ImapSession, messages: list[FetchedMessage], limit: int) -> Iterator[FetchedMessage]:

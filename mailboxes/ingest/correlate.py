@@ -40,18 +40,19 @@ class Correlation:
 
 
 def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
-              known: dict[str, SendJob] | None = None, *, folder: str = "", sent_folder: bool = False) -> Correlation:
+              known: dict[str, SendJob] | None = None, *, looked_up: frozenset[str] | set[str] = frozenset(),
+              folder: str = "", sent_folder: bool = False) -> Correlation:
     """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first.
 
     One query for every Message-ID the mail names (its own, its thread ids and those of the original
-    inside a report), none for ids in *known* (looked up by the caller with its header); one more only
-    for a report's recipients or the sender when no id held.
+    inside a report), none for ids the caller looked up already with its header (*looked_up*; those
+    that are ours in *known*); one more only for a report's recipients or the sender when no id held.
     """
     c = parsed.classification
     embedded = list(c.original_message_ids[:REFERENCES_CONSIDERED]) if c is not None else []
     known = dict(known or {})
     named = [parsed.message_id, *parsed.own_ids, *embedded]
-    known.update(jobs_by_message_id([i for i in named if i and i not in known]))
+    known.update(jobs_by_message_id([i for i in named if i and i not in known and i not in looked_up]))
     own = own_copy(parsed, mailbox, folder=folder, sent_folder=sent_folder, known=known)
     if own:
         return Correlation(why=own, own_copy=True)
@@ -111,17 +112,29 @@ def _jobs_named(ids: list[str]) -> dict[str, SendJob]:
     return {job.message_id: job for job in jobs}
 
 
-def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> tuple[dict[str, SendJob], set[str]]:
-    """(our jobs by the Message-IDs the headers name or carry, enrolled sender addresses) of a batch: two queries.
+@dataclass
+class HeaderTies:
+    """What a batch's headers tie to us, from two queries for the whole batch (see triage)."""
 
-    A mail that names neither, and whose header shows no machine signal, cannot act (see triage).
-    """
-    ids = [i for p in parsed_by_uid.values() for i in [p.message_id, *p.own_ids] if i]
+    ours: dict[str, SendJob]  # our jobs, by the Message-IDs the headers name or carry
+    looked_up: set[str]  # every Message-ID asked about: those not in `ours` are not ours
+    enrolled: set[str]  # sender addresses that are enrolled
+
+    def may_act(self, parsed: Parsed) -> bool:
+        """Whether the header leaves it open that this mail acts: a mail that names nothing of ours, comes
+        from nobody enrolled and whose header shows no machine signal cannot act."""
+        return bool(parsed.error or parsed.machine or parsed.from_address in self.enrolled
+                    or any(i in self.ours for i in parsed.own_ids))
+
+
+def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> HeaderTies:
+    """Our jobs named in a batch's headers, and its enrolled senders: two queries."""
+    ids = list(dict.fromkeys(i for p in parsed_by_uid.values() for i in [p.message_id, *p.own_ids] if i))
     senders = {p.from_address for p in parsed_by_uid.values() if p.from_address}
     ours = _jobs_named(ids)
     enrolled = set(Enrollment.objects.filter(contact__email__in=senders).values_list("contact__email", flat=True)
                    ) if senders else set()
-    return ours, enrolled
+    return HeaderTies(ours, set(ids), enrolled)
 
 
 def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | None) -> dict[str, SendJob]:

@@ -39,7 +39,8 @@ SUPPRESS_FOR_KIND = {
 def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
     summary = services.reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
-                                                 strong=correlation.rule != InboundMessage.Rule.SENDER)
+                                                 strong=correlation.rule != InboundMessage.Rule.SENDER,
+                                                 mailbox=row.mailbox)
     return _describe("stopped (replied)", summary)
 
 

@@ -41,10 +41,11 @@ class IngestResult:
 
 def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
                    mailbox: Mailbox | None = None, known: dict | None = None,
-                   sent_folder: bool = False) -> IngestResult:
+                   looked_up: frozenset[str] | set[str] = frozenset(), sent_folder: bool = False) -> IngestResult:
     """Record one fetched message and its effects, and advance the cursor; one durable transaction.
 
-    *mailbox* and *known* (our jobs by Message-ID, looked up already) save the poller queries.
+    *mailbox*, *known* (our jobs by Message-ID) and *looked_up* (the Message-IDs that lookup asked about)
+    save the poller queries it made for the whole batch already.
     `sent_folder`: the server marks the folder \\Sent (special-use), so nothing in it is a reply.
     A message whose parsing, classification or recording still fails is quarantined: recorded as
     metadata with the reason in words, and the cursor moves on.
@@ -52,8 +53,8 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
     mailbox = mailbox if mailbox is not None else Mailbox.objects.get(pk=mailbox_id)
     try:
         parsed = parse(fetched.raw)  # CPU only, before the transaction
-        correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, folder=folder,
-                                 sent_folder=sent_folder) if parsed.classification else Correlation())
+        correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, looked_up=looked_up,
+                                 folder=folder, sent_folder=sent_folder) if parsed.classification else Correlation())
         with transaction.atomic(durable=True):
             return _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation)
     except IntegrityError:

@@ -24,7 +24,7 @@ from ..timeline import Event
 from .common import ServiceError, StopSummary, T, operator_log
 from .guardrails import GUARDRAIL, guardrail_silence_locked
 from .provider_cancel import provider_cancel_request
-from .rotation import enrollment_mailbox, sends_from
+from .rotation import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from .scheduling import schedule_next, schedule_step, superseded
 
 S = SendJob.State
@@ -123,21 +123,23 @@ def person_stop_in_transaction(*, email: str, reason: str, because: str, source:
     return summary
 
 
-def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, job: SendJob | None = None
-                              ) -> StopSummary:
+def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, job: SendJob | None = None,
+                              mailbox: Mailbox | None = None) -> StopSummary:
     """A correlated human reply to the message of `job_id` stops the person in every sequence and mailbox.
 
     With the sequence's `stop_on_reply = "domain"` and strong evidence (the reply names our Message-ID), it
     also stops everyone at the person's company domain, never at a free-mail domain. Requires a transaction.
     `job`: that job as the caller read it (enrollment, contact and sequence loaded), not read again; what is
-    stopped is decided under the locks that follow, from fresh rows.
+    stopped is decided under the locks that follow, from fresh rows. `mailbox`: the one the job was sent from,
+    when the caller has it (ingestion: the mailbox the reply came to), for the words of the stop.
     """
     if job is None or job.pk != job_id:
         job = SendJob.objects.select_related(
             "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id)
     contact, sequence = job.enrollment.contact, job.enrollment.sequence
     widen = strong and sequence.stop_on_reply == Sequence.StopOnReply.DOMAIN and not is_free_mail(contact.domain)
-    mailbox = enrollment_mailbox(job.enrollment)
+    if mailbox is None or mailbox.pk != enrollment_mailbox_id(job.enrollment):
+        mailbox = enrollment_mailbox(job.enrollment)
     because = f"{contact.email} replied in sequence '{sequence.name}' (mailbox {mailbox.name})"
     return person_stop_in_transaction(email=contact.email, reason=Enrollment.StopReason.REPLIED, because=because,
                                       source=source, domain=contact.domain if widen else "",
