@@ -65,13 +65,13 @@ class Facts:
     previous_step_sent: bool  # step 1, or the step before was submitted (and not canceled at a provider)
 
 
-def _columns_of(alias: str, model: type[Model]) -> str:
+def columns_of(alias: str, model: type[Model]) -> str:
     return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
 
 
 @cache
 def _columns() -> str:
-    return ", ".join(_columns_of(alias, model) for alias, model in MODELS)
+    return ", ".join(columns_of(alias, model) for alias, model in MODELS)
 
 
 @cache
@@ -84,7 +84,7 @@ def _model_converters(model: type[Model], vendor: str) -> tuple[tuple[Any, list]
     return tuple(fields)
 
 
-def _instances(models: tuple[type[Model], ...], row: tuple) -> list[Model | None]:
+def instances(models: tuple[type[Model], ...], row: tuple) -> list[Model | None]:
     """One instance per model from consecutive column groups of `row` (None for a group of NULLs: an outer
     join that found nothing), as the ORM would build them."""
     instances: list[Model | None] = []
@@ -105,7 +105,7 @@ def _instances(models: tuple[type[Model], ...], row: tuple) -> list[Model | None
 
 def _hydrate(row: tuple) -> SendJob:
     """Model instances from one joined row, their relations cached as select_related would leave them."""
-    job, enrollment, contact, sequence, mailbox, step = _instances(tuple(model for _, model in MODELS), row)
+    job, enrollment, contact, sequence, mailbox, step = instances(tuple(model for _, model in MODELS), row)
     if enrollment.mailbox_id == mailbox.pk:
         enrollment.mailbox = mailbox
     if sequence.mailbox_id == mailbox.pk:
@@ -230,12 +230,28 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))
 
 
+def enrollment_jobs(enrollment_id: int) -> list[SendJob]:
+    """Every job of the enrollment, by id, each with its step loaded: one statement (what a stop reads under
+    the enrollment lock)."""
+    sql = (f"SELECT {columns_of('j', SendJob)}, {columns_of('st', Step)} FROM {T['j']} j "
+           f"JOIN {T['st']} st ON st.id = j.step_id WHERE j.enrollment_id = %s ORDER BY j.id")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [enrollment_id])
+        rows = cursor.fetchall()
+    jobs = []
+    for row in rows:
+        job, step = instances((SendJob, Step), row)
+        job.step = step
+        jobs.append(job)
+    return jobs
+
+
 def enrollment_progress(enrollment: Enrollment) -> tuple[list[Step], list[SendJob], datetime]:
     """Every step of the enrollment's sequence (by position), the enrollment's jobs that are not canceled (by
     id, each with its step loaded), and the database clock, in one statement. For what the enrollment sends
     next (`sequences.services.scheduling`); the caller holds the enrollment lock."""
     sql = (
-        f"SELECT {_columns_of('st', Step)}, {_columns_of('j', SendJob)}, {_clock_sql()} FROM {T['st']} st "
+        f"SELECT {columns_of('st', Step)}, {columns_of('j', SendJob)}, {_clock_sql()} FROM {T['st']} st "
         f"LEFT JOIN {T['j']} j ON j.step_id = st.id AND j.enrollment_id = %s AND j.state <> 'canceled' "
         "WHERE st.sequence_id = %s ORDER BY st.position, j.id"
     )
@@ -245,7 +261,7 @@ def enrollment_progress(enrollment: Enrollment) -> tuple[list[Step], list[SendJo
     steps: dict[int, Step] = {}
     jobs: list[SendJob] = []
     for row in rows:
-        step, job = _instances((Step, SendJob), row[:-1])
+        step, job = instances((Step, SendJob), row[:-1])
         step = steps.setdefault(step.pk, step)
         if job is not None:
             job.step = step

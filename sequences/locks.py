@@ -20,11 +20,13 @@ Every function here requires the caller's transaction.
 
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from mailboxes.models import Mailbox
 
-from .models import Enrollment, Sequence
+from .loads import columns_of, instances
+from .models import Contact, Enrollment, Sequence
 
 
 def enrollments_lock(qs: QuerySet[Enrollment]) -> list[Enrollment]:
@@ -34,6 +36,27 @@ def enrollments_lock(qs: QuerySet[Enrollment]) -> list[Enrollment]:
     # enrollment takes; a plain FOR UPDATE would deadlock against the
     # dispatcher, which holds job rows while it writes their events.
     return list(qs.select_for_update(of=("self",), no_key=True).select_related("contact", "sequence").order_by("id"))
+
+
+def person_enrollments_lock(email: str) -> list[Enrollment]:
+    """Lock the enrollments of the contact with this (normalized) address that are not stopped, as
+    enrollments_lock does (ascending id, contact and sequence loaded): one hand-written statement, for the
+    stop that follows every reply."""
+    lock = " FOR NO KEY UPDATE OF e" if connection.features.has_select_for_no_key_update else ""
+    tables = {alias: model._meta.db_table for alias, model in (("e", Enrollment), ("c", Contact), ("s", Sequence))}
+    sql = (f"SELECT {columns_of('e', Enrollment)}, {columns_of('c', Contact)}, {columns_of('s', Sequence)} "
+           f"FROM {tables['e']} e JOIN {tables['c']} c ON c.id = e.contact_id "
+           f"JOIN {tables['s']} s ON s.id = e.sequence_id "
+           f"WHERE c.email = %s AND e.status <> %s ORDER BY e.id{lock}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [email, Enrollment.Status.STOPPED.value])
+        rows = cursor.fetchall()
+    locked = []
+    for row in rows:
+        enrollment, contact, sequence = instances((Enrollment, Contact, Sequence), row)
+        enrollment.contact, enrollment.sequence = contact, sequence
+        locked.append(enrollment)
+    return locked
 
 
 def enrollment_lock(*, enrollment_id: int) -> Enrollment:

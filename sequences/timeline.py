@@ -10,6 +10,8 @@ from enum import StrEnum
 from typing import Any
 
 from django.db import connection
+from django.db.models import Model
+from django.db.models.sql import InsertQuery
 
 from .models import Enrollment, SendJob, TimelineEvent
 
@@ -118,6 +120,45 @@ def event_record(
     row.pk, row.at = found[0], found[1]
     row._state.adding, row._state.db = False, connection.alias
     event_written(row, endpoints=endpoints_parse(found[2]) if endpoints_sql else [])
+    return row
+
+
+def event_record_with_row(instance: Model, *, id_key: str, kind: Event, email: str = "",
+                          enrollment: Enrollment | int | None = None, job: SendJob | int | None = None,
+                          **data: Any) -> TimelineEvent:
+    """INSERT the new `instance` and append one event whose data names its id (`data[id_key]`); requires the
+    caller's transaction.
+
+    On PostgreSQL one statement: the row's INSERT and the event's, with the active webhook endpoints
+    (as event_record). Elsewhere the row is saved, then the event written.
+    """
+    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
+    if connection.vendor != "postgresql":
+        instance.save()
+        return event_record(kind=kind, email=email, enrollment=enrollment, job=job, **data, **{id_key: instance.pk})
+    from .webhooks_out.outbox import endpoints_column, endpoints_parse
+
+    model = type(instance)
+    query = InsertQuery(model)
+    query.insert_values([f for f in model._meta.local_concrete_fields if not f.primary_key], [instance])
+    ((insert_sql, insert_params),) = query.get_compiler(connection=connection).as_sql()
+    row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, data=data)
+    endpoints_sql = endpoints_column(row.kind)
+    values = event_values(row)
+    pk = model._meta.pk.column
+    sql = (f"WITH r AS ({insert_sql} RETURNING {pk}), "
+           f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
+           f"SELECT {', '.join(['%s'] * (len(values) - 1))}, %s::jsonb || jsonb_build_object(%s::text, r.{pk}) "
+           f"FROM r RETURNING id, at) SELECT (SELECT {pk} FROM r), id, at{endpoints_sql} FROM ev")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*insert_params, *values, id_key))
+        found = cursor.fetchone()
+    instance.pk = found[0]
+    instance._state.adding, instance._state.db = False, connection.alias
+    row.data[id_key] = instance.pk
+    row.pk, row.at = found[1], found[2]
+    row._state.adding, row._state.db = False, connection.alias
+    event_written(row, endpoints=endpoints_parse(found[3]) if endpoints_sql else [])
     return row
 
 

@@ -2,7 +2,8 @@
 
 1. FETCH sizes and INTERNALDATE (no content), then the headers (``BODY.PEEK[HEADER]``), a few MB per
    command, each cut at OUTREACH_INBOUND_FETCH_LIMIT.
-2. Two queries for the whole batch: which named Message-IDs are ours, which senders are enrolled.
+2. Two queries for the whole batch: which named Message-IDs are ours, which senders are enrolled; a
+   third, for the mail that may act, of what the folder holds already of its UIDs and Message-IDs.
 3. Mail that names nothing of ours, comes from nobody enrolled and shows no machine signal in its
    header cannot act: it becomes a metadata-only row without its body ever being fetched.
 4. The rest is fetched whole (``BODY.PEEK[]<0.N>``), classified, correlated and committed with its
@@ -22,7 +23,7 @@ from ..models import Mailbox
 from .correlate import own_copy, ties_in_headers
 from .effects import own_copy_effect
 from .parse import parse_headers
-from .record import inbound_record, metadata_batch_record, metadata_row
+from .record import Recorded, inbound_record, metadata_batch_record, metadata_row, recorded_for
 
 FETCH_BUDGET = 16 * 1024 * 1024  # bytes asked for in one FETCH (by RFC822.SIZE, each capped at the limit)
 
@@ -43,12 +44,17 @@ def batch_ingest(
     ties = ties_in_headers(parsed)
     needs_body = [m for m in heads if ties.may_act(parsed[m.uid])]
     bodies = _bodies(session, needs_body, limit)
+    # What the folder holds of the mail that may act: one query for the batch, kept up to date as it commits.
+    recorded = recorded_for(mailbox, folder, uidvalidity, [m.uid for m in needs_body],
+                            [parsed[m.uid].message_id for m in needs_body]) if needs_body else Recorded()
     pending = []  # metadata-only rows not yet committed, in UID order
 
     def flush(last_uid: int) -> None:
         done = metadata_batch_record(folder=folder, uidvalidity=uidvalidity, rows=pending, last_uid=last_uid)
         counts["recorded"] += done["recorded"]
         counts["duplicates"] += done["duplicates"]
+        if done["recorded"]:  # committed (a concurrent poll's rows would have rolled all of them back)
+            recorded.add(pending)
         pending.clear()
 
     wanted = {m.uid for m in needs_body}
@@ -76,6 +82,7 @@ def batch_ingest(
             mailbox=mailbox,
             known=ties.ours,
             looked_up=ties.looked_up,
+            recorded=recorded,
             sent_folder=sent_folder,
         )
         counts["acting_seconds"] += time.perf_counter() - started

@@ -8,14 +8,14 @@ nothing and re-fetches at most one batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Q
 
 from sequences.dbclock import DbClock
-from sequences.timeline import Event, event_record
+from sequences.timeline import Event, event_record_with_row
 
 from ..imap import FetchedMessage
 from ..kinds import Kind
@@ -32,6 +32,42 @@ CONTENT_ERRORS = (DataError, ValueError, TypeError, LookupError, RecursionError)
 
 
 @dataclass
+class Recorded:
+    """What a folder holds already, for the messages of one batch (read once; kept up to date by the batch)."""
+
+    uids: dict[int, int] = field(default_factory=dict)  # UID -> its row
+    originals: dict[str, int] = field(default_factory=dict)  # Message-ID -> the first row of it (not a copy)
+
+    def add(self, rows) -> None:
+        """Rows just committed: their UIDs, and the first row of each Message-ID."""
+        for row in rows:
+            if row.pk is None:
+                continue
+            self.uids[row.uid] = row.pk
+            if row.message_id and row.duplicate_of_id is None:
+                self.originals.setdefault(row.message_id, row.pk)
+
+
+def recorded_for(mailbox: Mailbox, folder: str, uidvalidity: int, uids: list[int], message_ids: list[str]
+                 ) -> Recorded:
+    """Of these UIDs and Message-IDs, what the mailbox recorded already: one query.
+
+    Read before the messages' transactions, as the per-message read was: the unique constraints on UID and
+    on the first row of a Message-ID decide between two pollers (the second one's insert fails, a no-op)."""
+    ids = [i for i in message_ids if i]
+    same_id = Q(message_id__in=ids, duplicate_of=None) if ids else Q(pk__in=[])
+    found = Recorded()
+    for pk, row_folder, row_uidvalidity, uid, message_id, duplicate_of in InboundMessage.objects.filter(
+            Q(folder=folder, uidvalidity=uidvalidity, uid__in=uids) | same_id, mailbox=mailbox).values_list(
+            "pk", "folder", "uidvalidity", "uid", "message_id", "duplicate_of"):
+        if (row_folder, row_uidvalidity) == (folder, uidvalidity) and uid in uids:
+            found.uids[uid] = pk
+        if message_id in ids and duplicate_of is None:
+            found.originals.setdefault(message_id, pk)
+    return found
+
+
+@dataclass
 class IngestResult:
     inbound_id: int | None
     created: bool
@@ -41,11 +77,13 @@ class IngestResult:
 
 def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
                    mailbox: Mailbox | None = None, known: dict | None = None,
-                   looked_up: frozenset[str] | set[str] = frozenset(), sent_folder: bool = False) -> IngestResult:
+                   looked_up: frozenset[str] | set[str] = frozenset(), recorded: Recorded | None = None,
+                   sent_folder: bool = False) -> IngestResult:
     """Record one fetched message and its effects, and advance the cursor; one durable transaction.
 
     *mailbox*, *known* (our jobs by Message-ID) and *looked_up* (the Message-IDs that lookup asked about)
-    save the poller queries it made for the whole batch already.
+    save the poller queries it made for the whole batch already, and so does *recorded* (what the folder
+    holds of the batch's UIDs and Message-IDs; this message is added to it once committed).
     `sent_folder`: the server marks the folder \\Sent (special-use), so nothing in it is a reply.
     A message whose parsing, classification or recording still fails is quarantined: recorded as
     metadata with the reason in words, and the cursor moves on.
@@ -55,8 +93,13 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
         parsed = parse(fetched.raw)  # CPU only, before the transaction
         correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, looked_up=looked_up,
                                  folder=folder, sent_folder=sent_folder) if parsed.classification else Correlation())
+        if recorded is None:
+            recorded = recorded_for(mailbox, folder, uidvalidity, [fetched.uid], [parsed.message_id])
         with transaction.atomic(durable=True):
-            return _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation)
+            result, row = _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation, recorded)
+        if row is not None:
+            recorded.add([row])
+        return result
     except IntegrityError:
         # Another poller recorded the same UID (or the same Message-ID) first: a no-op.
         _advance_cursor_alone(mailbox_id, folder, uidvalidity, fetched.uid)
@@ -131,17 +174,13 @@ def _quarantine(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: Fetche
     return IngestResult(row.pk, bool(counts["recorded"]), bool(counts["duplicates"]), row.effect)
 
 
-def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correlation: Correlation) -> IngestResult:
-    # One query: this UID recorded already, or the first row of this Message-ID (this is a copy then).
-    same_uid = Q(folder=folder, uidvalidity=uidvalidity, uid=fetched.uid)
-    same_id = Q(message_id=parsed.message_id, duplicate_of=None) if parsed.message_id else Q(pk__in=[])
-    found = list(InboundMessage.objects.filter(same_uid | same_id, mailbox=mailbox).only(
-        "pk", "folder", "uidvalidity", "uid", "message_id", "duplicate_of"))
-    existing = next((r for r in found if (r.folder, r.uidvalidity, r.uid) == (folder, uidvalidity, fetched.uid)),
-                    None)
+def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correlation: Correlation,
+                   recorded: Recorded) -> tuple[IngestResult, InboundMessage | None]:
+    """The message's row, its event and effects, and the cursor: what one message's transaction writes."""
+    existing = recorded.uids.get(fetched.uid)
     if existing is not None:
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
-        return IngestResult(existing.pk, False, True, "same UID seen again: no-op")
+        return IngestResult(existing, False, True, "same UID seen again: no-op"), None
 
     c = parsed.classification
     kind = c.kind if c is not None else Kind.QUARANTINED
@@ -162,28 +201,43 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
             classification_reason=c.reason[:2000], reply_text=c.reply_text[:20000],
         )
 
-    original = next((r for r in found if r.message_id == parsed.message_id and r.duplicate_of_id is None), None)
+    original = recorded.originals.get(parsed.message_id) if parsed.message_id else None
     if original is not None:
         # The same mail in another folder, or again after a UIDVALIDITY rescan: record, never act twice.
-        row.duplicate_of = original
-        row.effect = f"copy of inbound #{original.pk}: no action"
+        row.duplicate_of_id = original
+        row.effect = f"copy of inbound #{original}: no action"
         row.save()
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
-        return IngestResult(row.pk, True, True, row.effect)
+        return IngestResult(row.pk, True, True, row.effect), row
 
-    row.save()
     if row.content == Content.FULL:
         email = correlation.addresses[0] if correlation.addresses else ""
-        event_record(
-            kind=Event.INBOUND_RECEIVED, email=email, enrollment=row.enrollment_id, job=row.job_id,
-            inbound=row.pk, internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "",
+        # The row and its event in one statement.
+        event_record_with_row(
+            row, id_key="inbound", kind=Event.INBOUND_RECEIVED, email=email, enrollment=row.enrollment_id,
+            job=row.job_id, internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "",
             classified=row.kind, bounce_type=row.bounce_type, rule=row.correlation_rule,
             message_id=parsed.message_id[:300], mailbox=mailbox.name, folder=folder,
         )
+    else:
+        row.save()
     row.effect = inbound_effects_apply(row, correlation, c)
-    InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
-    _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
-    return IngestResult(row.pk, True, False, row.effect)
+    _effect_and_cursor(row, folder, uidvalidity, fetched.uid)
+    return IngestResult(row.pk, True, False, row.effect), row
+
+
+def _effect_and_cursor(row: InboundMessage, folder: str, uidvalidity: int, uid: int) -> None:
+    """Write the row's effect and advance the cursor past it: one statement on PostgreSQL."""
+    if connection.vendor != "postgresql":
+        InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
+        _advance_cursor(row.mailbox_id, folder, uidvalidity, uid)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH advanced AS (UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = "
+            f"{DbClock.template} WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s "
+            f"RETURNING 1) UPDATE {InboundMessage._meta.db_table} SET effect = %s WHERE id = %s",
+            [uid, row.mailbox_id, folder, uidvalidity, uid, row.effect, row.pk])
 
 
 def _advance_cursor(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:

@@ -16,7 +16,8 @@ from mailboxes.models import Mailbox
 
 from ..dbclock import DbClock, db_now
 from ..freemail import is_free_mail
-from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, sequence_lock
+from ..loads import enrollment_jobs
+from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, person_enrollments_lock, sequence_lock
 from ..models import Enrollment, SendJob, Sequence
 from ..selectors import suppression_active_for
 from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move, job_move, mailbox_move, sequence_move
@@ -39,7 +40,7 @@ def cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> S
     move, and the guarded move sees it).
     """
     summary = StopSummary()
-    jobs = list(SendJob.objects.filter(enrollment=enrollment).select_related("step").order_by("id"))
+    jobs = enrollment_jobs(enrollment.pk)
     for job in jobs:
         if job.state not in CANCELABLE:
             continue
@@ -112,11 +113,13 @@ def person_stop_in_transaction(*, email: str, reason: str, because: str, source:
     final check of that enrollment's jobs exactly as a single stop does.
     """
     email = email.strip().lower()
-    scope = Q(contact__email=email)
     if domain:
-        scope |= Q(contact__email__iendswith="@" + domain.lower())
+        scope = Q(contact__email=email) | Q(contact__email__iendswith="@" + domain.lower())
+        locked = enrollments_lock(Enrollment.objects.filter(scope).exclude(status=E.STOPPED))
+    else:
+        locked = person_enrollments_lock(email)
     summary = StopSummary()
-    for enrollment in enrollments_lock(Enrollment.objects.filter(scope).exclude(status=E.STOPPED)):
+    for enrollment in locked:
         own = enrollment.contact.email == email
         summary.add(enrollment_stop_locked(enrollment, reason=reason if own else colleague_reason or reason,
                                            source=source, because=because))
