@@ -139,26 +139,36 @@ def event_record_with_row(instance: Model, *, id_key: str, kind: Event, email: s
     from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
     model = type(instance)
+    meta = model._meta
+    fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
+    # As Model.save: the primary key, and the values the database decides (a db_default such as its clock).
+    returned = [meta.pk, *(f for f in fields if hasattr(f.pre_save(instance, add=True), "resolve_expression"))]
     query = InsertQuery(model)
-    query.insert_values([f for f in model._meta.local_concrete_fields if not f.primary_key], [instance])
+    query.insert_values(fields, [instance])
     ((insert_sql, insert_params),) = query.get_compiler(connection=connection).as_sql()
     row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, data=data)
     endpoints_sql = endpoints_column(row.kind)
     values = event_values(row)
-    pk = model._meta.pk.column
-    sql = (f"WITH r AS ({insert_sql} RETURNING {pk}), "
+    pk = meta.pk.column
+    columns = ", ".join(f.column for f in returned)
+    sql = (f"WITH r AS ({insert_sql} RETURNING {columns}), "
            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"SELECT {', '.join(['%s'] * (len(values) - 1))}, %s::jsonb || jsonb_build_object(%s::text, r.{pk}) "
-           f"FROM r RETURNING id, at) SELECT (SELECT {pk} FROM r), id, at{endpoints_sql} FROM ev")
+           f"FROM r RETURNING id, at) SELECT r.*, ev.id, ev.at{endpoints_sql} FROM r, ev")
     with connection.cursor() as cursor:
         cursor.execute(sql, (*insert_params, *values, id_key))
-        found = cursor.fetchone()
-    instance.pk = found[0]
+        found = list(cursor.fetchone())
+    for field in returned:
+        value = found.pop(0)
+        col = field.get_col(meta.db_table)
+        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
+            value = converter(value, col, connection)
+        setattr(instance, field.attname, value)
     instance._state.adding, instance._state.db = False, connection.alias
     row.data[id_key] = instance.pk
-    row.pk, row.at = found[1], found[2]
+    row.pk, row.at = found[0], found[1]
     row._state.adding, row._state.db = False, connection.alias
-    event_written(row, endpoints=endpoints_parse(found[3]) if endpoints_sql else [])
+    event_written(row, endpoints=endpoints_parse(found[2]) if endpoints_sql else [])
     return row
 
 

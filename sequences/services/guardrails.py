@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from mailboxes.models import Mailbox
 
@@ -112,8 +112,7 @@ def guardrail_record(*, email: str, kind: str) -> str:
     if job is None:
         return ""  # nothing of ours went to it: no mailbox to count it against
     mailbox_id = enrollment_mailbox_id(job.enrollment)
-    _, created = GuardrailSignal.objects.get_or_create(job=job, kind=kind, defaults={"mailbox_id": mailbox_id})
-    if not created:
+    if not _signal_add(job_id=job.pk, kind=kind, mailbox_id=mailbox_id):
         return ""  # the same message reported again counts once
     mailbox = Mailbox.objects.get(pk=mailbox_id)
     if mailbox.paused or (mailbox.guardrail_silenced_until and mailbox.guardrail_silenced_until > db_now()):
@@ -123,6 +122,18 @@ def guardrail_record(*, email: str, kind: str) -> str:
     figures = guardrail_figures(mailbox)  # the full counts, once, for the record of why
     why = guardrail_crossed(mailbox, figures)
     return _pause(mailbox_id, why, figures) if why else ""
+
+
+def _signal_add(*, job_id: int, kind: str, mailbox_id: int) -> bool:
+    """Count one signal of a message; False when that message's signal of this kind was counted already.
+
+    One statement (the unique constraint on job and kind decides, also between two concurrent reports)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {GuardrailSignal._meta.db_table} (mailbox_id, job_id, kind) VALUES (%s, %s, %s) "
+            "ON CONFLICT (job_id, kind) DO NOTHING RETURNING id",
+            [mailbox_id, job_id, kind])
+        return cursor.fetchone() is not None
 
 
 def guardrail_may_cross(mailbox: Mailbox) -> bool:

@@ -18,10 +18,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from ..locks import enrollments_lock
+from ..locks import enrollments_lock, person_enrollments_lock
 from ..models import Enrollment, ErasedAddress, GuardrailSignal, Suppression
 from ..selectors import enrollments_for_value, normalize_email, suppression_key, suppression_latest
-from ..timeline import Event, event_record
+from ..timeline import Event, event_record, event_record_with_row
 from .common import ServiceError, StopSummary, T, operator_log
 from .guardrails import guardrail_record
 from .stops import enrollment_stop_locked
@@ -69,17 +69,16 @@ def suppression_add_in_transaction(
     _validate_suppression_value(value, is_domain)
     if reason not in Suppression.Reason.values:
         raise ServiceError(f"unknown suppression reason {reason!r} (use {', '.join(Suppression.Reason.values)})")
-    enrollments = enrollments_lock(enrollments_for_value(value).exclude(status=E.STOPPED))
+    enrollments = (enrollments_lock(enrollments_for_value(value).exclude(status=E.STOPPED)) if is_domain
+                   else person_enrollments_lock(value))
     latest = suppression_latest(value)
     if latest is not None and latest.action == Suppression.Action.ADD:
         entry = latest
     else:
-        entry = Suppression.objects.create(
-            value=value, is_domain=is_domain, action=Suppression.Action.ADD, reason=reason, note=note,
-            source=source, actor=actor,
-        )
-        event_record(kind=Event.SUPPRESSION_ADDED, email=value, value=value, reason=reason, source=source,
-                     actor=actor, entry=entry.pk)
+        entry = Suppression(value=value, is_domain=is_domain, action=Suppression.Action.ADD, reason=reason,
+                            note=note, source=source, actor=actor)
+        event_record_with_row(entry, id_key="entry", kind=Event.SUPPRESSION_ADDED, email=value, value=value,
+                              reason=reason, source=source, actor=actor)
         if reason in GUARDRAIL_KINDS and not is_domain:
             guardrail_record(email=value, kind=GUARDRAIL_KINDS[reason])
     summary = StopSummary()
