@@ -75,32 +75,37 @@ def _columns() -> str:
 
 
 @cache
-def _model_converters(model: type[Model], vendor: str) -> tuple[tuple[Any, list], ...]:
-    """Each concrete field's column of `model` and the converters the ORM would apply to it."""
+def _model_converters(model: type[Model], vendor: str) -> tuple[int, tuple[tuple[int, Any, tuple], ...]]:
+    """How many concrete fields `model` has, and (position, column, converters) of those whose value the ORM
+    would convert (on PostgreSQL few do: JSON, for one)."""
     fields = []
-    for f in model._meta.concrete_fields:
+    for i, f in enumerate(model._meta.concrete_fields):
         col = f.get_col(model._meta.db_table)
-        fields.append((col, connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
-    return tuple(fields)
+        converters = tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))
+        if converters:
+            fields.append((i, col, converters))
+    return len(model._meta.concrete_fields), tuple(fields)
 
 
 def instances(models: tuple[type[Model], ...], row: tuple) -> list[Model | None]:
     """One instance per model from consecutive column groups of `row` (None for a group of NULLs: an outer
     join that found nothing), as the ORM would build them."""
-    instances: list[Model | None] = []
+    out: list[Model | None] = []
     at = 0
     for model in models:
-        fields = _model_converters(model, connection.vendor)
-        values = list(row[at : at + len(fields)])
-        at += len(fields)
+        count, converted = _model_converters(model, connection.vendor)
+        values = row[at : at + count]
+        at += count
         if values[0] is None:  # the primary key
-            instances.append(None)
+            out.append(None)
             continue
-        for i, (col, converters) in enumerate(fields):
-            for converter in converters:
-                values[i] = converter(values[i], col, connection)
-        instances.append(model.from_db(connection.alias, None, values))
-    return instances
+        if converted:
+            values = list(values)
+            for i, col, converters in converted:
+                for converter in converters:
+                    values[i] = converter(values[i], col, connection)
+        out.append(model.from_db(connection.alias, None, values))
+    return out
 
 
 def _hydrate(row: tuple) -> SendJob:

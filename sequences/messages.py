@@ -108,9 +108,16 @@ def compile_template(text: str):
     return template
 
 
+@functools.lru_cache(maxsize=512)
+def _compiled(text: str):
+    """compile_template, once per text: a step's templates are rendered for every contact (a text that does
+    not compile is not kept, and raises again)."""
+    return compile_template(text)
+
+
 def render(template: str, context: dict) -> str:
     """Render a step's text for one contact; MissingValue names an undefined or empty variable."""
-    return compile_template(template).render(Context(context, autoescape=False))
+    return _compiled(template).render(Context(context, autoescape=False))
 
 
 def _plain(exc: TemplateSyntaxError) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Model
-from django.db.models.sql import InsertQuery
 
+from .inserts import insert_sql, returned_assign
 from .models import Enrollment, SendJob, TimelineEvent
 
 
@@ -138,38 +138,51 @@ def event_record_with_row(instance: Model, *, id_key: str, kind: Event, email: s
         return event_record(kind=kind, email=email, enrollment=enrollment, job=job, **data, **{id_key: instance.pk})
     from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
-    model = type(instance)
-    meta = model._meta
-    fields = [f for f in meta.local_concrete_fields if not f.generated and f is not meta.auto_field]
-    # As Model.save: the primary key, and the values the database decides (a db_default such as its clock).
-    returned = [meta.pk, *(f for f in fields if hasattr(f.pre_save(instance, add=True), "resolve_expression"))]
-    query = InsertQuery(model)
-    query.insert_values(fields, [instance])
-    ((insert_sql, insert_params),) = query.get_compiler(connection=connection).as_sql()
+    insert, insert_params, returned = insert_sql(instance)
     row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, data=data)
     endpoints_sql = endpoints_column(row.kind)
     values = event_values(row)
-    pk = meta.pk.column
-    columns = ", ".join(f.column for f in returned)
-    sql = (f"WITH r AS ({insert_sql} RETURNING {columns}), "
+    pk = instance._meta.pk.column
+    sql = (f"WITH r AS ({insert} RETURNING {', '.join(f.column for f in returned)}), "
            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
            f"SELECT {', '.join(['%s'] * (len(values) - 1))}, %s::jsonb || jsonb_build_object(%s::text, r.{pk}) "
            f"FROM r RETURNING id, at) SELECT r.*, ev.id, ev.at{endpoints_sql} FROM r, ev")
     with connection.cursor() as cursor:
         cursor.execute(sql, (*insert_params, *values, id_key))
         found = list(cursor.fetchone())
-    for field in returned:
-        value = found.pop(0)
-        col = field.get_col(meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
-            value = converter(value, col, connection)
-        setattr(instance, field.attname, value)
-    instance._state.adding, instance._state.db = False, connection.alias
+    returned_assign(instance, returned, found[: len(returned)])
+    found = found[len(returned):]
     row.data[id_key] = instance.pk
     row.pk, row.at = found[0], found[1]
     row._state.adding, row._state.db = False, connection.alias
     event_written(row, endpoints=endpoints_parse(found[2]) if endpoints_sql else [])
     return row
+
+
+def event_record_reserving(model: type[Model], *, id_key: str, kind: Event, email: str = "",
+                           enrollment: Enrollment | int | None = None, job: SendJob | int | None = None,
+                           **data: Any) -> tuple[TimelineEvent, int]:
+    """Append one event naming the next id of `model`'s table (`data[id_key]`), taken by the same statement, so
+    the row itself can be written later in the transaction, once; requires the caller's transaction.
+
+    PostgreSQL only (elsewhere the caller saves the row first, then writes its event)."""
+    from .webhooks_out.outbox import endpoints_column, endpoints_parse
+
+    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
+    row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, data=data)
+    endpoints_sql = endpoints_column(row.kind)
+    values = event_values(row)
+    sql = (f"WITH r AS (SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id), "
+           f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
+           f"SELECT {', '.join(['%s'] * (len(values) - 1))}, %s::jsonb || jsonb_build_object(%s::text, r.id) "
+           f"FROM r RETURNING id, at) SELECT r.id, ev.id, ev.at{endpoints_sql} FROM r, ev")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (model._meta.db_table, model._meta.pk.column, *values, id_key))
+        reserved, row.pk, row.at, *endpoints = cursor.fetchone()
+    row.data[id_key] = reserved
+    row._state.adding, row._state.db = False, connection.alias
+    event_written(row, endpoints=endpoints_parse(endpoints[0]) if endpoints_sql else [])
+    return row, reserved
 
 
 def event_row(*, kind: Event | str, email: str = "", enrollment: Enrollment | int | None = None,

@@ -72,7 +72,8 @@ def is_delay(c: Classification) -> bool:
 
 def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
-        return services.person_hold_for_auto_reply(inbound_id=row.pk, addresses=correlation.addresses, source=source)
+        return services.person_hold_for_auto_reply(inbound_id=row.pk, addresses=correlation.addresses, source=source,
+                                                   inbound=row)
     summary = services.StopSummary()
     for enrollment_id in _enrollments_to_stop(row, correlation):
         summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))
@@ -138,9 +139,12 @@ def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, 
             done.append(f"{address}: hard bounce, suppressed")
             continue
         limit = settings.OUTREACH_SOFT_BOUNCE_LIMIT
-        soft = (InboundMessage.objects.filter(kind=Kind.BOUNCE, bounce_type=BounceType.SOFT, duplicate_of=None,
-                                              enrollment__contact__email=address, job__isnull=False)
-                .exclude(classification_reason__contains=DELAYED).values("job_id").distinct().count())
+        failed = set(InboundMessage.objects.filter(kind=Kind.BOUNCE, bounce_type=BounceType.SOFT, duplicate_of=None,
+                                                   enrollment__contact__email=address, job__isnull=False)
+                     .exclude(classification_reason__contains=DELAYED).values_list("job_id", flat=True).distinct())
+        if row._state.adding and _counts_as_soft_failure(row, address):  # this report: written after its effects
+            failed.add(row.job_id)
+        soft = len(failed)
         if soft >= limit:
             _, part = services.suppression_add_in_transaction(
                 value=address, reason=Suppression.Reason.SOFT_BOUNCES, source=source,
@@ -150,6 +154,13 @@ def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, 
         else:
             done.append(f"{address}: soft bounce {soft} of {limit}, recorded")
     return "; ".join(done) + (f" — {stop_summary_text(summary)}" if summary.changed else "")
+
+
+def _counts_as_soft_failure(row: InboundMessage, address: str) -> bool:
+    """Whether the query above would count `row` once written: a soft failure of a message of ours to `address`."""
+    return (row.kind == Kind.BOUNCE and row.bounce_type == BounceType.SOFT and row.duplicate_of_id is None
+            and row.job_id is not None and DELAYED not in row.classification_reason
+            and row.enrollment is not None and row.enrollment.contact.email == address)
 
 
 def _describe(what: str, summary: services.StopSummary) -> str:

@@ -15,7 +15,8 @@ from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Q
 
 from sequences.dbclock import DbClock
-from sequences.timeline import Event, event_record_with_row
+from sequences.inserts import row_insert
+from sequences.timeline import Event, event_record, event_record_reserving
 
 from ..imap import FetchedMessage
 from ..kinds import Kind
@@ -210,34 +211,30 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
         return IngestResult(row.pk, True, True, row.effect), row
 
-    if row.content == Content.FULL:
-        email = correlation.addresses[0] if correlation.addresses else ""
-        # The row and its event in one statement.
-        event_record_with_row(
-            row, id_key="inbound", kind=Event.INBOUND_RECEIVED, email=email, enrollment=row.enrollment_id,
-            job=row.job_id, internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "",
-            classified=row.kind, bounce_type=row.bounce_type, rule=row.correlation_rule,
-            message_id=parsed.message_id[:300], mailbox=mailbox.name, folder=folder,
-        )
+    advance = (f"UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = {DbClock.template} "
+               "WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s",
+               [fetched.uid, mailbox.pk, folder, uidvalidity, fetched.uid])
+    arrived = dict(
+        kind=Event.INBOUND_RECEIVED, email=correlation.addresses[0] if correlation.addresses else "",
+        enrollment=row.enrollment_id, job=row.job_id,
+        internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "", classified=row.kind,
+        bounce_type=row.bounce_type, rule=row.correlation_rule, message_id=parsed.message_id[:300],
+        mailbox=mailbox.name, folder=folder,
+    )
+    if row.content == Content.FULL and connection.vendor == "postgresql":
+        # The event that says it arrived first, naming the row's id taken by the same statement; then the
+        # effects; then the row, written once with its effect, and the cursor (a wide row written twice
+        # costs more than this).
+        _, row.pk = event_record_reserving(InboundMessage, id_key="inbound", **arrived)
+        row.effect = inbound_effects_apply(row, correlation, c)
+        row_insert(row, also=advance)
     else:
-        row.save()
-    row.effect = inbound_effects_apply(row, correlation, c)
-    _effect_and_cursor(row, folder, uidvalidity, fetched.uid)
-    return IngestResult(row.pk, True, False, row.effect), row
-
-
-def _effect_and_cursor(row: InboundMessage, folder: str, uidvalidity: int, uid: int) -> None:
-    """Write the row's effect and advance the cursor past it: one statement on PostgreSQL."""
-    if connection.vendor != "postgresql":
+        row_insert(row, also=advance)
+        if row.content == Content.FULL:
+            event_record(**arrived, inbound=row.pk)
+        row.effect = inbound_effects_apply(row, correlation, c)
         InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
-        _advance_cursor(row.mailbox_id, folder, uidvalidity, uid)
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH advanced AS (UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = "
-            f"{DbClock.template} WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s "
-            f"RETURNING 1) UPDATE {InboundMessage._meta.db_table} SET effect = %s WHERE id = %s",
-            [uid, row.mailbox_id, folder, uidvalidity, uid, row.effect, row.pk])
+    return IngestResult(row.pk, True, False, row.effect), row
 
 
 def _advance_cursor(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:

@@ -35,12 +35,14 @@ S = SendJob.State
 HOLDABLE = (S.SCHEDULED, S.QUEUED, S.CLAIMED)  # not past the final check; each edge leads back to scheduled
 
 
-def person_hold_for_auto_reply(*, inbound_id: int, addresses: list[str], source: str) -> str:
+def person_hold_for_auto_reply(*, inbound_id: int, addresses: list[str], source: str,
+                               inbound: InboundMessage | None = None) -> str:
     """Hold the live jobs of the people an auto-reply answers for; requires the recording transaction.
 
+    `inbound`: the auto-reply's row as the recording holds it (it may not be written yet), else read by id.
     Returns what was done, in words, for the inbound ledger.
     """
-    row = InboundMessage.objects.get(pk=inbound_id)
+    row = inbound if inbound is not None and inbound.pk == inbound_id else InboundMessage.objects.get(pk=inbound_id)
     received = row.internaldate or db_now()
     found = return_date(_answer_text(row), received=received.date())
     done = []

@@ -1,0 +1,55 @@
+"""A model instance's INSERT written out, so that what belongs with it runs in the same statement.
+
+Django compiles the INSERT (values, database defaults, field preparation); the caller wraps it in a
+data-modifying CTE with its event or another write, and the values the database decided come back
+into the instance as `Model.save` would leave them. PostgreSQL only: elsewhere the callers save.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import Field, Model
+from django.db.models.sql import InsertQuery
+
+
+def insert_sql(instance: Model) -> tuple[str, list[Any], list[Field]]:
+    """(SQL, params) of the new `instance`'s INSERT without RETURNING, and the fields to return: the primary
+    key and the values the database decides (a db_default such as its clock), as Model.save returns them."""
+    meta = instance._meta
+    pk_set = instance.pk is not None
+    fields = [f for f in meta.local_concrete_fields if not f.generated and (pk_set or f is not meta.auto_field)]
+    returned = [meta.pk, *(f for f in fields if f is not meta.pk
+                           and hasattr(f.pre_save(instance, add=True), "resolve_expression"))]
+    query = InsertQuery(type(instance))
+    query.insert_values(fields, [instance])
+    ((sql, params),) = query.get_compiler(connection=connection).as_sql()
+    return sql, list(params), returned
+
+
+def returned_assign(instance: Model, fields: list[Field], values: list[Any]) -> None:
+    """Set what RETURNING gave back for `fields` on the instance, converted as the ORM would; it is saved now."""
+    meta = instance._meta
+    for field, value in zip(fields, values, strict=True):
+        col = field.get_col(meta.db_table)
+        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
+            value = converter(value, col, connection)
+        setattr(instance, field.attname, value)
+    instance._state.adding, instance._state.db = False, connection.alias
+
+
+def row_insert(instance: Model, *, also: tuple[str, list] | None = None) -> None:
+    """INSERT the new `instance` and run `also` (SQL, params: a data-modifying statement without RETURNING)
+    in the same statement on PostgreSQL; elsewhere save, then run it."""
+    if connection.vendor != "postgresql":
+        instance.save(force_insert=True)
+        if also is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(*also)
+        return
+    sql, params, returned = insert_sql(instance)
+    also_sql, also_params = (f"WITH also AS ({also[0]}) ", also[1]) if also is not None else ("", [])
+    with connection.cursor() as cursor:
+        cursor.execute(f"{also_sql}{sql} RETURNING {', '.join(f.column for f in returned)}", [*also_params, *params])
+        returned_assign(instance, returned, list(cursor.fetchone()))
