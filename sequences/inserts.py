@@ -53,3 +53,31 @@ def row_insert(instance: Model, *, also: tuple[str, list] | None = None) -> None
     with connection.cursor() as cursor:
         cursor.execute(f"{also_sql}{sql} RETURNING {', '.join(f.column for f in returned)}", [*also_params, *params])
         returned_assign(instance, returned, list(cursor.fetchone()))
+
+
+def ids_reserve(model: type[Model], count: int) -> list[int]:
+    """The next `count` ids of `model`'s table, taken now (for rows written by COPY, which returns none)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                       [model._meta.db_table, model._meta.pk.column, count])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def rows_copy(instances: list[Model]) -> None:
+    """Write new instances of one model, their ids set (`ids_reserve`), with one COPY: far cheaper than an
+    INSERT of many rows' parameters. Columns the database fills (a db_default) are left to it."""
+    if not instances:
+        return
+    model = type(instances[0])
+    meta = model._meta
+    first = instances[0]
+    fields = [f for f in meta.local_concrete_fields
+              if not f.generated and not hasattr(f.pre_save(first, add=True), "resolve_expression")]
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    # Django's error classes (IntegrityError for a unique violation), as for any statement it runs.
+    with connection.wrap_database_errors, connection.cursor() as cursor, \
+            cursor.cursor.copy(f'COPY "{meta.db_table}" ({columns}) FROM STDIN') as copy:
+        for instance in instances:
+            copy.write_row([f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields])
+    for instance in instances:
+        instance._state.adding, instance._state.db = False, connection.alias

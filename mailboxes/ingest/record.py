@@ -15,7 +15,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Q
 
 from sequences.dbclock import DbClock
-from sequences.inserts import row_insert
+from sequences.inserts import ids_reserve, row_insert, rows_copy
 from sequences.timeline import Event, event_record, event_record_reserving
 
 from ..imap import FetchedMessage
@@ -157,12 +157,20 @@ def _metadata_rows_write(mailbox, folder, uidvalidity, rows: list[InboundMessage
     for row in fresh:
         (copies if row.message_id and row.message_id in first_ids else firsts).append(row)
         first_ids.add(row.message_id)
-    InboundMessage.objects.bulk_create(firsts)
+    copying = connection.vendor == "postgresql"  # one COPY of every row, their ids taken first
+    if copying:
+        for row, pk in zip(fresh, ids_reserve(InboundMessage, len(fresh)), strict=True):
+            row.pk = pk
+    else:
+        InboundMessage.objects.bulk_create(firsts)
     originals.update({r.message_id: r.pk for r in firsts if r.message_id})
     for row in copies:
         row.duplicate_of_id = originals[row.message_id]
         row.effect = f"copy of inbound #{row.duplicate_of_id}: no action"
-    InboundMessage.objects.bulk_create(copies)
+    if copying:
+        rows_copy(fresh)
+    else:
+        InboundMessage.objects.bulk_create(copies)
     counts["recorded"] += len(firsts) + len(copies)
     counts["duplicates"] += len(copies)
 
