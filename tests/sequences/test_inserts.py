@@ -6,8 +6,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from mailboxes.ingest.record import metadata_row
 from mailboxes.imap import FetchedMessage
+from mailboxes.ingest.record import metadata_row
 from mailboxes.models import ImapCursor, InboundMessage
 from sequences.inserts import ids_reserve, row_insert, rows_copy
 from sequences.models import Suppression, TimelineEvent
