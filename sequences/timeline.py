@@ -136,26 +136,11 @@ def event_record_with_row(instance: Model, *, id_key: str, kind: Event, email: s
     if connection.vendor != "postgresql":
         instance.save()
         return event_record(kind=kind, email=email, enrollment=enrollment, job=job, **data, **{id_key: instance.pk})
-    from .webhooks_out.outbox import endpoints_column, endpoints_parse
-
-    insert, insert_params, returned = insert_sql(instance)
-    row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, data=data)
-    endpoints_sql = endpoints_column(row.kind)
-    values = event_values(row)
-    pk = instance._meta.pk.column
-    sql = (f"WITH r AS ({insert} RETURNING {', '.join(f.column for f in returned)}), "
-           f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
-           f"SELECT {', '.join(['%s'] * (len(values) - 1))}, %s::jsonb || jsonb_build_object(%s::text, r.{pk}) "
-           f"FROM r RETURNING id, at) SELECT r.*, ev.id, ev.at{endpoints_sql} FROM r, ev")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (*insert_params, *values, id_key))
-        found = list(cursor.fetchone())
-    returned_assign(instance, returned, found[: len(returned)])
-    found = found[len(returned):]
-    row.data[id_key] = instance.pk
-    row.pk, row.at = found[0], found[1]
-    row._state.adding, row._state.db = False, connection.alias
-    event_written(row, endpoints=endpoints_parse(found[2]) if endpoints_sql else [])
+    insert, params, returned = insert_sql(instance)  # the primary key returned first
+    row, values = _event_naming(f"{insert} RETURNING {', '.join(f.column for f in returned)}", params,
+                                id_column=instance._meta.pk.column, id_key=id_key, kind=kind, email=email,
+                                enrollment=enrollment, job=job, data=data)
+    returned_assign(instance, returned, values)
     return row
 
 
@@ -166,23 +151,37 @@ def event_record_reserving(model: type[Model], *, id_key: str, kind: Event, emai
     the row itself can be written later in the transaction, once; requires the caller's transaction.
 
     PostgreSQL only (elsewhere the caller saves the row first, then writes its event)."""
+    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
+    row, (reserved,) = _event_naming("SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id",
+                                     [model._meta.db_table, model._meta.pk.column], id_column="id", id_key=id_key,
+                                     kind=kind,
+                                     email=email, enrollment=enrollment, job=job, data=data)
+    return row, reserved
+
+
+def _event_naming(source_sql: str, source_params: list, *, id_column: str, id_key: str, data: dict[str, Any],
+                  **event: Any) -> tuple[TimelineEvent, list]:
+    """One statement: `source_sql` (a query, or a data-modifying statement with RETURNING, of one row whose
+    `id_column` comes first) and the event whose data names that id (`data[id_key]`), with the active webhook
+    endpoints (as event_record). Returns the event and the source's row."""
     from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
-    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, data=data)
+    row = event_row(**event, data=data)
     endpoints_sql = endpoints_column(row.kind)
     values = event_values(row)
-    sql = (f"WITH r AS (SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id), "
-           f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
-           f"SELECT {', '.join(['%s'] * (len(values) - 1))}, %s::jsonb || jsonb_build_object(%s::text, r.id) "
-           f"FROM r RETURNING id, at) SELECT r.id, ev.id, ev.at{endpoints_sql} FROM r, ev")
+    data_with_id = f"%s::jsonb || jsonb_build_object(%s::text, r.{id_column})"
+    sql = (f"WITH r AS ({source_sql}), ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
+           f"SELECT {', '.join(['%s'] * (len(values) - 1))}, {data_with_id} FROM r RETURNING id, at) "
+           f"SELECT ev.id, ev.at{endpoints_sql}, r.* FROM r, ev")
     with connection.cursor() as cursor:
-        cursor.execute(sql, (model._meta.db_table, model._meta.pk.column, *values, id_key))
-        reserved, row.pk, row.at, *endpoints = cursor.fetchone()
-    row.data[id_key] = reserved
+        cursor.execute(sql, (*source_params, *values, id_key))
+        found = list(cursor.fetchone())
+    row.pk, row.at = found[0], found[1]
+    endpoints, source = (found[2], found[3:]) if endpoints_sql else (None, found[2:])
+    row.data[id_key] = source[0]
     row._state.adding, row._state.db = False, connection.alias
-    event_written(row, endpoints=endpoints_parse(endpoints[0]) if endpoints_sql else [])
-    return row, reserved
+    event_written(row, endpoints=endpoints_parse(endpoints) if endpoints_sql else [])
+    return row, source
 
 
 def event_row(*, kind: Event | str, email: str = "", enrollment: Enrollment | int | None = None,

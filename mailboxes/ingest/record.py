@@ -219,9 +219,6 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
         return IngestResult(row.pk, True, True, row.effect), row
 
-    advance = (f"UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = {DbClock.template} "
-               "WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s",
-               [fetched.uid, mailbox.pk, folder, uidvalidity, fetched.uid])
     arrived = dict(
         kind=Event.INBOUND_RECEIVED, email=correlation.addresses[0] if correlation.addresses else "",
         enrollment=row.enrollment_id, job=row.job_id,
@@ -229,17 +226,26 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         bounce_type=row.bounce_type, rule=row.correlation_rule, message_id=parsed.message_id[:300],
         mailbox=mailbox.name, folder=folder,
     )
-    if row.content == Content.FULL and connection.vendor == "postgresql":
+    if connection.vendor != "postgresql":
+        row.save()
+        if row.content == Content.FULL:
+            event_record(**arrived, inbound=row.pk)
+        row.effect = inbound_effects_apply(row, correlation, c)
+        InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
+        _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
+        return IngestResult(row.pk, True, False, row.effect), row
+    # The cursor moves in the statement that writes the row.
+    advance = (f"UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = {DbClock.template} "
+               "WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s",
+               [fetched.uid, mailbox.pk, folder, uidvalidity, fetched.uid])
+    if row.content == Content.FULL:
         # The event that says it arrived first, naming the row's id taken by the same statement; then the
-        # effects; then the row, written once with its effect, and the cursor (a wide row written twice
-        # costs more than this).
+        # effects; then the row, written once with its effect (a wide row written twice costs more).
         _, row.pk = event_record_reserving(InboundMessage, id_key="inbound", **arrived)
         row.effect = inbound_effects_apply(row, correlation, c)
         row_insert(row, also=advance)
     else:
         row_insert(row, also=advance)
-        if row.content == Content.FULL:
-            event_record(**arrived, inbound=row.pk)
         row.effect = inbound_effects_apply(row, correlation, c)
         InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
     return IngestResult(row.pk, True, False, row.effect), row
