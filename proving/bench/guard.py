@@ -35,7 +35,7 @@ from rq.registry import FinishedJobRegistry
 
 from proving.bench import ceiling
 from proving.bench.procs import WorkerPool
-from proving.bench.stats import ratio, summary_ms, table
+from proving.bench.stats import StatementCounter, ratio, summary_ms, table
 from proving.bench.tasks import AUTHORIZE, samples_key, send_key
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
@@ -131,17 +131,6 @@ def noop_rate(queue, redis, jobs: int) -> float | None:
         time.sleep(0.005)
     done = registry.count - before
     return round(done / (time.perf_counter() - started), 1) if done else None
-
-
-class StatementCounter:
-    """Counts (and keeps) the SQL statements a connection sends: `with connection.execute_wrapper(counter)`."""
-
-    def __init__(self):
-        self.sql: list[str] = []
-
-    def __call__(self, execute, sql, params, many, context):
-        self.sql.append(sql)
-        return execute(sql, params, many, context)
 
 
 def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:

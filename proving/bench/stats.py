@@ -69,3 +69,14 @@ def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]], not
         out.append("")
         out += [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
+
+
+class StatementCounter:
+    """Counts (and keeps) the SQL statements a connection sends: `with connection.execute_wrapper(counter)`."""
+
+    def __init__(self):
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(sql)
+        return execute(sql, params, many, context)

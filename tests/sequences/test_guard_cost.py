@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 
-from proving.bench.guard import StatementCounter
+from proving.bench.stats import StatementCounter
 from proving.harness.smtp import SmtpServer
 from sequences import services
 from sequences.dbclock import db_now
