@@ -132,9 +132,14 @@ def _clock_sql() -> str:
     return CLOCK if connection.vendor == "postgresql" else "NULL"
 
 
-# A message of ours (job p) that really left: submitted or accepted, and not canceled at the provider before its
-# send time.
-LEFT = "p.state IN ('submitted', 'accepted') AND p.provider_cancel_status <> 'confirmed'"
+def left_sql(alias: str) -> str:
+    """A message of ours (the job of `alias`) that really left: submitted or accepted, and not canceled at the
+    provider before its send time. The one definition, in SQL: Python reads it as `job.really_left` from
+    `enrollment_progress`."""
+    return f"{alias}.state IN ('submitted', 'accepted') AND {alias}.provider_cancel_status <> 'confirmed'"
+
+
+LEFT = left_sql("p")
 # The enrollment's earlier messages that left (what a follow-up threads under). One row each, oldest step first.
 SENT_BEFORE = (
     f"LEFT JOIN ({T['j']} p JOIN {T['st']} ps ON ps.id = p.step_id) ON p.enrollment_id = j.enrollment_id "
@@ -253,10 +258,12 @@ def enrollment_jobs(enrollment_id: int) -> list[SendJob]:
 
 def enrollment_progress(enrollment: Enrollment) -> tuple[list[Step], list[SendJob], datetime]:
     """Every step of the enrollment's sequence (by position), the enrollment's jobs that are not canceled (by
-    id, each with its step loaded), and the database clock, in one statement. For what the enrollment sends
-    next (`sequences.services.scheduling`); the caller holds the enrollment lock."""
+    id, each with its step loaded, and `job.really_left`: `left_sql`), and the database clock, in one
+    statement. For what the enrollment sends next (`sequences.services.scheduling`); the caller holds the
+    enrollment lock."""
     sql = (
-        f"SELECT {columns_of('st', Step)}, {columns_of('j', SendJob)}, {_clock_sql()} FROM {T['st']} st "
+        f"SELECT {columns_of('st', Step)}, {columns_of('j', SendJob)}, {left_sql('j')}, {_clock_sql()} "
+        f"FROM {T['st']} st "
         f"LEFT JOIN {T['j']} j ON j.step_id = st.id AND j.enrollment_id = %s AND j.state <> 'canceled' "
         "WHERE st.sequence_id = %s ORDER BY st.position, j.id"
     )
@@ -266,10 +273,11 @@ def enrollment_progress(enrollment: Enrollment) -> tuple[list[Step], list[SendJo
     steps: dict[int, Step] = {}
     jobs: list[SendJob] = []
     for row in rows:
-        step, job = instances((Step, SendJob), row[:-1])
+        step, job = instances((Step, SendJob), row[:-2])
         step = steps.setdefault(step.pk, step)
         if job is not None:
             job.step = step
+            job.really_left = bool(row[-2])  # type: ignore[attr-defined]
             jobs.append(job)
     jobs.sort(key=lambda job: job.pk)
     now = _now(rows[-1][-1]) if rows else timezone.now()

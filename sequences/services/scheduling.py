@@ -57,9 +57,9 @@ def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     if any(j.state in (S.UNKNOWN, S.FAILED) for j in jobs):
         # Never continue past a message whose fate is unknown or that failed.
         return None
-    # A message the provider confirmed it canceled before its send time never left: its step is still to do.
-    sent = [j for j in jobs
-            if j.state in (S.SUBMITTED, S.ACCEPTED) and j.provider_cancel_status != ProviderCancel.CONFIRMED]
+    # Messages that really left (`loads.left_sql`): one the provider confirmed it canceled before its send time
+    # never left, and its step is still to do.
+    sent = [j for j in jobs if j.really_left]
     last_position = max((j.step.position for j in sent), default=0)
     step = next((s for s in steps if s.position > last_position), None)
     if step is None:
