@@ -240,6 +240,21 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))
 
 
+def last_authorized_to(email: str) -> tuple[int, Mailbox] | None:
+    """The latest job to this (normalized) address that passed the final check, and the mailbox that sent it
+    (MAILBOX_JOIN): what a hard bounce or complaint is counted against. One statement, no lock."""
+    sql = (f"SELECT j.id, {columns_of('m', Mailbox)} FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id "
+           f"JOIN {T['c']} c ON c.id = e.contact_id JOIN {T['s']} s ON s.id = e.sequence_id {MAILBOX_JOIN} "
+           "WHERE c.email = %s AND j.authorized_at IS NOT NULL ORDER BY j.authorized_at DESC, j.id DESC LIMIT 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [email])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (mailbox,) = instances((Mailbox,), row[1:])
+    return row[0], mailbox
+
+
 def enrollment_jobs(enrollment_id: int) -> list[SendJob]:
     """Every job of the enrollment, by id, each with its step loaded: one statement (what a stop reads under
     the enrollment lock)."""

@@ -29,13 +29,14 @@ from django.db import connection, transaction
 from mailboxes.models import Mailbox
 
 from ..dbclock import DbClock, db_now, iso
+from ..loads import last_authorized_to
 from ..locks import mailbox_lock
 from ..models import GuardrailSignal, SendJob
 from ..queues import enqueue_guardrail_sweep
 from ..states import MAILBOX_PAUSED, PASSED_HANDOFF, mailbox_move
 from ..timeline import Event, event_record
 from .common import T, operator_log
-from .rotation import enrollment_mailbox_id, sends_from
+from .rotation import sends_from
 
 S = SendJob.State
 GUARDRAIL = "deliverability guardrail"  # the actor of its pauses in the operator log
@@ -103,18 +104,13 @@ def guardrail_record(*, email: str, kind: str) -> str:
     Requires the caller's transaction (the one that records the bounce or complaint). Returns why the mailbox
     was paused, or ''.
     """
-    job = (
-        SendJob.objects.filter(enrollment__contact__email=email, authorized_at__isnull=False)
-        .select_related("enrollment__sequence")
-        .order_by("-authorized_at", "-id")
-        .first()
-    )
-    if job is None:
+    found = last_authorized_to(email)
+    if found is None:
         return ""  # nothing of ours went to it: no mailbox to count it against
-    mailbox_id = enrollment_mailbox_id(job.enrollment)
-    if not _signal_add(job_id=job.pk, kind=kind, mailbox_id=mailbox_id):
+    job_id, mailbox = found
+    mailbox_id = mailbox.pk
+    if not _signal_add(job_id=job_id, kind=kind, mailbox_id=mailbox_id):
         return ""  # the same message reported again counts once
-    mailbox = Mailbox.objects.get(pk=mailbox_id)
     if mailbox.paused or (mailbox.guardrail_silenced_until and mailbox.guardrail_silenced_until > db_now()):
         return ""
     if not guardrail_may_cross(mailbox):
