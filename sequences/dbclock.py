@@ -21,6 +21,13 @@ class DbClock(Func):
         return "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')", []
 
 
+def clock_sql() -> str:
+    """The database clock as SQL for a statement written by hand (with parameters: a literal % is doubled)."""
+    if connection.vendor == "postgresql":
+        return DbClock.template
+    return DbClock().as_sqlite(None, connection)[0]
+
+
 def db_now():
     """Read the database clock (a datetime, UTC)."""
     with connection.cursor() as cursor:

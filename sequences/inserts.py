@@ -7,6 +7,7 @@ into the instance as `Model.save` would leave them. PostgreSQL only: elsewhere t
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -28,14 +29,26 @@ def insert_sql(instance: Model) -> tuple[str, list[Any], list[Field]]:
     return sql, list(params), returned
 
 
+@cache
+def column_converters(field: Field, vendor: str) -> tuple[Any, tuple]:
+    """A concrete field's column and the converters the ORM applies to a value read from it (`vendor`: the
+    connection's, which decides them)."""
+    col = field.get_col(field.model._meta.db_table)
+    return col, tuple(connection.ops.get_db_converters(col) + field.get_db_converters(connection))
+
+
+def converted(field: Field, value: Any) -> Any:
+    """A value read from the field's column, as the ORM would hand it to the instance."""
+    col, converters = column_converters(field, connection.vendor)
+    for converter in converters:
+        value = converter(value, col, connection)
+    return value
+
+
 def returned_assign(instance: Model, fields: list[Field], values: list[Any]) -> None:
     """Set what RETURNING gave back for `fields` on the instance, converted as the ORM would; it is saved now."""
-    meta = instance._meta
     for field, value in zip(fields, values, strict=True):
-        col = field.get_col(meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
-            value = converter(value, col, connection)
-        setattr(instance, field.attname, value)
+        setattr(instance, field.attname, converted(field, value))
     instance._state.adding, instance._state.db = False, connection.alias
 
 

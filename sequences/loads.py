@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from mailboxes.models import Mailbox
 
+from .inserts import column_converters
 from .models import Contact, Enrollment, ErasedAddress, SendJob, Sequence, Step, Suppression
 
 # alias -> model, in the order of the SELECT list and of MAILBOX_JOIN's joins.
@@ -80,8 +81,7 @@ def _model_converters(model: type[Model], vendor: str) -> tuple[int, tuple[tuple
     would convert (on PostgreSQL few do: JSON, for one)."""
     fields = []
     for i, f in enumerate(model._meta.concrete_fields):
-        col = f.get_col(model._meta.db_table)
-        converters = tuple(connection.ops.get_db_converters(col) + f.get_db_converters(connection))
+        col, converters = column_converters(f, vendor)
         if converters:
             fields.append((i, col, converters))
     return len(model._meta.concrete_fields), tuple(fields)

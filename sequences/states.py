@@ -36,6 +36,7 @@ from mailboxes.models import Mailbox
 
 from . import daily_cap
 from .dbclock import DbClock, iso
+from .inserts import converted
 from .models import Enrollment, ProviderCancel, SendJob, Sequence
 from .timeline import EVENT_COLUMNS, EVENT_TABLE, Event, event_record, event_row, event_values, event_written
 from .webhooks_out.outbox import endpoints_column, endpoints_parse
@@ -93,10 +94,8 @@ def _guarded_update(model: type[Model], where: dict[str, Any], updates: dict[str
     event_written(written, endpoints=endpoints)
     out = {}
     for name, value in zip(updates, row, strict=True):
-        col, converters = _returned(model, name)
-        for converter in converters:
-            value = converter(value, col, connection)
-        out[col.target.attname] = value
+        field = model._meta.get_field(name)
+        out[field.attname] = converted(field, value)
     return out
 
 
@@ -141,13 +140,6 @@ def _move_sql(model: type[Model], where: tuple[str, ...], sets: tuple[str, ...],
 def _field(model: type[Model], name: str):
     return model._meta.pk if name == "pk" else model._meta.get_field(name)
 
-
-@cache
-def _returned(model: type[Model], name: str) -> tuple[Any, tuple]:
-    """The column of an updated field and the converters the ORM applies to the value RETURNING gives back."""
-    field = model._meta.get_field(name)
-    col = field.get_col(model._meta.db_table)
-    return col, tuple(connection.ops.get_db_converters(col) + field.get_db_converters(connection))
 
 
 # --- send jobs -------------------------------------------------------------------------------

@@ -154,8 +154,7 @@ def event_record_reserving(model: type[Model], *, id_key: str, kind: Event, emai
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
     row, (reserved,) = _event_naming("SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id",
                                      [model._meta.db_table, model._meta.pk.column], id_column="id", id_key=id_key,
-                                     kind=kind,
-                                     email=email, enrollment=enrollment, job=job, data=data)
+                                     kind=kind, email=email, enrollment=enrollment, job=job, data=data)
     return row, reserved
 
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, connection, transaction
 from django.db.models import Q
 
-from sequences.dbclock import DbClock
+from sequences.dbclock import clock_sql
 from sequences.inserts import ids_reserve, row_insert, rows_copy
 from sequences.timeline import Event, event_record, event_record_reserving
 
@@ -226,34 +226,33 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         bounce_type=row.bounce_type, rule=row.correlation_rule, message_id=parsed.message_id[:300],
         mailbox=mailbox.name, folder=folder,
     )
-    if connection.vendor != "postgresql":
-        row.save()
-        if row.content == Content.FULL:
-            event_record(**arrived, inbound=row.pk)
-        row.effect = inbound_effects_apply(row, correlation, c)
-        InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
-        _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
-        return IngestResult(row.pk, True, False, row.effect), row
-    # The cursor moves in the statement that writes the row.
-    advance = (f"UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = {DbClock.template} "
-               "WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s",
-               [fetched.uid, mailbox.pk, folder, uidvalidity, fetched.uid])
-    if row.content == Content.FULL:
+    # The cursor moves in the statement that writes the row (on PostgreSQL).
+    advance = _advance_statement(mailbox.pk, folder, uidvalidity, fetched.uid)
+    if row.content == Content.FULL and connection.vendor == "postgresql":
         # The event that says it arrived first, naming the row's id taken by the same statement; then the
         # effects; then the row, written once with its effect (a wide row written twice costs more).
         _, row.pk = event_record_reserving(InboundMessage, id_key="inbound", **arrived)
         row.effect = inbound_effects_apply(row, correlation, c)
         row_insert(row, also=advance)
-    else:
+    else:  # metadata only, or SQLite: the row first, its event, then its effect
         row_insert(row, also=advance)
+        if row.content == Content.FULL:
+            event_record(**arrived, inbound=row.pk)
         row.effect = inbound_effects_apply(row, correlation, c)
         InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
     return IngestResult(row.pk, True, False, row.effect), row
 
 
+def _advance_statement(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> tuple[str, list]:
+    """(SQL, params) that moves the folder's cursor forward to `uid` (never back), stamped by the database clock."""
+    return (f"UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = {clock_sql()} "
+            "WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s",
+            [uid, mailbox_id, folder, uidvalidity, uid])
+
+
 def _advance_cursor(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:
-    ImapCursor.objects.filter(mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, last_uid__lt=uid
-                              ).update(last_uid=uid, updated_at=DbClock())
+    with connection.cursor() as cursor:
+        cursor.execute(*_advance_statement(mailbox_id, folder, uidvalidity, uid))
 
 
 def _advance_cursor_alone(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:
