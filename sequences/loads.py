@@ -147,22 +147,33 @@ SENT_BEFORE = (
 )
 
 
-def job_read(job_id: int) -> tuple[SendJob, datetime] | None:
+# In a SELECT: the caller's transaction commits without waiting for its WAL to reach the disk (PostgreSQL's
+# synchronous_commit, for this transaction only). One value per row, ignored.
+UNFLUSHED_COMMIT = "set_config('synchronous_commit', 'off', true)"
+
+
+def job_read(job_id: int, *, unflushed_commit: bool = False) -> tuple[SendJob, datetime] | None:
     """The job with its enrollment, contact, sequence, mailbox and step, and the database clock; no lock.
 
     With the messages of the enrollment's earlier steps that left, for the threading of this one
     (`job.sent_before`: (Message-ID, subject template, threaded, position), oldest first; see
     `sequences.messages.thread_of`): one row per such message, one statement.
+
+    `unflushed_commit`: the same statement makes the caller's COMMIT return before its WAL is flushed
+    (PostgreSQL; see `send_job_claim` for the one transaction that may).
     """
+    extra = f", {UNFLUSHED_COMMIT}" if unflushed_commit and connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {_columns()}, {_clock_sql()}, p.message_id, ps.subject, ps.thread, ps.position "
+            f"SELECT {_columns()}, {_clock_sql()}, p.message_id, ps.subject, ps.thread, ps.position{extra} "
             f"{JOINS} {SENT_BEFORE} WHERE j.id = %s ORDER BY ps.position, p.id",
             [job_id],
         )
         rows = cursor.fetchall()
     if not rows:
         return None
+    if extra:
+        rows = [row[:-1] for row in rows]
     job = _hydrate(rows[0][:-5])
     job.sent_before = [tuple(row[-4:]) for row in rows if row[-4] is not None]  # type: ignore[attr-defined]
     return job, _now(rows[0][-5])

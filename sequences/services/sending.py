@@ -74,9 +74,16 @@ def send_job_claim(*, job_id: int, worker_id: str) -> SendJob | None:
     """queued -> claimed (ownership for processing, never permission to send); short transaction.
 
     Two statements: the job with everything preparing it needs (returned, relations loaded), then the move.
+
+    Its COMMIT does not wait for the disk (PostgreSQL's synchronous_commit off, for this transaction only):
+    a claim lost to a database crash loses nothing. The crash fails the worker's next transaction, and the
+    job is queued again, as the crash left it, for the stale-queue sweep to hand out. Every transaction
+    that decides anything (the final check, the record of the hand-off, every stop) commits durably, and
+    its flush carries the claim's WAL with it: the final check never passes a claim that could still be
+    lost.
     """
     with transaction.atomic(durable=True):
-        read = job_read(job_id)
+        read = job_read(job_id, unflushed_commit=True)
         if read is None:
             return None
         job, now = read

@@ -209,3 +209,35 @@ def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize
     assert waited, f"the final check did not wait for the pause: {decision}"
     assert (decision["it"].outcome, decision["it"].reason) == ("canceled", "mailbox_paused")
     assert SendJob.objects.get(pk=job_id).state == S.CANCELED
+
+
+def test_only_the_claim_commits_without_waiting_for_the_disk(mailbox, smtp_server):
+    """The claim decides nothing and may be lost to a database crash; the final check and the record of the
+    hand-off wait for their WAL to reach the disk (what each transaction's setting is after its statements)."""
+    from sequences import checkpoints
+
+    sequence = make_sequence(mailbox=mailbox, steps=2)
+    enroll(sequence, "flush@example.com")
+    (job_id,) = services.dispatch_due()
+    phase = ["claim"]
+    settings_seen: dict[str, set[str]] = {}
+
+    def setting_after(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        with context["connection"].connection.cursor() as raw:  # the same transaction, not through this wrapper
+            raw.execute("SELECT current_setting('synchronous_commit')")
+            settings_seen.setdefault(phase[0], set()).add(raw.fetchone()[0])
+        return result
+
+    for name, nxt in (("claimed", "prepare"), ("prepared", "authorize"), ("authorized", "hand-off and record")):
+        checkpoints.install(name, lambda _job_id, nxt=nxt: phase.__setitem__(0, nxt))
+    with connection.execute_wrapper(setting_after):
+        assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
+
+    assert settings_seen["claim"] == {"off"}
+    assert settings_seen["authorize"] == {"on"}
+    assert settings_seen["hand-off and record"] == {"on"}
+    # Outside the claim, the connection is as configured.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('synchronous_commit')")
+        assert cursor.fetchone()[0] == "on"
