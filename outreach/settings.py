@@ -246,6 +246,8 @@ OUTREACH_OOO_MAX_HOLD_DAYS = int(os.environ.get("OUTREACH_OOO_MAX_HOLD_DAYS", "9
 OUTREACH_ERASURE_KEY = os.environ.get("OUTREACH_SECRET_ERASURE_KEY", "")
 OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
+# IMAP connections the IDLE watcher opens at once (login and SELECT of a folder it starts watching).
+OUTREACH_WATCHER_OPENERS = int(os.environ.get("OUTREACH_WATCHER_OPENERS", "4"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))
 # Bytes of one message read from IMAP (a partial fetch): enough for any DSN, ARF or reply; memory stays flat.
 OUTREACH_INBOUND_FETCH_LIMIT = int(os.environ.get("OUTREACH_INBOUND_FETCH_LIMIT", str(10 * 1024 * 1024)))

@@ -9,7 +9,7 @@ import pytest
 
 from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import InboundMessage, Mailbox
-from mailboxes.watcher import OPENERS, run
+from mailboxes.watcher import openers, run
 from proving.harness import mails
 from tests.races.helpers import Worker
 
@@ -76,7 +76,7 @@ def test_one_thread_watches_every_folder(imap_mailbox, dovecot):
         for _ in range(3):
             assert w.polled.acquire(timeout=10)  # one catch-up poll per folder
         # The watcher and its bounded pool of openers; nothing per folder.
-        assert threading.active_count() <= threads_before + 1 + OPENERS
+        assert threading.active_count() <= threads_before + 1 + openers()
         dovecot.append("alice", "Replies", mails.reply(to_message_id="<r@y>", sender="someone@example.org"))
         assert w.polled.acquire(timeout=10), "a push on the third folder did not trigger a poll"
         assert "watching 3 folders with IDLE" in w.said
@@ -128,3 +128,27 @@ def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox
     assert results["first"].get("rounds") == 2, results  # the running poll read the mailbox a second time
     assert results["push"] == {"skipped": "another poll of this mailbox is running; it polls again when done"}
     assert not redis.exists(f"outreach:poll:{imap_mailbox.pk}:again")
+
+
+def test_folders_are_opened_one_of_each_mailbox_in_turn():
+    """The logins in flight at once belong to different mailboxes, not to one account's twenty folders."""
+    from types import SimpleNamespace
+
+    from mailboxes.watcher import Watch, _one_of_each_mailbox_in_turn
+
+    boxes = [SimpleNamespace(pk=pk) for pk in (1, 2, 3)]
+    watches = [Watch((box.pk, folder), box, folder) for box, folders in zip(boxes, (4, 1, 2), strict=True)
+               for folder in [f"F{i}" for i in range(folders)]]
+    order = [(w.mailbox.pk, w.folder) for w in _one_of_each_mailbox_in_turn(watches)]
+    assert order == [(1, "F0"), (2, "F0"), (3, "F0"), (1, "F1"), (3, "F1"), (1, "F2"), (1, "F3")]
+
+
+def test_the_number_of_openers_is_a_setting(settings):
+    from mailboxes.watcher import Watcher
+
+    settings.OUTREACH_WATCHER_OPENERS = 3
+    watcher = Watcher(on_new=lambda _pk: None)
+    try:
+        assert watcher.openers._max_workers == 3
+    finally:
+        watcher.close()
