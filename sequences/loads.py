@@ -150,6 +150,10 @@ SENT_BEFORE = (
 # In a SELECT: the caller's transaction commits without waiting for its WAL to reach the disk (PostgreSQL's
 # synchronous_commit, for this transaction only). One value per row, ignored.
 UNFLUSHED_COMMIT = "set_config('synchronous_commit', 'off', true)"
+# In a SELECT: the caller's transaction waits for its flush even on a server configured not to
+# (synchronous_commit off), and is left as configured otherwise (on, local, or a standby's remote_*).
+FLUSHED_COMMIT = ("CASE WHEN current_setting('synchronous_commit') = 'off' "
+                  "THEN set_config('synchronous_commit', 'on', true) END")
 
 
 def job_read(job_id: int, *, unflushed_commit: bool = False) -> tuple[SendJob, datetime] | None:
@@ -223,6 +227,11 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     its domain: the latest entry of each value decides; the hashed ledger of
     erased people in the same lookup.
 
+    On PostgreSQL it also makes the caller's COMMIT wait for the disk where the
+    server is set not to (`FLUSHED_COMMIT`): the final check must be durable
+    before a message is handed off, or a crash could undo it after the message
+    left, and the message would be sent again.
+
     The mailbox row is read FOR SHARE: a pause or block that does not lock the
     enrollments first (the deliverability guardrail, a mailbox-level failure)
     either committed before this read, which then sees it, or waits for this
@@ -234,8 +243,9 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     address = normalize_email(email)
     domain = "@" + address.rsplit("@", 1)[-1]
     share = " FOR SHARE OF m" if connection.features.has_select_for_update_of else ""
+    flushed = f"{FLUSHED_COMMIT}, " if connection.vendor == "postgresql" else ""
     sql = (
-        f"SELECT {_columns()}, {_clock_sql()}, "
+        f"SELECT {_columns()}, {flushed}{_clock_sql()}, "
         f"(EXISTS (SELECT 1 FROM {SUPPRESSION} sp WHERE sp.value IN (%s, %s) AND sp.action = 'add' "
         f"AND sp.id = (SELECT MAX(l.id) FROM {SUPPRESSION} l WHERE l.value = sp.value)) "
         f"OR EXISTS (SELECT 1 FROM {ERASED} x WHERE x.digest = %s)), "
@@ -247,7 +257,7 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [address, domain, address_digest(address), job_id])
         row = cursor.fetchone()
-    job = _hydrate(row[:-3])
+    job = _hydrate(row[:-4] if flushed else row[:-3])
     return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))
 
 

@@ -211,33 +211,54 @@ def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize
     assert SendJob.objects.get(pk=job_id).state == S.CANCELED
 
 
-def test_only_the_claim_commits_without_waiting_for_the_disk(mailbox, smtp_server):
-    """The claim decides nothing and may be lost to a database crash; the final check and the record of the
-    hand-off wait for their WAL to reach the disk (what each transaction's setting is after its statements)."""
+def _synchronous_commit_by_phase(mailbox, email: str) -> dict[str, str]:
+    """Send one follow-up and return, by phase of the pipeline, the connection's synchronous_commit after the
+    phase's last statement: what its COMMIT goes by (read inside the phase's transaction)."""
     from sequences import checkpoints
 
     sequence = make_sequence(mailbox=mailbox, steps=2)
-    enroll(sequence, "flush@example.com")
+    enroll(sequence, email)
     (job_id,) = services.dispatch_due()
     phase = ["claim"]
-    settings_seen: dict[str, set[str]] = {}
+    seen: dict[str, str] = {}
 
     def setting_after(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
         with context["connection"].connection.cursor() as raw:  # the same transaction, not through this wrapper
             raw.execute("SELECT current_setting('synchronous_commit')")
-            settings_seen.setdefault(phase[0], set()).add(raw.fetchone()[0])
+            seen[phase[0]] = raw.fetchone()[0]
         return result
 
     for name, nxt in (("claimed", "prepare"), ("prepared", "authorize"), ("authorized", "hand-off and record")):
         checkpoints.install(name, lambda _job_id, nxt=nxt: phase.__setitem__(0, nxt))
     with connection.execute_wrapper(setting_after):
         assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
+    return seen
 
-    assert settings_seen["claim"] == {"off"}
-    assert settings_seen["authorize"] == {"on"}
-    assert settings_seen["hand-off and record"] == {"on"}
-    # Outside the claim, the connection is as configured.
+
+def _session_setting() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('synchronous_commit')")
-        assert cursor.fetchone()[0] == "on"
+        return cursor.fetchone()[0]
+
+
+def test_only_the_claim_commits_without_waiting_for_the_disk(mailbox, smtp_server):
+    """The claim decides nothing and may be lost to a database crash; the final check and the record of the
+    hand-off wait for their WAL to reach the disk."""
+    seen = _synchronous_commit_by_phase(mailbox, "flush@example.com")
+    assert seen == {"claim": "off", "authorize": "on", "hand-off and record": "on"}
+    assert _session_setting() == "on"  # outside the claim, the connection is as configured
+
+
+def test_the_final_check_waits_for_the_disk_on_a_server_set_not_to(mailbox, smtp_server):
+    """synchronous_commit = off on the server (here: for this connection) would let a crash undo an
+    authorization after its message left; the final check and the record raise it for their own transactions."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = off")
+    try:
+        seen = _synchronous_commit_by_phase(mailbox, "flush-off@example.com")
+        assert seen == {"claim": "off", "authorize": "on", "hand-off and record": "on"}
+        assert _session_setting() == "off"  # left as configured outside those transactions
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
