@@ -172,14 +172,14 @@ def openers() -> int:
 
 
 def _one_of_each_mailbox_in_turn(watches: list[Watch]) -> list[Watch]:
-    """The first folder of every mailbox, then the second of every mailbox, and so on."""
+    """The first folder of every mailbox, then the second of every mailbox, and so on (mailboxes in the order
+    they come: the sort is stable)."""
     turn: dict[int, int] = {}
     ranked = []
     for watch in watches:
-        position = turn.get(watch.mailbox.pk, 0)
-        turn[watch.mailbox.pk] = position + 1
-        ranked.append((position, len(ranked), watch))
-    return [watch for _, _, watch in sorted(ranked, key=lambda r: r[:2])]
+        turn[watch.mailbox.pk] = turn.get(watch.mailbox.pk, -1) + 1
+        ranked.append((turn[watch.mailbox.pk], watch))
+    return [watch for _, watch in sorted(ranked, key=lambda r: r[0])]
 
 
 def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, int, bool]:

@@ -243,21 +243,23 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     address = normalize_email(email)
     domain = "@" + address.rsplit("@", 1)[-1]
     share = " FOR SHARE OF m" if connection.features.has_select_for_update_of else ""
-    flushed = f"{FLUSHED_COMMIT}, " if connection.vendor == "postgresql" else ""
+    flushed = f", {FLUSHED_COMMIT}" if connection.vendor == "postgresql" else ""
     sql = (
-        f"SELECT {_columns()}, {flushed}{_clock_sql()}, "
+        f"SELECT {_columns()}, {_clock_sql()}, "
         f"(EXISTS (SELECT 1 FROM {SUPPRESSION} sp WHERE sp.value IN (%s, %s) AND sp.action = 'add' "
         f"AND sp.id = (SELECT MAX(l.id) FROM {SUPPRESSION} l WHERE l.value = sp.value)) "
         f"OR EXISTS (SELECT 1 FROM {ERASED} x WHERE x.digest = %s)), "
         f"(st.position = 1 OR EXISTS (SELECT 1 FROM {T['j']} p JOIN {T['st']} ps ON ps.id = p.step_id "
         f"WHERE p.enrollment_id = j.enrollment_id AND ps.position = st.position - 1 "
-        f"AND {LEFT})) "
+        f"AND {LEFT})){flushed} "
         f"{JOINS} WHERE j.id = %s{share}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [address, domain, address_digest(address), job_id])
         row = cursor.fetchone()
-    job = _hydrate(row[:-4] if flushed else row[:-3])
+    if flushed:
+        row = row[:-1]
+    job = _hydrate(row[:-3])
     return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))
 
 

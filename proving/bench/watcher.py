@@ -23,8 +23,7 @@ import time
 from datetime import UTC, timedelta
 from typing import Any
 
-from django.conf import settings
-
+from mailboxes.watcher import openers
 from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import WorkerPool, spawn
 from proving.bench.reply_to_stop import clock_offset_ms
@@ -203,7 +202,7 @@ def design_run(
         "mailboxes": count,
         "folders_per_mailbox": per_mailbox,
         "connect_all_s": round(connect_s, 2),
-        "openers": settings.OUTREACH_WATCHER_OPENERS if design == "multiplexed" else None,
+        "openers": openers() if design == "multiplexed" else None,
         "catch_up_drained": drained,
         "watcher_peak_rss_mib": round(max(peak, final["VmHWM"]) / 1024, 1),
         "watcher_rss_idle_mib": round(steady["VmRSS"] / 1024, 1),
