@@ -136,16 +136,19 @@ def writeloop(args) -> dict:
                            autocommit=False)
     row = args.index % 64
     done = 0
+    durations = []  # of each transaction, BEGIN to COMMIT, in seconds
     _wait_until(args.start_at)
     deadline = time.time() + args.seconds
     while time.time() < deadline:
         for _ in range(3):
+            started = time.perf_counter()
             with conn.transaction():
                 conn.execute("UPDATE bench_counter SET n = n + 1 WHERE id = %s", (row,))
                 conn.execute("INSERT INTO bench_log (at, w) VALUES (clock_timestamp(), %s)", (args.index,))
+            durations.append(time.perf_counter() - started)
         done += 1
     conn.close()
-    return {"done": done}
+    return {"done": done, "transaction_s": durations}
 
 
 def smtploop(args) -> dict:

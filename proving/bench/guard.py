@@ -36,7 +36,7 @@ from rq.registry import FinishedJobRegistry
 from proving.bench import ceiling
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import StatementCounter, ratio, summary_ms, table
-from proving.bench.tasks import AUTHORIZE, samples_key, send_key
+from proving.bench.tasks import AUTHORIZE, PHASES, phase_key, samples_key, send_key
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
 from sequences.models import SendJob
@@ -92,7 +92,9 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
     states = Counter(SendJob.objects.filter(pk__in=[j.pk for j in jobs]).values_list("state", flat=True))
     per_variant = {
         v: {"authorize": summary_ms([float(x) for x in redis.lrange(samples_key(v), 0, -1)]),
-            "send": summary_ms([float(x) for x in redis.lrange(send_key(v), 0, -1)])}
+            "send": summary_ms([float(x) for x in redis.lrange(send_key(v), 0, -1)]),
+            "phases": {phase: summary_ms([float(x) for x in redis.lrange(phase_key(v, phase), 0, -1)])
+                       for phase in PHASES}}
         for v in sorted(set(variant_of))
     }
     failed = len(queue.failed_job_registry)
@@ -155,9 +157,6 @@ def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
         out[variant] = {"statements": len(counter.sql), "outcome": decision.outcome,
                         "sql": [q[:160] for q in counter.sql]}
     return out
-
-
-PHASES = ("claim", "prepare", "authorize", "hand-off", "record")
 
 
 def send_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
@@ -224,6 +223,7 @@ def run(ctx) -> dict[str, Any]:
         out["ceiling"] = ceiling.run(ctx, include_tables=False)
     out["tables"].append(guard_table(runs, out.get("ceiling"), o, statements, whole))
     out["tables"].append(mixed_table(runs, o))
+    out["tables"].append(phases_table(runs))
     if "ceiling" in out:
         out["tables"] += out["ceiling"]["tables"]
     return out
@@ -307,3 +307,23 @@ def mixed_table(runs: list[dict[str, Any]], o: dict[str, Any]) -> str:
          "alternate guarded/unchecked in one queue, so both see the same background load.",
          "unchecked÷guarded mean = the guarded pipeline's throughput as a fraction of the unchecked one's, "
          "per worker."])
+
+
+def phases_table(runs: list[dict[str, Any]]) -> str:
+    """Where a send's time goes in the worker: each phase of the pipeline, p50 and mean, per run and variant."""
+    rows = []
+    for r in runs:
+        for variant, timings in r["per_variant"].items():
+            phases = timings.get("phases", {})
+            if not any(p["n"] for p in phases.values()):
+                continue
+            rows.append((f"{r['workers']} {r['worker_class']}", r["variant"], variant, timings["send"]["p50_ms"],
+                         *(f"{phases[phase]['p50_ms']} / {phases[phase]['mean_ms']}" for phase in PHASES)))
+    return table(
+        "guard: where a send's time goes in the worker (p50 / mean ms per phase)",
+        ["workers", "run", "variant", "send p50 ms", *PHASES],
+        rows,
+        ["phases end at the pipeline's checkpoints (sequences.checkpoints): claim (read and move the job), "
+         "prepare (render and build the message), authorize (the final check, or the unchecked variant's "
+         "transaction), hand-off (the SMTP conversation), record (the outcome and the next step); timed in "
+         "the worker for every send that went the whole way."])

@@ -14,7 +14,7 @@ from rq import get_current_job
 from rq.job import Job
 
 from proving import variants
-from sequences import services
+from sequences import checkpoints, services
 from sequences.pipeline import send_job_process
 from sequences.tasks import worker_identity
 
@@ -32,6 +32,20 @@ def send_key(variant: str) -> str:
     return f"outreach:bench:send:{variant}"
 
 
+# A send's phases, each ending at a checkpoint of the pipeline (the last one at its return).
+PHASES = ("claim", "prepare", "authorize", "hand-off", "record")
+
+
+def phase_key(variant: str, phase: str) -> str:
+    return f"outreach:bench:phase:{variant}:{phase}"
+
+
+def _phase_marks(marks: list[float]) -> list:
+    """Install a hook at every checkpoint that notes when the pipeline reached it; returns the removers."""
+    return [checkpoints.install(name, lambda _job_id: marks.append(time.perf_counter()))
+            for name in checkpoints.NAMES]
+
+
 def send_timed(job_id: int, variant: str) -> str:
     """Send one job with the given authorize step ('guarded', 'unchecked') or the rejected 'lock_held' design."""
     if variant == "lock_held":
@@ -46,13 +60,26 @@ def send_timed(job_id: int, variant: str) -> str:
         finally:
             samples.append(time.perf_counter() - started)
 
+    marks: list[float] = []
+    removers = _phase_marks(marks)
     started = time.perf_counter()
-    outcome = send_job_process(job_id=job_id, worker_id=worker_identity(), authorize=timed)
-    whole = time.perf_counter() - started
+    try:
+        outcome = send_job_process(job_id=job_id, worker_id=worker_identity(), authorize=timed)
+    finally:
+        ended = time.perf_counter()
+        for remove in removers:
+            remove()
+    whole = ended - started
     job = get_current_job()
     if job is not None and samples:
-        job.connection.rpush(samples_key(variant), *samples)
-        job.connection.rpush(send_key(variant), whole)
+        pipe = job.connection.pipeline(transaction=False)
+        pipe.rpush(samples_key(variant), *samples)
+        pipe.rpush(send_key(variant), whole)
+        if len(marks) == len(checkpoints.NAMES):  # a send that went the whole way
+            bounds = [started, *marks, ended]
+            for i, phase in enumerate(PHASES):
+                pipe.rpush(phase_key(variant, phase), bounds[i + 1] - bounds[i])
+        pipe.execute()
     return outcome.state
 
 

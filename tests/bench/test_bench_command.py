@@ -45,11 +45,18 @@ def test_bench_guard_quick_sends_everything_in_both_variants_and_writes_json(tmp
         else:
             assert timed == {run["variant"]: SENDS}
             assert run["per_variant"][run["variant"]]["authorize"]["n"] == SENDS
+        # Each phase of each send, timed in the worker between the pipeline's checkpoints.
+        for variant, timings in run["per_variant"].items():
+            assert {phase: p["n"] for phase, p in timings["phases"].items()} == {
+                phase: timed[variant] for phase in ("claim", "prepare", "authorize", "hand-off", "record")}
+    assert "where a send's time goes in the worker" in stdout
 
     ceiling = guard["ceiling"]
     assert {"pgbench", "psycopg_loop", "rq_noop", "smtplib"} <= ceiling.keys()
     for workers in ("1", "2"):
         assert ceiling["pgbench"][workers]["tps"] > 0
         assert ceiling["psycopg_loop"][workers]["sends_per_s_bound"] > 0
+        loop_txn = ceiling["psycopg_loop"][workers]["transaction"]
+        assert loop_txn["n"] > 0 and 0 < loop_txn["p50_ms"] <= loop_txn["p99_ms"]
         assert ceiling["smtplib"][workers]["messages_per_s"] > 0
         assert ceiling["rq_noop"][f"simple:{workers}"]["finished"] == 20
