@@ -34,6 +34,7 @@ from rq import Queue
 from rq.registry import FinishedJobRegistry
 
 from proving.bench import ceiling
+from proving.bench.cpu import ServerCpu, postmaster_pid
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import StatementCounter, ratio, summary_ms, table
 from proving.bench.tasks import AUTHORIZE, PHASES, phase_key, samples_key, send_key
@@ -70,6 +71,7 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
     with WorkerPool(workers, "send", worker_class) as pool:
         time.sleep(0.5)  # let the workers' startup queries settle out of the counters
         before = pg_counters()
+        server_cpu = ServerCpu(postgres=postmaster_pid(connection)).start()
         variant_of = [VARIANTS[i % 2] if variant == "mixed" else variant for i in range(len(jobs))]
         payload = [Queue.prepare_data("proving.bench.tasks.send_timed", (job.pk, v), result_ttl=60,
                                       failure_ttl=3600) for job, v in zip(jobs, variant_of, strict=True)]
@@ -83,6 +85,7 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         while pending.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         elapsed = time.perf_counter() - started
+        server_cpu.stop()
         # RQ's own rate with these very workers, seconds after the sends: the baseline the guarded rate is read
         # against, under the same background load (the ceiling suite's no-op runs come minutes later).
         paired_noop = noop_rate(queue, redis, sends) if variant == "guarded" else None
@@ -94,7 +97,9 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         v: {"authorize": summary_ms([float(x) for x in redis.lrange(samples_key(v), 0, -1)]),
             "send": summary_ms([float(x) for x in redis.lrange(send_key(v), 0, -1)]),
             "phases": {phase: summary_ms([float(x) for x in redis.lrange(phase_key(v, phase), 0, -1)])
-                       for phase in PHASES}}
+                       for phase in PHASES},
+            "phases_cpu": {phase: summary_ms([float(x) for x in redis.lrange(phase_key(v, phase, cpu=True), 0, -1)])
+                           for phase in PHASES}}
         for v in sorted(set(variant_of))
     }
     failed = len(queue.failed_job_registry)
@@ -114,6 +119,9 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         "per_variant": per_variant,
         "db_commits_per_send": round((after["commits"] - before["commits"]) / sends, 2),
         "db_rows_written_per_send": round((after["rows_written"] - before["rows_written"]) / sends, 2),
+        # PostgreSQL's CPU (every process of the server, /proc) from the enqueue to the last record, per send.
+        "db_cpu_ms_per_send": (round(server_cpu.spent["postgres"] / sends * 1000, 2)
+                               if server_cpu.spent["postgres"] is not None else None),
         "worker_maxrss_mib": round(max(maxrss) / 1024, 1) if maxrss else None,
         "rq_noop_paired_jobs_per_s": paired_noop,
     }
@@ -317,13 +325,19 @@ def phases_table(runs: list[dict[str, Any]]) -> str:
             phases = timings.get("phases", {})
             if not any(p["n"] for p in phases.values()):
                 continue
+            cpu = timings.get("phases_cpu", {})
+            worker_cpu = round(sum(cpu[phase]["mean_ms"] or 0 for phase in PHASES), 2) if cpu else None
             rows.append((f"{r['workers']} {r['worker_class']}", r["variant"], variant, timings["send"]["p50_ms"],
-                         *(f"{phases[phase]['p50_ms']} / {phases[phase]['mean_ms']}" for phase in PHASES)))
+                         *(f"{phases[phase]['p50_ms']} / {phases[phase]['mean_ms']}" for phase in PHASES),
+                         worker_cpu, r.get("db_cpu_ms_per_send") if r["variant"] != "mixed" else None))
     return table(
         "guard: where a send's time goes in the worker (p50 / mean ms per phase)",
-        ["workers", "run", "variant", "send p50 ms", *PHASES],
+        ["workers", "run", "variant", "send p50 ms", *PHASES, "worker CPU ms/send", "PostgreSQL CPU ms/send"],
         rows,
         ["phases end at the pipeline's checkpoints (sequences.checkpoints): claim (read and move the job), "
          "prepare (render and build the message), authorize (the final check, or the unchecked variant's "
          "transaction), hand-off (the SMTP conversation), record (the outcome and the next step); timed in "
-         "the worker for every send that went the whole way."])
+         "the worker for every send that went the whole way.",
+         "worker CPU = the worker process's CPU time in those phases (mean per send); PostgreSQL CPU = every "
+         "process of the server (/proc), from the enqueue to the last record, per send (both variants of a "
+         "mixed run together, so not shown there)."])

@@ -22,6 +22,7 @@ unrelated share of the mix (newsletters): the metadata-only path on its own.
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 from collections import Counter, defaultdict
@@ -36,6 +37,7 @@ from mailboxes.ingest.correlate import ties_in_headers
 from mailboxes.ingest.parse import parse_headers
 from mailboxes.ingest.record import inbound_record, recorded_for
 from mailboxes.models import ImapCursor, InboundMessage
+from proving.bench.cpu import ServerCpu, postmaster_pid
 from proving.bench.imapserver import child_env, dovecot, first_select, imap_fields, write_maildir
 from proving.bench.procs import run_child
 from proving.bench.stats import StatementCounter, ratio, table
@@ -106,16 +108,20 @@ def run(ctx) -> dict[str, Any]:
         exists, index_seconds = first_select(server, "backlog")
         ctx.say(f"ingest: Dovecot indexed {exists} messages in {index_seconds:.1f}s; bare fetch")
         timeout = 600 + count * 0.5
-        bare, bare_rss = run_child("imapfetch", ["imapfetch", "--host", server.host, "--port", str(server.port),
-                                                 "--user", "backlog", "--password", "backlogpw"], timeout)
+        postgres = postmaster_pid(connection)
+        with ServerCpu(dovecot=server.master_pid) as bare_cpu:
+            bare, bare_rss = run_child("imapfetch", ["imapfetch", "--host", server.host, "--port",
+                                                     str(server.port), "--user", "backlog", "--password",
+                                                     "backlogpw"], timeout)
         sample = min(count, PARSE_SAMPLE)
         ctx.say(f"ingest: fetch + parse/classify of the first {sample} messages")
         parsed, parse_rss = run_child("parsefetch", ["parsefetch", "--host", server.host, "--port", str(server.port),
                                                      "--user", "backlog", "--password", "backlogpw",
                                                      "--limit", str(sample)], timeout)
         ctx.say("ingest: mailbox_poll")
-        polled, poll_rss = run_child("ingest", ["ingest", "--mailbox-id", str(mailbox.pk)], timeout,
-                                     env=child_env(PASSWORD))
+        with ServerCpu(dovecot=server.master_pid, postgres=postgres) as poll_cpu:
+            polled, poll_rss = run_child("ingest", ["ingest", "--mailbox-id", str(mailbox.pk)], timeout,
+                                         env=child_env(PASSWORD))
         quiet = _unrelated_only(ctx, server, int(count * (1 - mails.correlated_share())), timeout)
     inbound = InboundMessage.objects.filter(mailbox=mailbox)
     recorded = Counter(inbound.values_list("kind", flat=True))
@@ -130,7 +136,10 @@ def run(ctx) -> dict[str, Any]:
         "fetch_parse": _reader(parsed, parse_rss),
         "ingest": _reader(polled, poll_rss) | {
             "error": polled["error"], "bodies_fetched": polled["stats"]["bodies"],
-            "acting_seconds": round(polled["stats"]["acting_seconds"], 2)},
+            "acting_seconds": round(polled["stats"]["acting_seconds"], 2),
+            "acting_cpu_seconds": round(polled["stats"]["acting_cpu_seconds"], 2)},
+        "cpu_s": {"bare_fetch": {"client": round(bare["cpu_s"], 2), **bare_cpu.spent},
+                  "ingest": {"poller": round(polled["cpu_s"], 2), **poll_cpu.spent}},
         "recorded_by_kind": dict(recorded),
         "stored_full": inbound.filter(content=InboundMessage.Content.FULL).count(),
         "stored_metadata_only": inbound.filter(content=InboundMessage.Content.METADATA).count(),
@@ -141,6 +150,7 @@ def run(ctx) -> dict[str, Any]:
     }
     b, p, i, q = result["bare_fetch"], result["fetch_parse"], result["ingest"], result["unrelated_only"]
     result["product_fraction_of_bare"] = round(i["messages_per_s"] / b["messages_per_s"], 3)
+    result["cpu_bound"] = cpu_bound(result)
     rows = [
         ("bare imapclient fetch (ceiling)", b["messages"], b["seconds"], b["messages_per_s"], b["rss_start_mib"],
          b["maxrss_mib"]),
@@ -173,7 +183,8 @@ def run(ctx) -> dict[str, Any]:
          + ", ".join(f"{kind} {c['statements_median']:g}, {c['statements_max']}" for kind, c in counted.items())
          + ".",
          "each reader is a child process reporting its own peak RSS (VmHWM) and its RSS after imports "
-         f"(Django set up for the parser and the poller); parse/classify ran on the first {sample} messages."])
+         f"(Django set up for the parser and the poller); parse/classify ran on the first {sample} messages.",
+         cpu_text(result)])
     result["tables"] = [text]
     return result
 
@@ -201,3 +212,34 @@ def _reader(answer: dict, rss_kib: int) -> dict:
     return {"messages": answer["messages"], "seconds": round(answer["seconds"], 2),
             "messages_per_s": round(answer["messages"] / answer["seconds"], 1),
             "maxrss_mib": round(rss_kib / 1024, 1), "rss_start_mib": round(answer["rss_start_kib"] / 1024, 1)}
+
+
+def cpu_bound(result: dict[str, Any]) -> dict[str, Any]:
+    """What the CPU the product spent allows on this machine: the rate if every CPU were busy with nothing else
+    and nothing waited (its CPU seconds, the poller's and the servers', spread over every CPU), and that rate as
+    a fraction of the bare fetch's measured one. With one transaction per message that acts, the messages that
+    act cost what `acting_cpu_seconds` says in the poller alone."""
+    spent = result["cpu_s"]["ingest"]
+    if any(v is None for v in spent.values()):
+        return {}
+    cpus = os.cpu_count() or 1
+    total = sum(spent.values())
+    i, b = result["ingest"], result["bare_fetch"]
+    acting = i["bodies_fetched"] or 0
+    rate = i["messages"] / (total / cpus) if total else None
+    return {"cpus": cpus, "cpu_seconds": round(total, 2), "messages_per_s": round(rate, 1) if rate else None,
+            "fraction_of_bare": round(rate / b["messages_per_s"], 3) if rate else None,
+            "poller_cpu_ms_per_acting_message": round(i["acting_cpu_seconds"] / acting * 1000, 2) if acting else None}
+
+
+def cpu_text(result: dict[str, Any]) -> str:
+    bare, poll = result["cpu_s"]["bare_fetch"], result["cpu_s"]["ingest"]
+    text = (f"CPU seconds (user + system): bare fetch: client {bare['client']}, Dovecot {bare['dovecot']}; "
+            f"product: poller {poll['poller']} (of which {result['ingest']['acting_cpu_seconds']} in the messages "
+            f"that act), PostgreSQL {poll['postgres']}, Dovecot {poll['dovecot']} (servers read from /proc).")
+    bound = result.get("cpu_bound") or {}
+    if bound.get("messages_per_s"):
+        text += (f" Spread over all {bound['cpus']} CPUs with no wait, that CPU allows at most "
+                 f"{bound['messages_per_s']:,} messages/s, {bound['fraction_of_bare']} of the bare fetch; a message "
+                 f"that acts cost the poller {bound['poller_cpu_ms_per_acting_message']} ms of CPU.")
+    return text

@@ -36,14 +36,19 @@ def send_key(variant: str) -> str:
 PHASES = ("claim", "prepare", "authorize", "hand-off", "record")
 
 
-def phase_key(variant: str, phase: str) -> str:
-    return f"outreach:bench:phase:{variant}:{phase}"
+def phase_key(variant: str, phase: str, *, cpu: bool = False) -> str:
+    """The samples of a phase: its wall-clock seconds, or (cpu) the worker process's CPU seconds in it."""
+    return f"outreach:bench:phase{'-cpu' if cpu else ''}:{variant}:{phase}"
 
 
-def _phase_marks(marks: list[float]) -> list:
-    """Install a hook at every checkpoint that notes when the pipeline reached it; returns the removers."""
-    return [checkpoints.install(name, lambda _job_id: marks.append(time.perf_counter()))
-            for name in checkpoints.NAMES]
+def _now() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _phase_marks(marks: list[tuple[float, float]]) -> list:
+    """Install a hook at every checkpoint that notes when (and after how much CPU) the pipeline reached it;
+    returns the removers."""
+    return [checkpoints.install(name, lambda _job_id: marks.append(_now())) for name in checkpoints.NAMES]
 
 
 def send_timed(job_id: int, variant: str) -> str:
@@ -60,16 +65,16 @@ def send_timed(job_id: int, variant: str) -> str:
         finally:
             samples.append(time.perf_counter() - started)
 
-    marks: list[float] = []
+    marks: list[tuple[float, float]] = []
     removers = _phase_marks(marks)
-    started = time.perf_counter()
+    started = _now()
     try:
         outcome = send_job_process(job_id=job_id, worker_id=worker_identity(), authorize=timed)
     finally:
-        ended = time.perf_counter()
+        ended = _now()
         for remove in removers:
             remove()
-    whole = ended - started
+    whole = ended[0] - started[0]
     job = get_current_job()
     if job is not None and samples:
         pipe = job.connection.pipeline(transaction=False)
@@ -78,7 +83,8 @@ def send_timed(job_id: int, variant: str) -> str:
         if len(marks) == len(checkpoints.NAMES):  # a send that went the whole way
             bounds = [started, *marks, ended]
             for i, phase in enumerate(PHASES):
-                pipe.rpush(phase_key(variant, phase), bounds[i + 1] - bounds[i])
+                pipe.rpush(phase_key(variant, phase), bounds[i + 1][0] - bounds[i][0])
+                pipe.rpush(phase_key(variant, phase, cpu=True), bounds[i + 1][1] - bounds[i][1])
         pipe.execute()
     return outcome.state
 
