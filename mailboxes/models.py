@@ -181,7 +181,8 @@ class InboundMessage(models.Model):
         # Raw source removed after OUTREACH_INBOUND_RETENTION_DAYS; the row, its fields and effects stay.
         PURGED = "purged", "Raw source removed after the retention period"
 
-    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound")
+    # No index of its own: inbound_once_per_uid leads with it (each index is written for every message read).
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound", db_index=False)
     folder = models.CharField(max_length=255)
     uidvalidity = models.BigIntegerField()
     uid = models.BigIntegerField()

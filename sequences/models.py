@@ -102,7 +102,9 @@ class Enrollment(models.Model):
         OPERATOR = "operator", "Stopped by operator"
         FAILED = "failed", "A step failed"  # the message could not be sent; an operator may retry it
 
-    sequence = models.ForeignKey(Sequence, on_delete=models.PROTECT, related_name="enrollments")
+    # No index of its own: enrollment_once_per_sequence (and, on PostgreSQL, enrollment_sequence_status_idx)
+    # lead with it, and every index is written again by each move of an enrollment.
+    sequence = models.ForeignKey(Sequence, on_delete=models.PROTECT, related_name="enrollments", db_index=False)
     contact = models.ForeignKey(Contact, on_delete=models.PROTECT, related_name="enrollments")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     stop_reason = models.CharField(max_length=20, choices=StopReason.choices, blank=True)
@@ -225,7 +227,9 @@ class DailySendCount(models.Model):
     recounted from the jobs: the cap costs one row, however many jobs exist.
     """
 
-    mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.CASCADE, related_name="daily_counts")
+    # No index of its own: dailysendcount_once_per_day leads with it.
+    mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.CASCADE, related_name="daily_counts",
+                                db_index=False)
     day = models.DateField()  # in the mailbox's window_timezone
     sent = models.PositiveIntegerField(default=0)
 

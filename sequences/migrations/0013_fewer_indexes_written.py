@@ -1,0 +1,31 @@
+# Fewer indexes written by the send pipeline's moves and events: the enrollment's sequence and the daily
+# count's mailbox have none of their own (a composite index leads with each), and the `_like` indexes of the
+# job's Message-IDs and of the timeline's kind and email go (see sequences.like_indexes).
+
+import django.db.models.deletion
+from django.db import migrations, models
+
+from sequences.like_indexes import like_indexes_dropped
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('mailboxes', '0012_fewer_indexes_written'),
+        ('sequences', '0012_contact_email_search_index'),
+    ]
+
+    operations = [
+        migrations.AlterField(
+            model_name='dailysendcount',
+            name='mailbox',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='daily_counts', to='mailboxes.mailbox'),
+        ),
+        migrations.AlterField(
+            model_name='enrollment',
+            name='sequence',
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='enrollments', to='sequences.sequence'),
+        ),
+        like_indexes_dropped(("sequences", "SendJob", "message_id"), ("sequences", "SendJob", "provider_message_id"),
+                             ("sequences", "TimelineEvent", "kind"), ("sequences", "TimelineEvent", "email")),
+    ]
