@@ -17,7 +17,8 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='inboundmessage',
             name='mailbox',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='inbound', to='mailboxes.mailbox'),
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT,
+                                    related_name='inbound', to='mailboxes.mailbox'),
         ),
         like_indexes_dropped(("mailboxes", "InboundMessage", "message_id"),
                              ("mailboxes", "InboundMessage", "from_address")),

@@ -47,14 +47,16 @@ RUNS = (*VARIANTS, "mixed")
 
 
 def pg_counters() -> dict[str, int]:
-    """Transactions and rows of this database so far (pg_stat_database)."""
+    """Transactions and rows of this database so far (pg_stat_database), and the server's WAL position in bytes
+    (the whole server's: during a run, the bench's database is the only one written)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")
         cursor.execute(
-            "SELECT xact_commit, tup_inserted, tup_updated, tup_deleted FROM pg_stat_database "
+            "SELECT xact_commit, tup_inserted, tup_updated, tup_deleted, "
+            "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint FROM pg_stat_database "
             "WHERE datname = current_database()")
-        commits, inserted, updated, deleted = cursor.fetchone()
-    return {"commits": commits, "rows_written": inserted + updated + deleted}
+        commits, inserted, updated, deleted, wal = cursor.fetchone()
+    return {"commits": commits, "rows_written": inserted + updated + deleted, "wal_bytes": wal}
 
 
 def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, mailboxes: int,
@@ -119,6 +121,7 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         "per_variant": per_variant,
         "db_commits_per_send": round((after["commits"] - before["commits"]) / sends, 2),
         "db_rows_written_per_send": round((after["rows_written"] - before["rows_written"]) / sends, 2),
+        "db_wal_bytes_per_send": round((after["wal_bytes"] - before["wal_bytes"]) / sends),
         # PostgreSQL's CPU (every process of the server, /proc) from the enqueue to the last record, per send.
         "db_cpu_ms_per_send": (round(server_cpu.spent["postgres"] / sends * 1000, 2)
                                if server_cpu.spent["postgres"] is not None else None),
@@ -329,15 +332,17 @@ def phases_table(runs: list[dict[str, Any]]) -> str:
             worker_cpu = round(sum(cpu[phase]["mean_ms"] or 0 for phase in PHASES), 2) if cpu else None
             rows.append((f"{r['workers']} {r['worker_class']}", r["variant"], variant, timings["send"]["p50_ms"],
                          *(f"{phases[phase]['p50_ms']} / {phases[phase]['mean_ms']}" for phase in PHASES),
-                         worker_cpu, r.get("db_cpu_ms_per_send") if r["variant"] != "mixed" else None))
+                         worker_cpu, r.get("db_cpu_ms_per_send") if r["variant"] != "mixed" else None,
+                         r.get("db_wal_bytes_per_send") if r["variant"] != "mixed" else None))
     return table(
         "guard: where a send's time goes in the worker (p50 / mean ms per phase)",
-        ["workers", "run", "variant", "send p50 ms", *PHASES, "worker CPU ms/send", "PostgreSQL CPU ms/send"],
+        ["workers", "run", "variant", "send p50 ms", *PHASES, "worker CPU ms/send", "PostgreSQL CPU ms/send",
+         "WAL bytes/send"],
         rows,
         ["phases end at the pipeline's checkpoints (sequences.checkpoints): claim (read and move the job), "
          "prepare (render and build the message), authorize (the final check, or the unchecked variant's "
          "transaction), hand-off (the SMTP conversation), record (the outcome and the next step); timed in "
          "the worker for every send that went the whole way.",
          "worker CPU = the worker process's CPU time in those phases (mean per send); PostgreSQL CPU = every "
-         "process of the server (/proc), from the enqueue to the last record, per send (both variants of a "
-         "mixed run together, so not shown there)."])
+         "process of the server (/proc), from the enqueue to the last record, per send; WAL bytes the same way "
+         "(pg_current_wal_insert_lsn; both not shown for a mixed run, whose variants share them)."])

@@ -20,12 +20,14 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='dailysendcount',
             name='mailbox',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='daily_counts', to='mailboxes.mailbox'),
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
+                                    related_name='daily_counts', to='mailboxes.mailbox'),
         ),
         migrations.AlterField(
             model_name='enrollment',
             name='sequence',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='enrollments', to='sequences.sequence'),
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT,
+                                    related_name='enrollments', to='sequences.sequence'),
         ),
         migrations.AlterField(
             model_name='timelineevent',
@@ -34,7 +36,9 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='timelineevent',
-            index=models.Index(condition=models.Q(('kind__in', ('sequence_paused', 'sequence_resumed', 'mailbox_paused', 'mailbox_resumed', 'suppression_added', 'suppression_lifted'))), fields=['kind'], name='timelineevent_kind_found_idx'),
+            index=models.Index(condition=models.Q(('kind__in', (
+                'sequence_paused', 'sequence_resumed', 'mailbox_paused', 'mailbox_resumed', 'suppression_added',
+                'suppression_lifted'))), fields=['kind'], name='timelineevent_kind_found_idx'),
         ),
         like_indexes_dropped(("sequences", "SendJob", "message_id"), ("sequences", "SendJob", "provider_message_id"),
                              ("sequences", "TimelineEvent", "email")),

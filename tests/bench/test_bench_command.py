@@ -36,7 +36,9 @@ def test_bench_guard_quick_sends_everything_in_both_variants_and_writes_json(tmp
         assert run["submitted"] == SENDS, run["states"]
         assert run["smtp_received"] == SENDS
         assert run["rq_failed"] == 0
-        assert {"sends_per_s", "seconds", "db_commits_per_send", "worker_maxrss_mib"} <= run.keys()
+        assert {"sends_per_s", "seconds", "db_commits_per_send", "worker_maxrss_mib",
+                "db_cpu_ms_per_send"} <= run.keys()
+        assert run["db_wal_bytes_per_send"] > 0  # every send writes its moves and events
         assert {"p50_ms", "p99_ms", "max_ms"} <= run["authorize"].keys()
         # Every send was timed, under the variant that sent it.
         timed = {v: s["send"]["n"] for v, s in run["per_variant"].items()}
