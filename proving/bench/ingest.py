@@ -215,10 +215,10 @@ def _reader(answer: dict, rss_kib: int) -> dict:
 
 
 def cpu_bound(result: dict[str, Any]) -> dict[str, Any]:
-    """What the CPU the product spent allows on this machine: the rate if every CPU were busy with nothing else
-    and nothing waited (its CPU seconds, the poller's and the servers', spread over every CPU), and that rate as
-    a fraction of the bare fetch's measured one. With one transaction per message that acts, the messages that
-    act cost what `acting_cpu_seconds` says in the poller alone."""
+    """What the CPU the product spent allows on this machine: the rate if every CPU did nothing else and nothing
+    ever waited (its CPU seconds, the poller's and the servers', spread over every CPU), that rate as a fraction
+    of the bare fetch's measured one, and the poller's CPU per message that acts. {} when a server's CPU could
+    not be read."""
     spent = result["cpu_s"]["ingest"]
     if any(v is None for v in spent.values()):
         return {}
@@ -233,7 +233,8 @@ def cpu_bound(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def cpu_text(result: dict[str, Any]) -> str:
-    bare, poll = result["cpu_s"]["bare_fetch"], result["cpu_s"]["ingest"]
+    bare, poll = ({k: "not read" if v is None else v for k, v in spent.items()}
+                  for spent in (result["cpu_s"]["bare_fetch"], result["cpu_s"]["ingest"]))
     text = (f"CPU seconds (user + system): bare fetch: client {bare['client']}, Dovecot {bare['dovecot']}; "
             f"product: poller {poll['poller']} (of which {result['ingest']['acting_cpu_seconds']} in the messages "
             f"that act), PostgreSQL {poll['postgres']}, Dovecot {poll['dovecot']} (servers read from /proc).")
