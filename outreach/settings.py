@@ -151,6 +151,9 @@ RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600}
     for name in ("send", "ingest", "default")
 }
+# `manage.py rqworker` (scripts/run starts one): RQ's forking worker, each job's module imported before the
+# fork (outreach.worker).
+RQ = {"WORKER_CLASS": "outreach.worker.Worker"}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -271,8 +271,8 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
             ))
     notes = [
         f"{o['sends']} follow-ups per run over {o['mailboxes']} mailboxes; workers are real `manage.py rqworker` "
-        "processes (simple = rq SimpleWorker, jobs in the worker process; fork = rq Worker, a forked "
-        "work-horse and a new DB connection per job, as scripts/run starts it).",
+        "processes (simple = rq SimpleWorker, jobs in the worker process; fork = the product's worker, as "
+        "scripts/run starts it: rq's forking Worker, a work-horse and a new DB connection per job).",
         "rate = jobs / (enqueue -> last job recorded submitted), SMTP to an aiosmtpd sink in the bench process.",
         "authorize = the authorize transaction timed in the worker (guarded: send_job_authorize; unchecked: "
         "send_job_authorize_unchecked, the same transaction shape without the final check).",

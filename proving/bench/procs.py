@@ -27,7 +27,9 @@ from proving.bench.env import MANAGE
 
 WORKER_CLASSES = {
     "simple": "rq.worker.SimpleWorker",  # jobs run in the worker process; one DB connection per worker
-    "fork": "rq.worker.Worker",  # RQ's default, as `scripts/run` starts it: a forked work-horse per job
+    # The product's worker, as `scripts/run` starts it (settings.RQ): RQ's forking worker, a work horse per job,
+    # each job's module imported before the fork (outreach.worker).
+    "fork": "outreach.worker.Worker",
 }
 BASE_DIR = MANAGE.parent
 
