@@ -178,8 +178,8 @@ def run(ctx, include_tables: bool = True) -> dict[str, Any]:
         [f"pgbench scale {pgbench.get('scale')}, {seconds:.0f}s per W, -j min(W, nproc); "
          f"a guarded send commits {WRITE_TXNS_PER_SEND} write transactions (claim, authorize, record).",
          "psycopg loop: W processes, each pseudo-send = 3 transactions of UPDATE one row + INSERT one row; "
-         "loop txn = one such transaction, BEGIN to durable COMMIT (4 round trips, as the final check's 3 "
-         "statements and COMMIT are 5): the floor under the authorize p99.",
+         "loop txn = one such transaction, BEGIN to durable COMMIT: 4 round trips, where the final check's "
+         "transaction takes 5 (BEGIN, 3 statements, COMMIT); the floor under the authorize p99.",
          "smtplib: W processes, one SMTP connection per message (as SmtpTransport), to the aiosmtpd sink."])
     result = {"pgbench": pgbench, "psycopg_loop": loop, "rq_noop": noop, "smtplib": smtp, "tables": [text]}
     return result
