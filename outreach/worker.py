@@ -15,5 +15,8 @@ from rq.worker import Worker as RqWorker
 
 class Worker(RqWorker):
     def fork_work_horse(self, job, queue):
-        job.func  # noqa: B018 - imports the job's module here, once, rather than in every horse
+        try:
+            job.func  # noqa: B018 - imports the job's module here, once, rather than in every horse
+        except Exception:  # noqa: BLE001 - a function that cannot be imported fails its job in the horse, as in RQ
+            pass
         super().fork_work_horse(job, queue)

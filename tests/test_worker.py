@@ -45,3 +45,12 @@ def test_the_worker_imports_the_jobs_module_itself_and_the_horse_inherits_it(red
 def test_rqs_own_worker_leaves_the_import_to_every_horse(redis_conn, not_imported):
     assert _run_in_a_horse(RqWorker) != os.getpid()
     assert MODULE not in sys.modules
+
+
+def test_a_job_whose_function_cannot_be_imported_fails_and_the_worker_goes_on(redis_conn, not_imported):
+    queue = django_rq.get_queue("default")
+    broken = queue.enqueue("tests.rq_jobs.no_such_module.pid")
+    Worker([queue], connection=queue.connection).work(burst=True)  # returns: the worker did not die on it
+    broken.refresh()
+    assert broken.is_failed
+    assert _run_in_a_horse(Worker) != os.getpid()  # and it runs the next job
