@@ -31,7 +31,7 @@ def _stat(pid: int) -> tuple[int, float] | None:
 
 def tree_cpu_seconds(root: int | None) -> float | None:
     """CPU seconds spent so far by the process `root`, its live descendants and every child they reaped."""
-    if root is None or _stat(root) is None:
+    if root is None:
         return None
     children: dict[int, list[int]] = defaultdict(list)
     seconds: dict[int, float] = {}
@@ -42,6 +42,8 @@ def tree_cpu_seconds(root: int | None) -> float | None:
         if found is not None:
             children[found[0]].append(int(entry.name))
             seconds[int(entry.name)] = found[1]
+    if root not in seconds:  # gone
+        return None
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()

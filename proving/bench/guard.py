@@ -36,7 +36,7 @@ from rq.registry import FinishedJobRegistry
 from proving.bench import ceiling
 from proving.bench.cpu import ServerCpu, postmaster_pid
 from proving.bench.procs import WorkerPool
-from proving.bench.stats import StatementCounter, ratio, summary_ms, table
+from proving.bench.stats import StatementCounter, ratio, redis_summary_ms, table
 from proving.bench.tasks import AUTHORIZE, PHASES, phase_key, samples_key, send_key
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
@@ -96,12 +96,9 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
     after = pg_counters()
     states = Counter(SendJob.objects.filter(pk__in=[j.pk for j in jobs]).values_list("state", flat=True))
     per_variant = {
-        v: {"authorize": summary_ms([float(x) for x in redis.lrange(samples_key(v), 0, -1)]),
-            "send": summary_ms([float(x) for x in redis.lrange(send_key(v), 0, -1)]),
-            "phases": {phase: summary_ms([float(x) for x in redis.lrange(phase_key(v, phase), 0, -1)])
-                       for phase in PHASES},
-            "phases_cpu": {phase: summary_ms([float(x) for x in redis.lrange(phase_key(v, phase, cpu=True), 0, -1)])
-                           for phase in PHASES}}
+        v: {"authorize": redis_summary_ms(redis, samples_key(v)), "send": redis_summary_ms(redis, send_key(v)),
+            "phases": {phase: redis_summary_ms(redis, phase_key(v, phase)) for phase in PHASES},
+            "phases_cpu": {phase: redis_summary_ms(redis, phase_key(v, phase, cpu=True)) for phase in PHASES}}
         for v in sorted(set(variant_of))
     }
     failed = len(queue.failed_job_registry)

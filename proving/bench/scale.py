@@ -39,7 +39,7 @@ from django_rq import get_connection
 
 from proving.bench.imapserver import child_env, dovecot, first_select, imap_fields, write_maildir
 from proving.bench.procs import WorkerPool, run_child
-from proving.bench.stats import ratio, summary_ms, table
+from proving.bench.stats import ratio, redis_summary_ms, summary_ms, table
 from proving.bench.tasks import samples_key, send_key
 from proving.harness import data, mails
 from proving.harness.smtp import SmtpServer
@@ -180,7 +180,7 @@ def send_window(sink: SmtpServer, workers: int, seconds: float) -> dict[str, Any
         sent = sink.count
         elapsed = time.perf_counter() - started
         maxrss = pool.stop()
-    authorize = summary_ms([float(x) for x in redis.lrange(samples_key("guarded"), 0, -1)])
+    authorize = redis_summary_ms(redis, samples_key("guarded"))
     return {"workers": workers, "seconds": round(elapsed, 1), "sent": sent, "sends_per_s": round(sent / elapsed, 1),
             "worker_maxrss_mib": round(max(maxrss) / 1024, 1), "authorize_in_workers": authorize}
 

@@ -30,6 +30,11 @@ def summary_ms(seconds: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def redis_summary_ms(redis, key: str) -> dict[str, Any]:
+    """summary_ms of the durations (seconds) the workers pushed to the Redis list `key`."""
+    return summary_ms([float(x) for x in redis.lrange(key, 0, -1)])
+
+
 def ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:
     if a is None or b in (None, 0):
         return None
