@@ -118,6 +118,7 @@ def _hydrate(row: tuple) -> SendJob:
     enrollment.sequence, enrollment.contact = sequence, contact
     job.enrollment, job.step = enrollment, step
     job._email = contact.email  # type: ignore[attr-defined]  # what the state moves write on the timeline
+    _addresses_note(job.pk, contact.email)
     return job
 
 
@@ -195,23 +196,68 @@ def sent_before(job_id: int) -> list[tuple]:
         return [tuple(row) for row in cursor.fetchall()]
 
 
+def _lock_sql() -> str:
+    lock = " FOR NO KEY UPDATE OF e" if connection.features.has_select_for_no_key_update else ""
+    return (f"SELECT e.id, c.email FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id "
+            f"JOIN {T['c']} c ON c.id = e.contact_id WHERE j.id = %s{lock}")
+
+
+def _locked(job_id: int, row: tuple | None) -> tuple[int, str]:
+    if row is None:
+        raise SendJob.DoesNotExist(f"send job {job_id} does not exist")
+    _addresses_note(job_id, row[1])
+    return row[0], row[1]
+
+
 def job_lock(job_id: int) -> tuple[int, str]:
     """Lock the job's enrollment (the row every stop path locks) and return its id and the contact's address.
 
     The first read folded into the lock: one statement. FOR NO KEY UPDATE, as
     `sequences.locks.enrollments_lock` takes it. Raises SendJob.DoesNotExist.
     """
-    lock = " FOR NO KEY UPDATE OF e" if connection.features.has_select_for_no_key_update else ""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT e.id, c.email FROM {T['j']} j JOIN {T['e']} e ON e.id = j.enrollment_id "
-            f"JOIN {T['c']} c ON c.id = e.contact_id WHERE j.id = %s{lock}",
-            [job_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise SendJob.DoesNotExist(f"send job {job_id} does not exist")
-    return row[0], row[1]
+        cursor.execute(_lock_sql(), [job_id])
+        return _locked(job_id, cursor.fetchone())
+
+
+# The contact's address each recent job was read with, in this process: what lets `job_lock_read` send the
+# read with the lock. Only a guess: the lock's own answer decides, and a wrong or missing guess costs one more
+# statement, never a wrong read.
+_ADDRESSES: dict[int, str] = {}
+_ADDRESSES_KEPT = 256
+
+
+def _addresses_note(job_id: int, email: str) -> None:
+    _ADDRESSES.pop(job_id, None)
+    _ADDRESSES[job_id] = email
+    while len(_ADDRESSES) > _ADDRESSES_KEPT:
+        del _ADDRESSES[next(iter(_ADDRESSES))]
+
+
+def job_lock_read(job_id: int) -> tuple[SendJob, Facts]:
+    """job_lock, then job_read_checked: the rows and the final check's facts read after the lock was granted.
+
+    On PostgreSQL, when this process read the job before (its claim, or an earlier transaction of the
+    pipeline), both statements go to the server together in one round trip (psycopg's pipeline mode). The
+    server still runs them one after the other, each with its own snapshot: the read's is taken once the
+    lock is granted, exactly as when they are sent apart. The read names the contact's address (the
+    ledger's key); if the lock finds another address than the one the read was sent with, the read is run
+    again with the lock's.
+    """
+    guess = _ADDRESSES.get(job_id)
+    if guess is None or connection.vendor != "postgresql":
+        _, email = job_lock(job_id)
+        return job_read_checked(job_id, email=email)
+    read_sql, read_params = _read_checked_sql(job_id, guess)
+    with connection.cursor() as lock_cursor, connection.cursor() as read_cursor:
+        with connection.wrap_database_errors, connection.connection.pipeline():
+            lock_cursor.execute(_lock_sql(), [job_id])
+            read_cursor.execute(read_sql, read_params)
+        _, email = _locked(job_id, lock_cursor.fetchone())
+        row = read_cursor.fetchone()
+    if email != guess:
+        return job_read_checked(job_id, email=email)
+    return _checked(row)
 
 
 SUPPRESSION = Suppression._meta.db_table
@@ -237,6 +283,13 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
     either committed before this read, which then sees it, or waits for this
     transaction; concurrent authorizations share the lock.
     """
+    sql, params = _read_checked_sql(job_id, email)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return _checked(cursor.fetchone())
+
+
+def _read_checked_sql(job_id: int, email: str) -> tuple[str, list]:
     from .selectors import normalize_email
     from .services.suppressions import address_digest
 
@@ -254,11 +307,12 @@ def job_read_checked(job_id: int, *, email: str) -> tuple[SendJob, Facts]:
         f"AND {LEFT})){flushed} "
         f"{JOINS} WHERE j.id = %s{share}"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [address, domain, address_digest(address), job_id])
-        row = cursor.fetchone()
-    if flushed:
-        row = row[:-1]
+    return sql, [address, domain, address_digest(address), job_id]
+
+
+def _checked(row: tuple) -> tuple[SendJob, Facts]:
+    if connection.vendor == "postgresql":
+        row = row[:-1]  # FLUSHED_COMMIT's value
     job = _hydrate(row[:-3])
     return job, Facts(now=_now(row[-3]), suppressed=bool(row[-2]), previous_step_sent=bool(row[-1]))
 

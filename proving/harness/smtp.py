@@ -67,6 +67,12 @@ class _Handler:
     def __init__(self, server: SmtpServer):
         self.server = server
 
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        session.host_name = hostname  # what aiosmtpd does itself when no handler answers EHLO
+        if self.server.pipelining:
+            responses.insert(-1, "250-PIPELINING")
+        return responses
+
     async def handle_MAIL(self, server, session, envelope, address, mail_options):
         if not getattr(session, "outreach_counted", False):
             session.outreach_counted = True  # the first MAIL FROM of this connection
@@ -169,11 +175,15 @@ class SmtpServer:
     def __init__(self, *, port: int | None = None, host: str = "127.0.0.1", behaviour: Behaviour | None = None,
                  keep_messages: bool = True, capture_dir: Path | None = None, log: TextIO | None = None,
                  credentials: dict[str, str] | None = None, starttls: ssl.SSLContext | None = None,
-                 oauth_introspection_url: str = "", mechanisms: tuple[str, ...] = ("XOAUTH2", "OAUTHBEARER")):
+                 oauth_introspection_url: str = "", mechanisms: tuple[str, ...] = ("XOAUTH2", "OAUTHBEARER"),
+                 pipelining: bool = True):
         """`credentials` (user -> password): AUTH PLAIN/LOGIN required before MAIL, each attempt counted in
         `auth_attempts`. `starttls`: a server TLS context; STARTTLS is then required.
         `oauth_introspection_url` (proving.harness.oauth.OAuthServer): AUTH XOAUTH2 / OAUTHBEARER required
-        instead, offering only `mechanisms` (Microsoft 365 offers XOAUTH2 alone)."""
+        instead, offering only `mechanisms` (Microsoft 365 offers XOAUTH2 alone).
+        `pipelining`: EHLO offers PIPELINING (RFC 2920), as Postfix, Exim, Gmail and Microsoft 365 do
+        (aiosmtpd reads pipelined commands in order, but does not say so itself)."""
+        self.pipelining = pipelining
         self.port = port or free_port()
         self.host = host
         self.behaviour = behaviour or Behaviour()

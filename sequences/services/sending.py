@@ -29,7 +29,7 @@ from mailboxes.models import Mailbox
 
 from .. import daily_cap
 from ..dbclock import db_now, iso
-from ..loads import Facts, job_lock, job_read, job_read_checked, sending_mailbox
+from ..loads import Facts, job_lock_read, job_read, job_read_checked, sending_mailbox
 from ..locks import mailbox_lock
 from ..models import Enrollment, SendJob, Sequence, Suppression
 from ..states import job_move
@@ -122,8 +122,7 @@ def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, 
     FOR SHARE on the mailbox row, so the paused and blocked flags read here are
     current either way.
     """
-    _, email = job_lock(job_id)
-    job, facts = job_read_checked(job_id, email=email)
+    job, facts = job_lock_read(job_id)
     mailbox = sending_mailbox(job.enrollment)
     if lock_mailbox:
         mailbox = mailbox_lock(mailbox_id=mailbox.pk)

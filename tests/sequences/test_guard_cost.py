@@ -211,6 +211,71 @@ def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize
     assert SendJob.objects.get(pk=job_id).state == S.CANCELED
 
 
+def test_the_final_check_reads_what_a_transaction_holding_the_lock_committed_while_it_waited(mailbox):
+    """The lock and the read go to the server together (the claim in this process noted the address), yet the
+    read's snapshot is taken once the lock is granted: a ledger entry written under the enrollment lock, by a
+    transaction that touches neither the enrollment nor the job, is seen."""
+    from django.db import close_old_connections, transaction
+
+    from sequences import loads
+    from sequences.locks import enrollment_lock
+    from sequences.models import Suppression
+
+    ((job_id, version),) = claimed(mailbox, ["held@example.com"])
+    assert loads._ADDRESSES.get(job_id) == "held@example.com"  # the lock and the read are sent together
+    enrollment_id = SendJob.objects.get(pk=job_id).enrollment_id
+    locked, release = threading.Event(), threading.Event()
+
+    def ledger_entry_under_the_lock():
+        try:
+            with transaction.atomic():
+                enrollment_lock(enrollment_id=enrollment_id)
+                Suppression.objects.create(value="held@example.com", action=Suppression.Action.ADD,
+                                           reason=Suppression.Reason.UNSUBSCRIBE)
+                locked.set()
+                release.wait(10)
+        finally:
+            close_old_connections()
+
+    decision = {}
+
+    def authorize():
+        try:
+            decision["it"] = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
+        finally:
+            close_old_connections()
+
+    holder = threading.Thread(target=ledger_entry_under_the_lock)
+    holder.start()
+    assert locked.wait(10)
+    worker = threading.Thread(target=authorize)
+    worker.start()
+    worker.join(1.0)
+    waited = worker.is_alive()
+    release.set()
+    holder.join(10)
+    worker.join(10)
+    assert waited, f"the final check did not wait for the lock: {decision}"
+    assert (decision["it"].outcome, decision["it"].reason) == ("canceled", "suppressed")
+
+
+def test_an_address_changed_since_the_claim_is_checked_against_the_ledger_as_it_is_now(mailbox):
+    """The read sent with the lock names the address the claim saw; the lock finds another one, so the ledger
+    is read again for the address the contact has now."""
+    from sequences import loads
+    from sequences.models import Contact
+
+    ((job_id, version),) = claimed(mailbox, ["before@example.com"])
+    assert loads._ADDRESSES.get(job_id) == "before@example.com"
+    services.suppression_add(value="after@example.com", reason="unsubscribe", source="test")
+    Contact.objects.filter(email="before@example.com").update(email="after@example.com")
+    counter = StatementCounter()
+    with connection.execute_wrapper(counter):
+        decision = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
+    assert (decision.outcome, decision.reason) == ("canceled", "suppressed")
+    assert len(counter.sql) == 4  # the lock, the read sent with it, the read again, the move
+
+
 def _synchronous_commit_by_phase(mailbox, email: str) -> dict[str, str]:
     """Send one follow-up and return, by phase of the pipeline, the connection's synchronous_commit after the
     phase's last statement: what its COMMIT goes by (read inside the phase's transaction)."""
