@@ -167,22 +167,17 @@ def test_a_connection_that_saw_a_refusal_is_not_reused(mailbox, smtp_server):
     assert (smtp_server.connections, smtp_server.rsets) == (2, 0)
 
 
-def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize_that_reads_after_it(mailbox):
-    """The deliverability guardrail pauses a mailbox with the mailbox row locked, not the enrollments; the final
-    check reads that row FOR SHARE, so it waits for the pause and then refuses instead of authorizing under it."""
+def authorize_while_held(job_id: int, version: int, hold) -> tuple[bool, services.Authorization]:
+    """Run `hold` (writes of another transaction, under its locks) and keep its transaction open while the final
+    check of the job starts; then commit it. Returns whether the final check waited for it, and its decision."""
     from django.db import close_old_connections, transaction
 
-    from sequences.locks import mailbox_lock
-    from sequences.states import MAILBOX_PAUSED, mailbox_move
-
-    ((job_id, version),) = claimed(mailbox, ["paused-meanwhile@example.com"])
     locked, release = threading.Event(), threading.Event()
 
-    def guardrail_pause():
+    def holder():
         try:
             with transaction.atomic():
-                row = mailbox_lock(mailbox_id=mailbox.pk)
-                mailbox_move(mailbox=row, to=MAILBOX_PAUSED, actor="guardrail")
+                hold()
                 locked.set()
                 release.wait(10)
         finally:
@@ -196,18 +191,33 @@ def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize
         finally:
             close_old_connections()
 
-    pauser = threading.Thread(target=guardrail_pause)
-    pauser.start()
+    holding = threading.Thread(target=holder)
+    holding.start()
     assert locked.wait(10)
     worker = threading.Thread(target=authorize)
     worker.start()
     worker.join(1.0)
-    waited = worker.is_alive()  # the final check waits for the pause's transaction
+    waited = worker.is_alive()
     release.set()
-    pauser.join(10)
+    holding.join(10)
     worker.join(10)
+    return waited, decision["it"]
+
+
+def test_a_pause_that_does_not_lock_the_enrollments_still_wins_over_an_authorize_that_reads_after_it(mailbox):
+    """The deliverability guardrail pauses a mailbox with the mailbox row locked, not the enrollments; the final
+    check reads that row FOR SHARE, so it waits for the pause and then refuses instead of authorizing under it."""
+    from sequences.locks import mailbox_lock
+    from sequences.states import MAILBOX_PAUSED, mailbox_move
+
+    ((job_id, version),) = claimed(mailbox, ["paused-meanwhile@example.com"])
+
+    def guardrail_pause():
+        mailbox_move(mailbox=mailbox_lock(mailbox_id=mailbox.pk), to=MAILBOX_PAUSED, actor="guardrail")
+
+    waited, decision = authorize_while_held(job_id, version, guardrail_pause)
     assert waited, f"the final check did not wait for the pause: {decision}"
-    assert (decision["it"].outcome, decision["it"].reason) == ("canceled", "mailbox_paused")
+    assert (decision.outcome, decision.reason) == ("canceled", "mailbox_paused")
     assert SendJob.objects.get(pk=job_id).state == S.CANCELED
 
 
@@ -215,8 +225,6 @@ def test_the_final_check_reads_what_a_transaction_holding_the_lock_committed_whi
     """The lock and the read go to the server together (the claim in this process noted the address), yet the
     read's snapshot is taken once the lock is granted: a ledger entry written under the enrollment lock, by a
     transaction that touches neither the enrollment nor the job, is seen."""
-    from django.db import close_old_connections, transaction
-
     from sequences import loads
     from sequences.locks import enrollment_lock
     from sequences.models import Suppression
@@ -224,39 +232,15 @@ def test_the_final_check_reads_what_a_transaction_holding_the_lock_committed_whi
     ((job_id, version),) = claimed(mailbox, ["held@example.com"])
     assert loads._ADDRESSES.get(job_id) == "held@example.com"  # the lock and the read are sent together
     enrollment_id = SendJob.objects.get(pk=job_id).enrollment_id
-    locked, release = threading.Event(), threading.Event()
 
     def ledger_entry_under_the_lock():
-        try:
-            with transaction.atomic():
-                enrollment_lock(enrollment_id=enrollment_id)
-                Suppression.objects.create(value="held@example.com", action=Suppression.Action.ADD,
-                                           reason=Suppression.Reason.UNSUBSCRIBE)
-                locked.set()
-                release.wait(10)
-        finally:
-            close_old_connections()
+        enrollment_lock(enrollment_id=enrollment_id)
+        Suppression.objects.create(value="held@example.com", action=Suppression.Action.ADD,
+                                   reason=Suppression.Reason.UNSUBSCRIBE)
 
-    decision = {}
-
-    def authorize():
-        try:
-            decision["it"] = services.send_job_authorize(job_id=job_id, worker_id=f"w{job_id}", version=version)
-        finally:
-            close_old_connections()
-
-    holder = threading.Thread(target=ledger_entry_under_the_lock)
-    holder.start()
-    assert locked.wait(10)
-    worker = threading.Thread(target=authorize)
-    worker.start()
-    worker.join(1.0)
-    waited = worker.is_alive()
-    release.set()
-    holder.join(10)
-    worker.join(10)
+    waited, decision = authorize_while_held(job_id, version, ledger_entry_under_the_lock)
     assert waited, f"the final check did not wait for the lock: {decision}"
-    assert (decision["it"].outcome, decision["it"].reason) == ("canceled", "suppressed")
+    assert (decision.outcome, decision.reason) == ("canceled", "suppressed")
 
 
 def test_an_address_changed_since_the_claim_is_checked_against_the_ledger_as_it_is_now(mailbox):
