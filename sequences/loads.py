@@ -16,6 +16,7 @@ Every function requires the caller's transaction unless it says otherwise;
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -225,13 +226,15 @@ def job_lock(job_id: int) -> tuple[int, str]:
 # statement, never a wrong read.
 _ADDRESSES: dict[int, str] = {}
 _ADDRESSES_KEPT = 256
+_ADDRESSES_LOCK = threading.Lock()
 
 
 def _addresses_note(job_id: int, email: str) -> None:
-    _ADDRESSES.pop(job_id, None)
-    _ADDRESSES[job_id] = email
-    while len(_ADDRESSES) > _ADDRESSES_KEPT:
-        del _ADDRESSES[next(iter(_ADDRESSES))]
+    with _ADDRESSES_LOCK:
+        _ADDRESSES.pop(job_id, None)
+        _ADDRESSES[job_id] = email
+        while len(_ADDRESSES) > _ADDRESSES_KEPT:
+            del _ADDRESSES[next(iter(_ADDRESSES))]
 
 
 def job_lock_read(job_id: int) -> tuple[SendJob, Facts]:

@@ -291,8 +291,8 @@ _CONTENT_HEADERS = (b'Content-Type: text/plain; charset="utf-8"\r\nContent-Trans
 
 
 def plain_message_bytes(headers: list[tuple[str, Address | str]], body: str) -> bytes | None:
-    """The bytes `email_package_bytes` writes, for the common message: ASCII everywhere, no line to fold, plain
-    names and addresses; None for any other (the email package then writes it).
+    """The bytes `email_package_bytes` writes, for the common message: printable ASCII everywhere, no line to
+    fold, names that need no quoting; None for any other (the email package then writes it).
 
     About a tenth of the email package's time: it parses every header it is given and folds it back, which
     a value already in its final form does not need. tests/sequences/test_message_bytes.py checks the two

@@ -305,7 +305,8 @@ class SmtpTransport(Transport):
 
     def _converse(self, client: smtplib.SMTP, sender: str, recipient: str, message: bytes, *,
                   rset: bool) -> Submission:
-        """One message on an open connection; `rset`: the connection carried a message before (reused)."""
+        """One message on an open connection. `rset`: the connection carried a message before; where the server
+        pipelines, the command group begins with RSET (elsewhere `send` has sent it already)."""
         try:
             try:
                 sender, recipient = envelope_address(sender), envelope_address(recipient)

@@ -12,7 +12,9 @@ of every row and fact it checks (`sequences.loads`: job, enrollment, contact,
 sequence, mailbox, step, the ledger for the address and its domain, the
 previous step, the database clock), and the move with its timeline event and
 the day's slot of the daily cap (`sequences.daily_cap`: a counter row, not a
-count of jobs) in one statement (`sequences.states`).
+count of jobs) in one statement (`sequences.states`). The lock and the read
+travel to the server together (`sequences.loads.job_lock_read`), which still
+runs the read only once the lock is granted.
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ class Authorization:
 def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, Mailbox, SendJob]:
     """Lock the job's enrollment (and, when asked, its mailbox: the lock order), then read everything fresh.
 
-    Two statements (`sequences.loads`): the lock, which finds the enrollment
+    Two statements, in one round trip where the process has read the job before
+    (`sequences.loads.job_lock_read`): the lock, which finds the enrollment
     from the job, and one read of the job with its enrollment, contact,
     sequence, mailbox and step and the final check's facts (`job.facts`).
     An operator's mailbox pause locks the enrollments first; a pause or block
