@@ -52,6 +52,18 @@ def tree_cpu_seconds(root: int | None) -> float | None:
     return total
 
 
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has spent busy so far, over all its CPUs (/proc/stat: user, nice, system,
+    irq and softirq time; idle, I/O wait and time stolen by the hypervisor are not busy). The difference of
+    two readings is what every process together spent between them, whoever spent it."""
+    try:
+        first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in first[1:8])
+    return (user + nice + system + irq + softirq) / TICKS
+
+
 def postmaster_pid(connection) -> int | None:
     """The pid of the PostgreSQL server behind `connection` (a Django connection on this machine), from its
     postmaster.pid; None when that file cannot be read (another machine, no permission)."""

@@ -3,9 +3,11 @@
 For each worker count W and each variant, on a freshly emptied database:
 N follow-up jobs (step 2 of a 2-step sequence, step 1 sent an hour ago,
 spread over M mailboxes) are queued, W real `manage.py rqworker send`
-processes are started and registered, then N RQ jobs are enqueued at once.
-The rate is N / (time from the enqueue until the last job is recorded
-`submitted` in the database). Both variants run `sequences.pipeline.
+processes are started and registered, each sends a few messages untimed
+(`WARM_UP_PER_WORKER`: a worker's first job imports the pipeline), then N RQ
+jobs are enqueued at once. The rate is N / (time from the enqueue until the
+last job is recorded `submitted` in the database): the steady state's, as is
+RQ's paired no-op rate, measured right after on the same warm workers. Both variants run `sequences.pipeline.
 send_job_process`; only the authorize step differs:
 
 - guarded:   services.send_job_authorize (the product)
@@ -34,7 +36,7 @@ from rq import Queue
 from rq.registry import FinishedJobRegistry
 
 from proving.bench import ceiling
-from proving.bench.cpu import ServerCpu, postmaster_pid
+from proving.bench.cpu import ServerCpu, machine_busy_seconds, postmaster_pid
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import StatementCounter, ratio, redis_summary_ms, table
 from proving.bench.tasks import AUTHORIZE, PHASES, phase_key, samples_key, send_key
@@ -64,33 +66,31 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
     """One measured run: W workers send N queued follow-ups with one authorize variant (or both, alternating)."""
     ctx.reset()
     boxes = data.mailboxes_create(mailboxes, smtp_port=sink.port)
-    jobs = data.followups_create(sends, sequences=data.sequences_create(boxes), tag=f"g{workers}")
+    warm = workers * WARM_UP_PER_WORKER
+    jobs = data.followups_create(warm + sends, sequences=data.sequences_create(boxes), tag=f"g{workers}")
+    warm_up, jobs = jobs[:warm], jobs[warm:]
     ctx.analyze()
     sink.reset(data_delay=0)
     queue = get_queue("send")
     redis = get_connection("send")
     timeout = 120 + sends * 0.2
     with WorkerPool(workers, "send", worker_class) as pool:
+        # Untimed, a few messages per worker first: a worker's first job imports the pipeline, and the rate
+        # measured is the steady state's, as RQ's paired no-op rate below (on these same workers) is.
+        _send_all(queue, redis, sink, warm_up, variant, timeout)
+        redis.delete(*[key for v in VARIANTS for key in (samples_key(v), send_key(v), *[
+            phase_key(v, phase, cpu=cpu) for phase in PHASES for cpu in (False, True)])])
+        sink.reset()
         time.sleep(0.5)  # let the workers' startup queries settle out of the counters
         before = pg_counters()
         server_cpu = ServerCpu(postgres=postmaster_pid(connection)).start()
-        variant_of = [VARIANTS[i % 2] if variant == "mixed" else variant for i in range(len(jobs))]
-        payload = [Queue.prepare_data("proving.bench.tasks.send_timed", (job.pk, v), result_ttl=60,
-                                      failure_ttl=3600) for job, v in zip(jobs, variant_of, strict=True)]
-        pipe = redis.pipeline()
-        queue.enqueue_many(payload, pipeline=pipe)
-        pipe.execute()
-        started = time.perf_counter()
-        sink.wait_for(sends, timeout)
-        deadline = time.monotonic() + 30
-        pending = SendJob.objects.filter(pk__in=[j.pk for j in jobs]).exclude(state=SendJob.State.SUBMITTED)
-        while pending.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        elapsed = time.perf_counter() - started
+        busy = machine_busy_seconds()
+        variant_of, elapsed = _send_all(queue, redis, sink, jobs, variant, timeout)
+        busy = _minus(machine_busy_seconds(), busy)
         server_cpu.stop()
         # RQ's own rate with these very workers, seconds after the sends: the baseline the guarded rate is read
         # against, under the same background load (the ceiling suite's no-op runs come minutes later).
-        paired_noop = noop_rate(queue, redis, sends) if variant == "guarded" else None
+        paired_noop, noop_busy = noop_rate(queue, redis, sends) if variant == "guarded" else (None, None)
         maxrss = pool.stop()
     time.sleep(0.2)
     after = pg_counters()
@@ -124,29 +124,67 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
                                if server_cpu.spent["postgres"] is not None else None),
         "worker_maxrss_mib": round(max(maxrss) / 1024, 1) if maxrss else None,
         "rq_noop_paired_jobs_per_s": paired_noop,
+        # The whole machine's busy CPU (every process: workers, PostgreSQL, Redis, this process and its SMTP
+        # sink) per send, and per paired no-op job: what the rate can be at most where every CPU is busy.
+        "machine_cpu_ms_per_send": round(busy / sends * 1000, 2) if busy is not None else None,
+        "rq_noop_paired_machine_cpu_ms_per_job": round(noop_busy / sends * 1000, 2) if noop_busy else None,
     }
 
 
-def noop_rate(queue, redis, jobs: int) -> float | None:
-    """No-op jobs/s on `queue` with the workers already listening to it.
+WARM_UP_PER_WORKER = 5
+
+
+def _send_all(queue, redis, sink: SmtpServer, jobs: list[SendJob], variant: str,
+              timeout: float) -> tuple[list[str], float]:
+    """Enqueue the jobs (the variant's authorize, or both alternating) and return once every one is recorded
+    submitted (or the time is up): the variant of each job, and the seconds from the enqueue until then."""
+    variant_of = [VARIANTS[i % 2] if variant == "mixed" else variant for i in range(len(jobs))]
+    payload = [Queue.prepare_data("proving.bench.tasks.send_timed", (job.pk, v), result_ttl=60,
+                                  failure_ttl=3600) for job, v in zip(jobs, variant_of, strict=True)]
+    pipe = redis.pipeline()
+    queue.enqueue_many(payload, pipeline=pipe)
+    pipe.execute()
+    started = time.perf_counter()
+    sink.wait_for(sink.count + len(jobs), timeout)
+    deadline = time.monotonic() + 30
+    pending = SendJob.objects.filter(pk__in=[j.pk for j in jobs]).exclude(state=SendJob.State.SUBMITTED)
+    while pending.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return variant_of, time.perf_counter() - started
+
+
+def _minus(after: float | None, before: float | None) -> float | None:
+    return after - before if after is not None and before is not None else None
+
+
+def noop_rate(queue, redis, jobs: int) -> tuple[float | None, float | None]:
+    """No-op jobs/s on `queue` with the workers already listening to it, and the machine's busy CPU seconds
+    while they ran (None unless every job finished).
 
     Counts these no-op jobs by id in the finished registry (the send jobs' entries there expire meanwhile:
-    a difference of counts would undercount, and on a slow run never reach the total)."""
+    a difference of counts would undercount, and on a slow run never reach the total). While it waits it
+    asks only for the last one (the queue is first in, first out: once the last is done, at most W - 1
+    others still run), then for those still running: asking for every id every few milliseconds took
+    enough of Redis's and this process's CPU to slow the workers it measures."""
     registry = FinishedJobRegistry(queue=queue)
     pipe = redis.pipeline()
     enqueued = queue.enqueue_many([Queue.prepare_data("proving.bench.tasks.noop", (i,), result_ttl=600)
                                    for i in range(jobs)], pipeline=pipe)
     pipe.execute()
-    ids = [job.id for job in enqueued]
+    running = [job.id for job in enqueued]
+    busy = machine_busy_seconds()
     started = time.perf_counter()
     deadline = time.monotonic() + 60 + jobs * 0.1
-
-    def finished() -> int:
-        return sum(score is not None for score in redis.zmscore(registry.key, ids))
-
-    while (done := finished()) < jobs and time.monotonic() < deadline:
+    while running and time.monotonic() < deadline:
+        if redis.zscore(registry.key, running[-1]) is not None:
+            running = [i for i, score in zip(running, redis.zmscore(registry.key, running), strict=True)
+                       if score is None]
+            if not running:
+                break
         time.sleep(0.005)
-    return round(done / (time.perf_counter() - started), 1) if done else None
+    elapsed, busy = time.perf_counter() - started, _minus(machine_busy_seconds(), busy)
+    done = jobs - len(running)
+    return (round(done / elapsed, 1) if done else None), (busy if done == jobs else None)
 
 
 def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
@@ -265,6 +303,8 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
                 g["db_commits_per_send"], u["db_commits_per_send"],
                 ratio(g["sends_per_s"], noop, 3), ratio(g["sends_per_s"], pg_sends, 3),
                 g.get("rq_noop_paired_jobs_per_s"), ratio(g["sends_per_s"], g.get("rq_noop_paired_jobs_per_s"), 3),
+                g.get("machine_cpu_ms_per_send"), g.get("rq_noop_paired_machine_cpu_ms_per_job"),
+                ratio(g.get("rq_noop_paired_machine_cpu_ms_per_job"), g.get("machine_cpu_ms_per_send"), 3),
             ))
     notes = [
         f"{o['sends']} follow-ups per run over {o['mailboxes']} mailboxes; workers are real `manage.py rqworker` "
@@ -279,6 +319,10 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
     ]
     notes.append("paired: RQ no-op jobs/s with the same W workers, run right after each guarded run (same "
                  "processes, same moment's load); 'of RQ no-op paired' = guarded/s ÷ that rate.")
+    notes.append("machine CPU: every process's busy CPU time (/proc/stat) per guarded send and per paired no-op "
+                 "job; 'of RQ no-op by CPU' = no-op CPU ÷ send CPU, the share of RQ's no-op rate a send's CPU "
+                 "allows where every CPU is busy (the rates above also depend on how much of the time they are; "
+                 "this does much less).")
     if statements:
         notes.append("statements per authorize call, COMMIT aside (counted with execute_wrapper on a claimed job): "
                      + ", ".join(f"{v} {s['statements']}" for v, s in statements.items()))
@@ -291,7 +335,8 @@ def guard_table(runs: list[dict[str, Any]], ceil: dict[str, Any] | None, o: dict
         "guard: guarded vs unchecked sends",
         ["workers", "guarded sent", "guarded/s", "unchecked sent", "unchecked/s", "guarded÷unchecked",
          "auth p50 ms", "auth p99 ms", "unchk p50 ms", "unchk p99 ms", "commits/send g", "commits/send u",
-         "of RQ no-op", "of DB bound", "RQ no-op/s paired", "of RQ no-op paired"],
+         "of RQ no-op", "of DB bound", "RQ no-op/s paired", "of RQ no-op paired", "machine CPU ms/send",
+         "machine CPU ms/no-op", "of RQ no-op by CPU"],
         rows, notes)
 
 

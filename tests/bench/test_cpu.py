@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from proving.bench.cpu import ServerCpu, _stat, tree_cpu_seconds
+from proving.bench.cpu import ServerCpu, _stat, machine_busy_seconds, tree_cpu_seconds
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {seconds}: pass\n"
 
@@ -41,3 +41,9 @@ def test_a_process_that_is_gone_reads_as_unknown():
     with ServerCpu(gone=child.pid) as cpu:
         pass
     assert cpu.spent["gone"] is None
+
+
+def test_the_machine_reading_counts_what_any_process_burnt():
+    before = machine_busy_seconds()
+    subprocess.run([sys.executable, "-c", BURN.format(seconds=0.3)], check=True)
+    assert machine_busy_seconds() - before >= 0.25
