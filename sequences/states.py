@@ -38,7 +38,16 @@ from . import daily_cap
 from .dbclock import DbClock, iso
 from .inserts import converted
 from .models import Enrollment, ProviderCancel, SendJob, Sequence
-from .timeline import EVENT_COLUMNS, EVENT_TABLE, Event, event_record, event_row, event_values, event_written
+from .timeline import (
+    EVENT_COLUMNS,
+    EVENT_TABLE,
+    Event,
+    event_record,
+    event_record_with_row,
+    event_row,
+    event_values,
+    event_written,
+)
 from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
 
@@ -238,10 +247,11 @@ def _sending_mailbox(job: SendJob) -> Mailbox:
 
 
 def job_created(*, job: SendJob, email: str, **event_data: Any) -> None:
-    """The event of a job born `scheduled` (the one state a job is created in); requires a transaction."""
-    assert job.state == S.SCHEDULED, "a send job is created scheduled"
-    event_record(kind=Event.JOB_SCHEDULED, email=email, enrollment=job.enrollment_id, job=job,
-                 version_seen=job.version, step=job.step.position, **event_data)
+    """Write the new `job`, born `scheduled` (the one state a job is created in), and its event: one statement
+    on PostgreSQL; requires a transaction."""
+    assert job.state == S.SCHEDULED and job._state.adding, "a send job is created scheduled, here"
+    event_record_with_row(job, id_key=None, kind=Event.JOB_SCHEDULED, email=email, enrollment=job.enrollment_id,
+                          version_seen=job.version, step=job.step.position, **event_data)
 
 
 def _email_of(job: SendJob) -> str:

@@ -123,23 +123,27 @@ def event_record(
     return row
 
 
-def event_record_with_row(instance: Model, *, id_key: str, kind: Event, email: str = "",
+def event_record_with_row(instance: Model, *, id_key: str | None, kind: Event, email: str = "",
                           enrollment: Enrollment | int | None = None, job: SendJob | int | None = None,
-                          **data: Any) -> TimelineEvent:
-    """INSERT the new `instance` and append one event whose data names its id (`data[id_key]`); requires the
-    caller's transaction.
+                          version_seen: int | None = None, **data: Any) -> TimelineEvent:
+    """INSERT the new `instance` and append one event that names it: in its data (`data[id_key]`), or, for a
+    new send job (`id_key` None), as the event's job; requires the caller's transaction.
 
     On PostgreSQL one statement: the row's INSERT and the event's, with the active webhook endpoints
     (as event_record). Elsewhere the row is saved, then the event written.
     """
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
+    names_job = id_key is None
+    assert not names_job or isinstance(instance, SendJob), "an event names a new row in its data, or a new job"
     if connection.vendor != "postgresql":
         instance.save()
-        return event_record(kind=kind, email=email, enrollment=enrollment, job=job, **data, **{id_key: instance.pk})
+        named = {"job": instance} if names_job else {"job": job, id_key: instance.pk}
+        return event_record(kind=kind, email=email, enrollment=enrollment, version_seen=version_seen, **named,
+                            **data)
     insert, params, returned = insert_sql(instance)  # the primary key returned first
     row, values = _event_naming(f"{insert} RETURNING {', '.join(f.column for f in returned)}", params,
                                 id_column=instance._meta.pk.column, id_key=id_key, kind=kind, email=email,
-                                enrollment=enrollment, job=job, data=data)
+                                enrollment=enrollment, job=job, version_seen=version_seen, data=data)
     returned_assign(instance, returned, values)
     return row
 
@@ -158,26 +162,38 @@ def event_record_reserving(model: type[Model], *, id_key: str, kind: Event, emai
     return row, reserved
 
 
-def _event_naming(source_sql: str, source_params: list, *, id_column: str, id_key: str, data: dict[str, Any],
-                  **event: Any) -> tuple[TimelineEvent, list]:
+def _event_naming(source_sql: str, source_params: list, *, id_column: str, id_key: str | None,
+                  data: dict[str, Any], **event: Any) -> tuple[TimelineEvent, list]:
     """One statement: `source_sql` (a query, or a data-modifying statement with RETURNING, of one row whose
-    `id_column` comes first) and the event whose data names that id (`data[id_key]`), with the active webhook
-    endpoints (as event_record). Returns the event and the source's row."""
+    `id_column` comes first) and the event that names that id, in its data (`data[id_key]`) or, `id_key`
+    None, as its job; with the active webhook endpoints (as event_record). Returns the event and the
+    source's row."""
     from .webhooks_out.outbox import endpoints_column, endpoints_parse
 
     row = event_row(**event, data=data)
     endpoints_sql = endpoints_column(row.kind)
-    values = event_values(row)
-    data_with_id = f"%s::jsonb || jsonb_build_object(%s::text, r.{id_column})"
+    selected, params = [], []
+    for column, value in zip(EVENT_COLUMNS, event_values(row), strict=True):
+        if column == "job_id" and id_key is None:
+            selected.append(f"r.{id_column}")
+        elif column == "data" and id_key is not None:
+            selected.append(f"%s::jsonb || jsonb_build_object(%s::text, r.{id_column})")
+            params += [value, id_key]
+        else:
+            selected.append("%s")
+            params.append(value)
     sql = (f"WITH r AS ({source_sql}), ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
-           f"SELECT {', '.join(['%s'] * (len(values) - 1))}, {data_with_id} FROM r RETURNING id, at) "
+           f"SELECT {', '.join(selected)} FROM r RETURNING id, at) "
            f"SELECT ev.id, ev.at{endpoints_sql}, r.* FROM r, ev")
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*source_params, *values, id_key))
+        cursor.execute(sql, (*source_params, *params))
         found = list(cursor.fetchone())
     row.pk, row.at = found[0], found[1]
     endpoints, source = (found[2], found[3:]) if endpoints_sql else (None, found[2:])
-    row.data[id_key] = source[0]
+    if id_key is None:
+        row.job_id = source[0]
+    else:
+        row.data[id_key] = source[0]
     row._state.adding, row._state.db = False, connection.alias
     event_written(row, endpoints=endpoints_parse(endpoints) if endpoints_sql else [])
     return row, source

@@ -73,13 +73,8 @@ def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
 
 
 def schedule_step(enrollment: Enrollment, *, step: Step, at, reason: str) -> SendJob:
-    """A new job for one step of a locked enrollment, due at `at`."""
-    job = SendJob.objects.create(
-        enrollment=enrollment,
-        step=step,
-        state=S.SCHEDULED,
-        scheduled_at=at,
-        message_id=new_message_id(enrollment_mailbox(enrollment)),
-    )
-    job_created(job=job, email=enrollment.contact.email, scheduled_at=job.scheduled_at.isoformat(), reason=reason)
+    """A new job for one step of a locked enrollment, due at `at`, written with its event (`job_created`)."""
+    job = SendJob(enrollment=enrollment, step=step, state=S.SCHEDULED, scheduled_at=at,
+                  message_id=new_message_id(enrollment_mailbox(enrollment)))
+    job_created(job=job, email=enrollment.contact.email, scheduled_at=at.isoformat(), reason=reason)
     return job

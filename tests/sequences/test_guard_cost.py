@@ -155,6 +155,25 @@ def test_a_connection_the_server_dropped_is_replaced_without_a_retry(mailbox):
     assert job.attempts == 1 and job.error == ""
 
 
+def test_a_middle_step_s_record_writes_the_next_job_with_its_event_in_one_statement(mailbox, smtp_server):
+    sequence = make_sequence(mailbox=mailbox, steps=3)
+    enroll(sequence, "middle@example.com")
+    (job_id,) = services.dispatch_due()
+    claimed_job = services.send_job_claim(job_id=job_id, worker_id="w1")
+    assert services.send_job_authorize(job_id=job_id, worker_id="w1", version=claimed_job.version).outcome == \
+        "authorized"
+    counter = StatementCounter()
+    with connection.execute_wrapper(counter):
+        assert services.send_job_record_submitted(job_id=job_id, worker_id="w1", smtp_reply="250 2.0.0 Ok")
+    # The lock and the read (one round trip), the move, the progress read, the next job with its event.
+    assert len(counter.sql) == 5, counter.sql
+    following = SendJob.objects.get(enrollment__contact__email="middle@example.com", step__position=2)
+    event = TimelineEvent.objects.get(kind="job_scheduled", job=following)
+    assert (following.state, event.version_seen, event.data["step"]) == (S.SCHEDULED, following.version, 2)
+    assert event.data["scheduled_at"] == following.scheduled_at.isoformat()
+    assert event.enrollment_id == following.enrollment_id and event.email == "middle@example.com"
+
+
 def test_a_connection_that_saw_a_refusal_is_not_reused(mailbox, smtp_server):
     sequence = make_sequence(mailbox=mailbox, steps=1)
     enroll(sequence, "nobody@example.com")
