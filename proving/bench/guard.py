@@ -7,8 +7,9 @@ processes are started and registered, each sends a few messages untimed
 (`WARM_UP_PER_WORKER`: a worker's first job imports the pipeline), then N RQ
 jobs are enqueued at once. The rate is N / (time from the enqueue until the
 last job is recorded `submitted` in the database): the steady state's, as is
-RQ's paired no-op rate, measured right after on the same warm workers. Both variants run `sequences.pipeline.
-send_job_process`; only the authorize step differs:
+RQ's paired no-op rate, measured right after on the same warm workers. Both
+variants run `sequences.pipeline.send_job_process`; only the authorize step
+differs:
 
 - guarded:   services.send_job_authorize (the product)
 - unchecked: proving.variants.send_job_authorize_unchecked (no final check)
