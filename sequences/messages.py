@@ -257,9 +257,14 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
         ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
         ("X-Outreach-Job", str(job.pk)),
     ]
-    data = plain_message_bytes(headers, body) or email_package_bytes(headers, body, email=contact.email)
     return PreparedMessage(job_id=job.pk, sender=sender.addr_spec, recipient=to.addr_spec,
-                           message_id=job.message_id, data=data)
+                           message_id=job.message_id, data=message_bytes(headers, body, email=contact.email))
+
+
+def message_bytes(headers: list[tuple[str, Address | str]], body: str, *, email: str) -> bytes:
+    """A plain-text message's bytes, the headers in the order given: written directly where the message is plain
+    (`plain_message_bytes`), by the email package otherwise. PrepareError says what could not be written."""
+    return plain_message_bytes(headers, body) or email_package_bytes(headers, body, email=email)
 
 
 def email_package_bytes(headers: list[tuple[str, Address | str]], body: str, *, email: str) -> bytes:

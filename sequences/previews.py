@@ -7,7 +7,6 @@ seen by the final check, the stop paths, the daily cap or the results.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 
 from django.template import Context, TemplateSyntaxError
@@ -16,14 +15,13 @@ from django.utils import timezone
 
 from .messages import (
     FALLBACKS,
-    POLICY,
-    POLICY_UTF8,
     MissingValue,
     PrepareError,
     _plain,
     address_header,
     compile_template,
     contact_context,
+    message_bytes,
     render,
 )
 from .models import Contact, Step
@@ -116,21 +114,14 @@ def test_message_build(*, step: Step, contact: Contact, to: str) -> TestMessage:
     mailbox = step.sequence.mailbox
     recipient = address_header("", to)
     sender = address_header(mailbox.display_name, mailbox.address)
-    msg = EmailMessage(policy=POLICY if recipient.username.isascii() else POLICY_UTF8)
-    msg["From"] = sender
-    msg["To"] = recipient
-    msg["Date"] = format_datetime(timezone.now())
     # Not one of the sequence's Message-IDs: a reply to a test correlates with no send job.
     message_id = make_msgid("outreach-test", domain=sender.domain)
-    msg["Message-ID"] = message_id
     subject = TEST_PREFIX + preview.subject
-    msg["Subject"] = subject
-    msg[TEST_HEADER] = f"step {step.position} of sequence {step.sequence_id}; a test, never counted"
-    msg.set_content(preview.body)
-    try:
-        data = msg.as_bytes()
-    except (ValueError, UnicodeError) as exc:
-        raise PrepareError(f"cannot build the message: {exc}") from None
+    data = message_bytes([
+        ("From", sender), ("To", recipient), ("Date", format_datetime(timezone.now())), ("Message-ID", message_id),
+        ("Subject", subject),
+        (TEST_HEADER, f"step {step.position} of sequence {step.sequence_id}; a test, never counted"),
+    ], preview.body, email=to)
     return TestMessage(
         sender=sender.addr_spec, recipient=recipient.addr_spec, message_id=message_id, subject=subject, data=data
     )

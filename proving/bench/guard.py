@@ -40,7 +40,7 @@ from proving.bench import ceiling
 from proving.bench.cpu import ServerCpu, machine_busy_seconds, postmaster_pid
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import StatementCounter, ratio, redis_summary_ms, table
-from proving.bench.tasks import AUTHORIZE, PHASES, phase_key, samples_key, send_key
+from proving.bench.tasks import AUTHORIZE, PHASES, keys_of, phase_key, samples_key, send_key
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
 from sequences.models import SendJob
@@ -79,8 +79,7 @@ def send_run(ctx, sink: SmtpServer, *, variant: str, workers: int, sends: int, m
         # Untimed, a few messages per worker first: a worker's first job imports the pipeline, and the rate
         # measured is the steady state's, as RQ's paired no-op rate below (on these same workers) is.
         _send_all(queue, redis, sink, warm_up, variant, timeout)
-        redis.delete(*[key for v in VARIANTS for key in (samples_key(v), send_key(v), *[
-            phase_key(v, phase, cpu=cpu) for phase in PHASES for cpu in (False, True)])])
+        redis.delete(*[key for v in VARIANTS for key in keys_of(v)])
         sink.reset()
         time.sleep(0.5)  # let the workers' startup queries settle out of the counters
         before = pg_counters()

@@ -41,6 +41,12 @@ def phase_key(variant: str, phase: str, *, cpu: bool = False) -> str:
     return f"outreach:bench:phase{'-cpu' if cpu else ''}:{variant}:{phase}"
 
 
+def keys_of(variant: str) -> list[str]:
+    """Every Redis list `send_timed` pushes a variant's samples to."""
+    return [samples_key(variant), send_key(variant),
+            *[phase_key(variant, phase, cpu=cpu) for phase in PHASES for cpu in (False, True)]]
+
+
 def _now() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
