@@ -10,7 +10,7 @@ or through services.enrollment_stop; the time of that call is the sample.
 
 - guarded:   the product (authorize commits before the hand-off; no lock across SMTP)
 - lock_held: proving.variants -- one transaction locks the enrollment, authorizes, talks SMTP,
-             records (the design DESIGN.md rejects)
+             records (the design docs/architecture.md rejects)
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def run(ctx) -> dict[str, Any]:
          "lock-held p99 ms", "ratio p50", "ratio p99"],
         rows,
         ["design = the product (authorize commits before SMTP); lock held = one transaction holds the enrollment "
-         "lock across SMTP (proving/variants.py, the design DESIGN.md rejects).",
+         "lock across SMTP (proving/variants.py, the design the product rejects).",
          f"each reply targets an enrollment whose follow-up is in the middle of its send, at a random moment "
          f"(10-80% of the delay); committed from {o['slow_workers'] + 2} threads of the bench process.",
          f"mean jobs in flight: design {g['mean_jobs_in_flight']}, lock held {lk['mean_jobs_in_flight']} "

@@ -1,6 +1,6 @@
 """Drills: the product's promise shown on a real stack, with evidence.
 
-`python manage.py drill race` runs the two race fixtures of DESIGN.md with a
+`python manage.py drill race` runs the two race fixtures (docs/architecture.md) with a
 real `manage.py rqworker send` process paused at a checkpoint
 (sequences.checkpoints' file protocol) and a stop committed through the same
 path a real reply takes (mailboxes.ingest.inbound_record).

@@ -1,4 +1,4 @@
-"""`drill race`: the two race fixtures of DESIGN.md against a real worker process.
+"""`drill race`: the two race fixtures (docs/architecture.md) against a real worker process.
 
 reply-first: the worker (OUTREACH_PAUSE_AT=claimed) pauses after claiming
 step 2; a reply to step 1 is committed through mailboxes.ingest.inbound_record

@@ -1,4 +1,4 @@
-"""The two race fixtures of DESIGN.md, for every kind of stop.
+"""The two race fixtures (docs/architecture.md), for every kind of stop.
 
 reply-first: the worker pauses after it claimed the job (or after preparing
 it), the stop commits, the worker resumes -> the job is canceled and the SMTP

@@ -18,7 +18,7 @@ PAUSE_ENV = ("OUTREACH_PAUSE_AT", "OUTREACH_PAUSE_DIR")
 
 class Command(BaseCommand):
     help = (
-        "race: run DESIGN.md's reply-first and send-first fixtures against a real worker process and print the "
+        "race: run the reply-first and send-first fixtures against a real worker process and print the "
         "evidence timeline and PASS/FAIL. faults: kill workers at each checkpoint, flush/restart Redis, restart a "
         "private PostgreSQL, break SMTP and IMAP, fuzz ingestion; print a table. Drills run in a database of their "
         "own (created next to the configured one, dropped at the end); exit code 1 on FAIL."
