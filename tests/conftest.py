@@ -57,3 +57,16 @@ def imap_mailbox(mailbox, dovecot, monkeypatch):
     mailbox.imap_folders = ["INBOX"]
     mailbox.save()
     return mailbox
+
+
+def pytest_collection_modifyitems(config, items):
+    """On the SQLite pass, skip the tests marked `postgresql` with the reason each gives."""
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        return
+    for item in items:
+        marker = item.get_closest_marker("postgresql")
+        if marker is not None:
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "needs PostgreSQL")
+            item.add_marker(pytest.mark.skip(reason=f"PostgreSQL only: {reason}"))

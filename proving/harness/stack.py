@@ -122,12 +122,33 @@ class Database:
 
 
 def database_url(s: dict[str, Any]) -> str:
-    """DATABASE_URL (as outreach.settings reads it) for a PostgreSQL settings dict."""
+    """DATABASE_URL (as outreach.settings reads it) for a PostgreSQL or SQLite (file) settings dict."""
+    if s.get("ENGINE", "").endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
     user = quote(s.get("USER") or "", safe="")
     password = quote(str(s.get("PASSWORD") or ""), safe="")
     auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
     port = f":{s['PORT']}" if s.get("PORT") else ""
     return f"postgres://{auth}{s.get('HOST') or ''}{port}/{quote(s['NAME'], safe='')}"
+
+
+def database_dump(s: dict[str, Any]) -> str:
+    """Everything the database holds, as SQL text: pg_dump for PostgreSQL, the file's dump for SQLite.
+
+    What a person with the database files (or a backup) can read: a privacy test searches it for what
+    must not be kept.
+    """
+    if s["ENGINE"].endswith("sqlite3"):
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(s["NAME"])) as conn:
+            return "\n".join(conn.iterdump())
+    done = subprocess.run(
+        ["pg_dump", "-h", s.get("HOST") or "127.0.0.1", "-p", str(s.get("PORT") or 5432),
+         "-U", s.get("USER") or "postgres", s["NAME"]],
+        env=os.environ | ({"PGPASSWORD": str(s["PASSWORD"])} if s.get("PASSWORD") else {}),
+        capture_output=True, check=True, timeout=120)
+    return done.stdout.decode("utf-8", "replace")
 
 
 def _pg_admin(s: dict[str, Any], sql: str) -> None:

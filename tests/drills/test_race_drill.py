@@ -1,8 +1,10 @@
-"""`manage.py drill race` end to end: a real worker process, the configured PostgreSQL and Redis."""
+"""`manage.py drill race` end to end: a real worker process, the configured database (PostgreSQL or SQLite) and
+Redis."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -34,8 +36,11 @@ def test_both_fixtures_pass_and_the_drill_cleans_up(run_drill):
     assert re.search(r"label\s+Already submitted at .* — cannot recall", send_first)
     assert "1 job in flight now (authorized, being handed off) — cannot recall" in send_first
 
-    database = re.search(r"PostgreSQL database (outreach_drill_\w+)", out).group(1)
-    assert not database_exists(database)
+    if connection.vendor == "postgresql":
+        database = re.search(r"PostgreSQL database (outreach_drill_\w+)", out).group(1)
+        assert not database_exists(database)
+    else:
+        assert not Path(re.search(r"SQLite file (\S+)", out).group(1)).exists()
     pids = [int(p) for p in re.findall(r"pid (\d+)", out)]
     assert len(pids) == 4 and not any(process_is_worker(pid) for pid in pids)
 

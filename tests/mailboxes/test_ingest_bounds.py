@@ -17,6 +17,7 @@ from mailboxes.classify import classify
 from mailboxes.ingest.parse import parse
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
+from proving.harness.stack import database_url
 from sequences.models import Enrollment
 from tests.mailboxes.test_ingest import poll, send_first_step
 
@@ -96,7 +97,7 @@ def test_a_54_mb_message_is_read_with_flat_memory_and_still_acts(imap_mailbox, d
         os.environ,
         DJANGO_SETTINGS_MODULE="outreach.settings",
         MAILBOX_ID=str(imap_mailbox.pk),
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
+        DATABASE_URL=database_url(connection.settings_dict),
         REDIS_URL=django_settings.REDIS_URL,
     )
     child = subprocess.run(

@@ -1,12 +1,11 @@
 """Data minimization and retention: unrelated mail is never stored beyond its metadata; raw source expires.
 
-Real Dovecot, real PostgreSQL (pg_dump of the test database), through the real send pipeline.
+Real Dovecot, the real database (a dump of the test database), through the real send pipeline.
 """
 
 from __future__ import annotations
 
 import random
-import subprocess
 import uuid
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ from django.urls import reverse
 from mailboxes import tasks
 from mailboxes.models import InboundMessage
 from proving.harness import mails
+from proving.harness.stack import database_dump
 from sequences.dbclock import db_now
 from sequences.models import Enrollment, TimelineEvent
 from tests.mailboxes.test_ingest import poll, send_first_step
@@ -44,13 +44,6 @@ def personal_mail(marker: str, *, sender: str, attachment: bool = False) -> byte
     ).encode()
 
 
-def pg_dump() -> str:
-    name = connection.settings_dict["NAME"]
-    return subprocess.run(
-        ["pg_dump", "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True, check=True, timeout=120
-    ).stdout.decode("utf-8", "replace")
-
-
 def test_unrelated_personal_mail_leaves_no_trace_but_its_metadata(imap_mailbox, dovecot, client, django_user_model):
     marker = f"MARKER-{uuid.uuid4().hex}"
     enrollment, job = send_first_step(imap_mailbox)
@@ -61,7 +54,7 @@ def test_unrelated_personal_mail_leaves_no_trace_but_its_metadata(imap_mailbox, 
 
     assert poll(imap_mailbox).folders["INBOX"]["recorded"] == 4
 
-    assert marker not in pg_dump()
+    assert marker not in database_dump(connection.settings_dict)
     unrelated = InboundMessage.objects.exclude(job=job)
     assert unrelated.count() == 3
     for row in unrelated:

@@ -9,7 +9,6 @@ pipeline (dispatch, final check, SMTP), polling through the real poller.
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
 from datetime import timedelta
 from io import StringIO
@@ -26,6 +25,7 @@ from mailboxes.selectors import oauth2_config_for, transport_for
 from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
 from proving.harness.smtp import SmtpServer
+from proving.harness.stack import database_dump
 from sequences import services
 from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob
@@ -243,34 +243,11 @@ def test_no_token_or_secret_reaches_the_database_a_log_a_repr_or_an_error(
 
     secrets = [oauth.client_secret, oauth.refresh_token, *oauth.issued]
     assert len(oauth.issued) >= 2
-    dump = pg_dump()
+    dump = database_dump(connection.settings_dict)
     assert REFRESH_ENV in dump and oauth.token_url in dump  # the mailbox row is there: names, never values
     everything = "\n".join([dump, caplog.text, *capsys.readouterr(), *shown])
     leaked = [s[:6] for s in secrets if s in everything]
     assert leaked == [], f"secrets found (prefixes shown): {leaked}"
-
-
-def pg_dump() -> str:
-    settings = connection.settings_dict
-    proc = subprocess.run(
-        [
-            "pg_dump",
-            "--data-only",
-            "-h",
-            settings["HOST"] or "127.0.0.1",
-            "-p",
-            str(settings["PORT"] or 5432),
-            "-U",
-            settings["USER"] or "postgres",
-            settings["NAME"],
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert "COPY public.mailboxes_mailbox" in proc.stdout
-    return proc.stdout
 
 
 # --- load_sequences: the offline checks of the new keys ------------------------------------------

@@ -88,6 +88,7 @@ def test_an_event_naming_no_job_does_nothing(jobs):
     assert not Suppression.objects.exists()
 
 
+@pytest.mark.django_db  # Django's model checks ask SQLite whether it has JSON support
 def test_an_esp_missing_a_setting_is_refused_at_start_up(settings):
     settings.OUTREACH_WEBHOOK_ESPS = ["sendgrid", "mailgun"]
     with pytest.raises(SystemCheckError, match="MAILGUN_WEBHOOK_SIGNING_KEY"):

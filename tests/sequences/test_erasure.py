@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,6 +11,7 @@ from django.db import connection
 
 from mailboxes.ingest.record import inbound_record
 from proving.harness import mails
+from proving.harness.stack import database_dump
 from sequences import services
 from sequences.models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob
 from sequences.pipeline import send_job_process
@@ -54,16 +54,10 @@ def person_with_history(mailbox) -> tuple[Enrollment, SendJob]:
     return first, job
 
 
-def pg_dump() -> str:
-    name = connection.settings_dict["NAME"]
-    return subprocess.run(
-        ["pg_dump", "-h", "127.0.0.1", "-U", "postgres", name], check=True, capture_output=True, text=True
-    ).stdout
-
-
 def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remains(mailbox, tmp_path):
     first, job = person_with_history(mailbox)
-    assert all(trace in pg_dump().lower() for trace in TRACES), "the dump finds the person before the erasure"
+    before = database_dump(connection.settings_dict).lower()
+    assert all(trace in before for trace in TRACES), "the dump finds the person before the erasure"
 
     out = io.StringIO()
     call_command("contact_erase", EMAIL, stdout=out)
@@ -80,7 +74,7 @@ def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remai
     with pytest.raises(services.ServiceError, match="erased"):
         services.contact_upsert(email=EMAIL)
 
-    dump = pg_dump().lower()
+    dump = database_dump(connection.settings_dict).lower()
     for trace in TRACES:
         assert trace not in dump, f"{trace!r} is still in the database"
     digest = address_digest(EMAIL)
