@@ -100,10 +100,22 @@ def bulk_enrollment_run(*, bulk_id: int) -> str:
             done = sum(r["status"] != "pending" for r in results.values())
             BulkEnrollment.objects.filter(pk=bulk_id).update(results=list(results.values()), processed=done)
     except ServiceError as exc:
-        BulkEnrollment.objects.filter(pk=bulk_id).update(status=B.FAILED, error=str(exc), finished_at=DbClock())
+        _failed(bulk_id, str(exc))
         return f"failed: {exc}"
+    except Exception as exc:
+        # Anything else (a database refusing the batch, a bug): the call still ends as failed with a reason, and
+        # RQ keeps the traceback in its failed registry. The batch's own transaction was rolled back, so this
+        # update commits on its own.
+        _failed(bulk_id, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        raise
     BulkEnrollment.objects.filter(pk=bulk_id).update(status=B.DONE, finished_at=DbClock(), processed=bulk.total)
     return f"{sum(r['status'] == 'enrolled' for r in results.values())} enrolled"
+
+
+def _failed(bulk_id: int, reason: str) -> None:
+    """The call ends as failed with `reason` (the rows enrolled by earlier batches stay enrolled)."""
+    with transaction.atomic(durable=True):
+        BulkEnrollment.objects.filter(pk=bulk_id).update(status=B.FAILED, error=reason, finished_at=DbClock())
 
 
 def bulk_out(bulk: BulkEnrollment, *, status_url: str) -> dict[str, Any]:

@@ -288,14 +288,33 @@ def _job(pk: int, job_id: str) -> Job:
     return job
 
 
+STOPPED_BY = {JobStatus.STOPPED: "the job was stopped", JobStatus.CANCELED: "the job was canceled"}
+
+
+def _failure(job: Job, status: JobStatus) -> str:
+    """Why the job ended without a result, in one line: the exception's last line (without its module)."""
+    if status in STOPPED_BY:
+        return STOPPED_BY[status]
+    result = job.latest_result()
+    lines = (result.exc_string or "").strip().splitlines() if result is not None else []
+    if not lines:
+        return "the worker ended the job without a reason (it may have been killed)"
+    name, _, message = lines[-1].partition(": ")
+    name = name.rsplit(".", 1)[-1]
+    # A ServiceError's message is written for the operator already; any other error is named.
+    return message if name == services.ServiceError.__name__ and message else f"{name}: {message}".rstrip(": ")
+
+
 def _progress(job: Job) -> dict:
     status = job.get_status()
+    failed = status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED)
     return {
-        "status": str(status),
+        "status": status.value,
         "done": job.meta.get("done", 0),
         "total": job.meta.get("total", 0),
         "finished": status == JobStatus.FINISHED,
-        "failed": status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED),
+        "failed": failed,
+        "reason": _failure(job, status) if failed else "",
     }
 
 

@@ -154,6 +154,23 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     assert SendJob.objects.filter(enrollment__contact=ann, state="scheduled").count() == 1
 
 
+def test_enroll_upload_whose_job_fails_says_why_in_plain_words(client, users):
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600), name="Gone")
+    client.force_login(users["operator"])
+    map_url = upload_csv(client, sequence, "email\na@example.com\nb@example.com\n")
+    status_url = client.post(map_url.rstrip("/") + "/run/", {"col0": "email"})["Location"]
+    sequence.steps.all().delete()  # between the run and its job
+
+    run_job(status_url.rstrip("/").rsplit("/", 1)[-1])
+
+    progress = client.get(status_url + "progress/").json()
+    assert (progress["status"], progress["failed"], progress["finished"]) == ("failed", True, False)
+    html = client.get(status_url).content.decode()
+    assert "Enrolling stopped after 0 of 2 rows: sequence &#x27;Gone&#x27; has no steps." in html
+    assert "JobStatus" not in html and "enroll.js" not in html
+    assert not Enrollment.objects.filter(sequence=sequence).exists()
+
+
 def test_enroll_upload_refuses_a_file_it_cannot_read(client, users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=1)
     client.force_login(users["operator"])
