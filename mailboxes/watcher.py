@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
-from .imap import ImapError, ImapSession
+from .imap.errors import ImapError
+from .imap.session import ImapSession
 from .ingest.poll import imap_config_for
 from .models import Mailbox
 

@@ -32,7 +32,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from rq.job import Job
 
-from mailboxes.imap import ImapError, ImapSession
+from mailboxes.imap.errors import ImapError
+from mailboxes.imap.session import ImapSession
 from mailboxes.ingest.poll import imap_config_for
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 from django.conf import settings
 
-from ..imap import FetchedMessage, ImapSession
+from ..imap.fetch import FetchedMessage
+from ..imap.session import ImapSession
 from ..models import Mailbox
 from .correlate import own_copy, ties_in_headers
 from .effects import own_copy_effect

@@ -27,15 +27,10 @@ from sequences.services.mailbox_health import mailbox_block
 from sequences.services.rotation import sends_from
 from sequences.timeline import Event, event_record
 
-from ..imap import (
-    ImapAuthError,
-    ImapConfig,
-    ImapConnectionError,
-    ImapError,
-    ImapSession,
-    ImapUidValidityError,
-    folder_guess,
-)
+from ..imap.connection import ImapConfig
+from ..imap.errors import ImapAuthError, ImapConnectionError, ImapError, ImapUidValidityError
+from ..imap.folders import folder_guess
+from ..imap.session import ImapSession
 from ..models import ImapCursor, Mailbox
 from ..oauth2 import TokenRefused
 from ..secrets import SecretRefused

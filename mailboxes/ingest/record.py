@@ -18,7 +18,7 @@ from sequences.dbclock import clock_sql
 from sequences.inserts import ids_reserve, row_insert, rows_copy
 from sequences.timeline import Event, event_record, event_record_reserving
 
-from ..imap import FetchedMessage
+from ..imap.fetch import FetchedMessage
 from ..kinds import Kind
 from ..models import ImapCursor, InboundMessage, Mailbox
 from .correlate import Correlation, correlate

@@ -41,7 +41,7 @@ def imapfetch(args) -> dict:
     """The ceiling of ingestion: log in, list, fetch every message with the poller's items, keep nothing."""
     from imapclient import IMAPClient
 
-    items = [b"BODY.PEEK[]", b"INTERNALDATE", b"RFC822.SIZE", b"FLAGS"]  # mailboxes.imap.FETCH_ITEMS
+    items = [b"BODY.PEEK[]", b"INTERNALDATE", b"RFC822.SIZE", b"FLAGS"]  # mailboxes.imap.fetch.FETCH_ITEMS
     rss_start = rss_kib()
     started, cpu_started = time.perf_counter(), cpu_s()
     client = IMAPClient(args.host, port=args.port, ssl=False, timeout=60)

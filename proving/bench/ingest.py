@@ -32,7 +32,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from mailboxes.imap import FetchedMessage
+from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.ingest.correlate import ties_in_headers
 from mailboxes.ingest.parse import parse_headers
 from mailboxes.ingest.record import inbound_record, recorded_for

@@ -29,7 +29,7 @@ from django.db import connection
 from django_rq import get_connection, get_queue
 from rq import Queue
 
-from mailboxes.imap import FetchedMessage
+from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.ingest.record import inbound_record
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import ratio, summary_ms, table

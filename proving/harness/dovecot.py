@@ -48,7 +48,7 @@ Pitfalls found while building this (keep them next to the code they explain):
   another session appends, IDLE -> nothing for 6 s, then EXISTS with the DONE
   reply). Mail that arrives while the client runs another command is
   announced with *that* command's response (``* N EXISTS``, kept by imaplib in
-  ``untagged_responses``) and never again. mailboxes.imap.idle_wait checks
+  ``untagged_responses``) and never again. mailboxes.imap.idle's idle_wait checks
   the pending responses and sends a NOOP before IDLE for both reasons.
 - A new UIDVALIDITY on disk: replace ``dovecot-uidlist`` (rename, new inode,
   owned by nobody) with its ``V<uidvalidity>`` field changed; Dovecot logs

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from mailboxes.imap import FetchedMessage
+from mailboxes.imap.fetch import FetchedMessage
 
 OURS = "sender0@outreach.test"  # the tests' sending address
 DATE = "Sun, 29 Nov 2026 10:00:00 +0000"

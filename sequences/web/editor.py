@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 
 from .. import services
-from ..config import sequence_export_toml
+from ..config.export import sequence_export_toml
 from ..labels import duration_words
 from ..models import Enrollment, SendJob, Sequence, Step
 from .access import OPERATE, VIEW, ui_view

@@ -9,6 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from ..config.parse import parse_duration
 from ..models import Suppression
 from ..selectors import suppression_key
 from ..services import ImportRow
@@ -179,8 +180,6 @@ class StepForm(forms.Form):
                                 help_text=THREAD_HELP)
 
     def clean_wait(self) -> int:
-        from ..config import parse_duration
-
         try:
             return parse_duration(self.cleaned_data["wait"])
         except ValueError:

@@ -12,15 +12,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from mailboxes.imap import (
-    FetchedMessage,
-    ImapAuthError,
-    ImapConfig,
-    ImapConnectionError,
-    ImapError,
-    ImapSession,
-    ImapUidValidityError,
-)
+from mailboxes.imap.connection import ImapConfig
+from mailboxes.imap.errors import ImapAuthError, ImapConnectionError, ImapError, ImapUidValidityError
+from mailboxes.imap.fetch import FetchedMessage
+from mailboxes.imap.session import ImapSession
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot, dovecot_available
 from proving.harness.stack import free_port
 
@@ -119,11 +114,9 @@ def test_fetch_returns_raw_size_flags_and_never_sets_seen(server):
 
 
 def test_fetch_splits_long_uid_lists_into_several_commands(server, monkeypatch):
-    import mailboxes.imap
-
     for i in range(5):
         server.append("alice", "INBOX", msg(f"c{i}"))
-    monkeypatch.setattr(mailboxes.imap, "FETCH_CHUNK", 2)  # a tuning knob, not behaviour
+    monkeypatch.setattr("mailboxes.imap.fetch.FETCH_CHUNK", 2)  # a tuning knob, not behaviour
     with ImapSession(config(server)) as s:
         s.select("INBOX")
         assert [m.uid for m in s.fetch([5, 3, 1, 2, 4])] == [1, 2, 3, 4, 5]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mailboxes.imap import ImapConnectionError
+from mailboxes.imap.errors import ImapConnectionError
 from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
@@ -216,7 +216,7 @@ def test_a_server_drop_mid_batch_resumes_from_the_cursor(imap_mailbox, dovecot):
 
 
 def test_auth_failure_is_shown_as_mailbox_health(imap_mailbox, dovecot, monkeypatch):
-    from mailboxes.imap import ImapAuthError
+    from mailboxes.imap.errors import ImapAuthError
 
     monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "wrong")
     with pytest.raises(ImapAuthError):

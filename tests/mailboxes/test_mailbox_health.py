@@ -206,7 +206,7 @@ def test_mailbox_check_prints_each_step_with_the_servers_words_and_a_hint(auth_s
 
 
 def test_a_folder_is_guessed_under_inbox_with_the_servers_delimiter():
-    from mailboxes.imap import folder_guess
+    from mailboxes.imap.folders import folder_guess
 
     cyrus = ["INBOX", "INBOX.Bounces", "INBOX.Sent"]
     assert folder_guess("Bounces", cyrus, ".") == "INBOX.Bounces"

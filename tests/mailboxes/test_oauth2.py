@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from mailboxes import oauth2
-from mailboxes.imap import ImapSession
+from mailboxes.imap.session import ImapSession
 from mailboxes.ingest.poll import imap_config_for, mailbox_poll
 from mailboxes.models import Mailbox
 from mailboxes.selectors import oauth2_config_for, transport_for
@@ -196,7 +196,7 @@ def test_a_revoked_token_blocks_the_mailbox_fails_no_job_and_a_new_grant_sends_e
 
 
 def poll_error(mailbox: Mailbox) -> str:
-    from mailboxes.imap import ImapAuthError
+    from mailboxes.imap.errors import ImapAuthError
 
     with pytest.raises(ImapAuthError) as excinfo:
         poll(mailbox)
@@ -328,7 +328,8 @@ def test_load_sequences_reports_each_bad_oauth2_key_and_changes_nothing(tmp_path
 
 
 def test_an_oauth2_mailbox_exports_to_toml_that_loads_back_the_same(tmp_path):
-    from sequences.config import parse, sequence_export_toml
+    from sequences.config.export import sequence_export_toml
+    from sequences.config.parse import parse
 
     load(tmp_path, OAUTH_TOML)
     box = Mailbox.objects.get(name="gsales")

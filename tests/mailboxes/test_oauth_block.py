@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 
 from mailboxes import oauth2
-from mailboxes.imap import ImapAuthError
+from mailboxes.imap.errors import ImapAuthError
 from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import Mailbox
 from mailboxes.transports.smtp import POOL

@@ -13,7 +13,9 @@ from django.utils import timezone
 
 from mailboxes.models import Mailbox
 from sequences import services
-from sequences.config import config_apply, parse, parse_duration, sequence_export_toml
+from sequences.config.apply import config_apply
+from sequences.config.export import sequence_export_toml
+from sequences.config.parse import parse, parse_duration
 from sequences.dbclock import db_now
 from sequences.labels import duration_words, reason_sentence
 from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Step

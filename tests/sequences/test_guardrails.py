@@ -11,7 +11,8 @@ from mailboxes.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
 from sequences import services
-from sequences.config import config_apply, parse
+from sequences.config.apply import config_apply
+from sequences.config.parse import parse
 from sequences.models import OperatorAction, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
 from sequences.timeline import Event

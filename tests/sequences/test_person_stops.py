@@ -119,7 +119,9 @@ def test_a_free_mail_domain_is_never_stopped_as_a_company(two_mailboxes):
 
 
 def test_stop_on_reply_is_a_toml_key_of_a_sequence(db):
-    from sequences.config import ConfigError, config_apply, parse
+    from sequences.config.apply import config_apply
+    from sequences.config.parse import parse
+    from sequences.config.validate import ConfigError
 
     text = """
 [[mailbox]]

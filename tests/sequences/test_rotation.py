@@ -16,7 +16,10 @@ from mailboxes.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
 from proving.harness.smtp import SmtpServer
-from sequences import config, services
+from sequences import services
+from sequences.config.apply import config_apply
+from sequences.config.parse import parse
+from sequences.config.validate import ConfigError
 from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.pipeline import send_job_process
@@ -191,15 +194,15 @@ mailbox = "east"
 subject = "Hi"
 body = "Hello"
 """
-    config.config_apply(config.parse(text))
+    config_apply(parse(text))
     pooled_seq, single = Sequence.objects.get(name="Pooled"), Sequence.objects.get(name="Single")
     assert pooled_seq.mailbox.name == "east"
     assert sorted(pooled_seq.pool.values_list("name", flat=True)) == ["east", "west"]
     assert single.mailbox.name == "east" and not single.pool.exists()
 
-    result = config.config_apply(config.parse(text.replace('["east", "west"]', '["west"]')))
+    result = config_apply(parse(text.replace('["east", "west"]', '["west"]')))
     assert "sequence Pooled: mailboxes ['east', 'west'] -> ['west'] (new enrollments only)" in result.changes
-    with pytest.raises(config.ConfigError, match="either `mailbox"):
-        config.parse(text.replace('mailbox = "east"', 'mailbox = "east"\nmailboxes = ["west"]'))
-    with pytest.raises(config.ConfigError, match="no mailbox named 'north'"):
-        config.parse(text.replace('["east", "west"]', '["east", "north"]'))
+    with pytest.raises(ConfigError, match="either `mailbox"):
+        parse(text.replace('mailbox = "east"', 'mailbox = "east"\nmailboxes = ["west"]'))
+    with pytest.raises(ConfigError, match="no mailbox named 'north'"):
+        parse(text.replace('["east", "west"]', '["east", "north"]'))

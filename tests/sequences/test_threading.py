@@ -14,7 +14,9 @@ from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import InboundMessage, Mailbox
 from proving.harness import mails
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot
-from sequences import config, services
+from sequences import services
+from sequences.config.parse import parse as config_parse
+from sequences.config.validate import ConfigError
 from sequences.messages import message_prepare
 from sequences.models import Enrollment, SendJob, Sequence, Step
 from sequences.pipeline import send_job_process
@@ -166,11 +168,11 @@ thread = {thread}
 """
 
     def parse(subject: str, second: str = "", thread: str = "true"):
-        return config.parse(toml.format(mailbox=mailbox.name, subject=subject, second=second, thread=thread))
+        return config_parse(toml.format(mailbox=mailbox.name, subject=subject, second=second, thread=thread))
 
-    with pytest.raises(config.ConfigError, match=r"sequence\[0\].step\[0\].subject.*never fake"):
+    with pytest.raises(ConfigError, match=r"sequence\[0\].step\[0\].subject.*never fake"):
         parse("Re: our call")
-    with pytest.raises(config.ConfigError, match=r"sequence\[0\].step\[1\].subject.*never fake"):
+    with pytest.raises(ConfigError, match=r"sequence\[0\].step\[1\].subject.*never fake"):
         parse("Our call", second="RE: our call", thread="false")
     parse("Our call", second="Re: our call")  # a threaded step may say so itself
 

@@ -12,7 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.management import CommandError, call_command
 
-from sequences import config, services
+from sequences import services
+from sequences.config.apply import config_apply
+from sequences.config.parse import parse
+from sequences.config.validate import ConfigError
 from sequences.dbclock import db_now
 from sequences.labels import send_time_words
 from sequences.models import Contact, Enrollment, SendJob
@@ -163,13 +166,13 @@ name = "zones"
 address = "zones@acme.test"
 window = { start = "09:00", end = "17:00", timezone = "recipient", fallback_timezone = "Europe/Berlin" }
 """
-    config.config_apply(config.parse(text))
+    config_apply(parse(text))
     from mailboxes.models import Mailbox
 
     box = Mailbox.objects.get(name="zones")
     assert (box.window_timezone, box.window_fallback_timezone) == ("recipient", "Europe/Berlin")
-    with pytest.raises(config.ConfigError) as bad:
-        config.parse(text.replace('"recipient"', '"Recipient/Own"'))
+    with pytest.raises(ConfigError) as bad:
+        parse(text.replace('"recipient"', '"Recipient/Own"'))
     assert "unknown time zone 'Recipient/Own'" in str(bad.value) and '"recipient"' in str(bad.value)
-    with pytest.raises(config.ConfigError, match="fallback_timezone.*unknown time zone 'Mars/Base'"):
-        config.parse(text.replace("Europe/Berlin", "Mars/Base"))
+    with pytest.raises(ConfigError, match="fallback_timezone.*unknown time zone 'Mars/Base'"):
+        parse(text.replace("Europe/Berlin", "Mars/Base"))

@@ -29,7 +29,7 @@ def submit(job_id: int, worker_id: str = "w1") -> None:
 
 def reply_to(job: SendJob, *, internaldate=None):
     """A human reply to `job`, through the real ingestion."""
-    from mailboxes.imap import FetchedMessage
+    from mailboxes.imap.fetch import FetchedMessage
     from mailboxes.ingest.record import inbound_record
     from sequences.dbclock import db_now
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.imap import ImapError, ImapSession
+from mailboxes.imap.errors import ImapError
+from mailboxes.imap.session import ImapSession
 from mailboxes.ingest.poll import imap_config_for
 from mailboxes.models import Mailbox
 from mailboxes.secrets import SecretRefused

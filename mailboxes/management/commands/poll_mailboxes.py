@@ -7,7 +7,7 @@ from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.imap import ImapError
+from mailboxes.imap.errors import ImapError
 from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import Mailbox
 

@@ -36,7 +36,7 @@ from sequences.services.rotation import sends_from
 
 
 def drill_imap(ctx: Ctx, *, n: int, kills: int) -> list[Row]:
-    from mailboxes.imap import ImapError
+    from mailboxes.imap.errors import ImapError
     from mailboxes.ingest.poll import mailbox_poll
     from proving.harness.dovecot import Dovecot, dovecot_available
     from proving.harness.smtp import SmtpServer

@@ -4,7 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences.config import ConfigError, config_apply, parse
+from sequences.config.apply import config_apply
+from sequences.config.parse import parse
+from sequences.config.validate import ConfigError
 
 
 class Command(BaseCommand):

@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.imap import FetchedMessage
+from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from sequences import services

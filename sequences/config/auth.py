@@ -1,18 +1,17 @@
-"""`auth = "oauth2"` in a TOML [[mailbox]]: the offline checks of its `oauth2` table (sequences.config)."""
+"""`auth = "oauth2"` in a TOML [[mailbox]]: the offline checks of its `oauth2` table (read by `parse`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mailboxes.oauth2 import PROVIDERS, provider_defaults, token_url_problem
 
-if TYPE_CHECKING:
-    from .config import _Reader
+from .validate import Reader
 
 OAUTH2_KEYS = {"provider", "token_url", "client_id", "client_secret_env", "refresh_token_env", "scope"}
 
 
-def parse_oauth2(reader: _Reader, path: str, table: dict, out: dict[str, Any]) -> None:
+def parse_oauth2(reader: Reader, path: str, table: dict, out: dict[str, Any]) -> None:
     """`auth = "oauth2"` and its `oauth2 = { ... }` table: a known provider or a token endpoint, a client id,
     the variables that hold the secrets, and a username on each protocol (the SASL identity)."""
     out["auth"] = reader.get(table, path, "auth", str, "password")

@@ -1,0 +1,113 @@
+"""Apply a parsed Plan: create mailboxes and sequences by name, or change only the keys the file names, in one
+transaction; every change is listed for the operator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import time
+from typing import Any
+
+from django.db import transaction
+
+from mailboxes.models import Mailbox
+
+from ..models import Sequence, Step
+from .parse import Plan
+from .validate import ConfigError
+
+
+@dataclass
+class ApplyResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # "mailbox sales: daily_cap 200 -> 50", one per field
+
+
+def _show(value: Any) -> str:
+    return repr(value.strftime("%H:%M")) if isinstance(value, time) else repr(value)
+
+
+def _update(obj: Any, values: dict[str, Any], names: set[str], what: str, result: ApplyResult) -> bool:
+    """Set only the named fields that differ; note each change; save those fields. True when any changed."""
+    changed = []
+    for name in sorted(names):
+        old, new = getattr(obj, name), values[name]
+        if old != new:
+            result.changes.append(f"{what}: {name} {_show(old)} -> {_show(new)}")
+            setattr(obj, name, new)
+            changed.append(name)
+    if changed:
+        obj.save(update_fields=changed)
+    return bool(changed)
+
+
+def _pool_update(sequence: Sequence, names: list[str], what: str, result: ApplyResult, *, created: bool) -> bool:
+    """Set a sequence's pool of mailboxes; a change applies to new enrollments only (each keeps its mailbox)."""
+    old = sorted(sequence.pool.values_list("name", flat=True))
+    if old == sorted(names):
+        return False
+    sequence.pool.set(Mailbox.objects.filter(name__in=names))
+    if not created:
+        result.changes.append(f"{what}: mailboxes {old!r} -> {sorted(names)!r} (new enrollments only)")
+    return not created
+
+
+def config_apply(plan: Plan) -> ApplyResult:
+    """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
+    result = ApplyResult()
+    with transaction.atomic():
+        for entry in plan.mailboxes:
+            what = f"mailbox {entry['name']}"
+            fields = {k: v for k, v in entry.items() if k not in ("name", "given")}
+            mailbox = Mailbox.objects.select_for_update().filter(name=entry["name"]).first()
+            if mailbox is None:
+                Mailbox.objects.create(name=entry["name"], **fields)
+                result.created.append(what)
+            elif _update(mailbox, fields, entry["given"], what, result):
+                result.updated.append(what)
+            else:
+                result.unchanged.append(what)
+        for entry in plan.sequences:
+            what = f"sequence {entry['name']}"
+            mailbox = Mailbox.objects.get(name=entry["mailbox"])
+            sequence = Sequence.objects.select_for_update().filter(name=entry["name"]).first()
+            created = sequence is None
+            changed = False
+            if created:
+                sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
+                                                   stop_on_reply=entry.get("stop_on_reply") or "person")
+            elif entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
+                changed = True
+            if not created and sequence.mailbox_id != mailbox.pk:
+                result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")
+                sequence.mailbox = mailbox
+                sequence.save(update_fields=["mailbox"])
+                changed = True
+            changed |= _pool_update(sequence, entry["pool"], what, result, created=created)
+            existing = {s.position: s for s in Step.objects.filter(sequence=sequence)}
+            for step in entry["steps"]:
+                values = {k: v for k, v in step.items() if k != "given"}
+                current = existing.get(step["position"])
+                if current is None:
+                    Step.objects.create(sequence=sequence, **values)
+                    if not created:
+                        result.changes.append(f"{what}: step {step['position']} added")
+                        changed = True
+                else:
+                    changed |= _update(current, values, step["given"], f"{what} step {step['position']}", result)
+            extra = Step.objects.filter(sequence=sequence, position__gt=len(entry["steps"]))
+            if extra.filter(jobs__isnull=False).exists():
+                raise ConfigError([
+                    f"sequence {entry['name']!r}: steps beyond #{len(entry['steps'])} already have send jobs; "
+                    "they cannot be removed (pause the sequence and create a new one)"
+                ])
+            for position in extra.values_list("position", flat=True):
+                result.changes.append(f"{what}: step {position} removed")
+                changed = True
+            extra.delete()
+            if created:
+                result.created.append(what)
+            else:
+                (result.updated if changed else result.unchanged).append(what)
+    return result

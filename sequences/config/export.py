@@ -1,0 +1,88 @@
+"""Export: a sequence (and its mailboxes) as a TOML file `load_sequences` reads back."""
+
+from __future__ import annotations
+
+from datetime import time
+from typing import Any
+
+from mailboxes.models import Mailbox
+
+from ..models import Sequence
+from .parse import MAILBOX_KEYS, duration_text
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_string(text: str, *, multiline: bool = False) -> str:
+    """A TOML basic string; with *multiline* and a newline in *text*, a multi-line one that keeps the lines."""
+    out = []
+    for ch in text:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ch == "\n":
+            out.append("\n" if multiline else "\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    body = "".join(out)
+    if multiline and "\n" in text:
+        return f'"""\n{body}"""'  # the newline right after the opening quotes is not part of the string
+    return f'"{body}"'
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, time):
+        return _toml_string(value.strftime("%H:%M"))
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return _toml_string(str(value))
+
+
+
+def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
+    """The mailbox's keys as the loader names them ({"": top-level, "smtp": {...}, ...}); secrets are env names."""
+    tables: dict[str, dict[str, Any]] = {"": {"name": mailbox.name}}
+    for name, keys in MAILBOX_KEYS.items():
+        value = getattr(mailbox, name)
+        group = keys[0] if len(keys) == 2 else ""
+        if (group == "imap" and not mailbox.imap_host) or (group == "transport" and mailbox.transport_kind == "smtp"):
+            continue
+        if group == "oauth2" and (mailbox.auth != "oauth2" or not value):
+            continue  # a password mailbox has no oauth2 table; an empty key takes the provider's default
+        if name == "esp_api_url" or value is None or (name == "ca_file" and not value):
+            continue  # the ESP's URL is fixed, never per mailbox
+        if name == "guardrail_window_days":
+            value = f"{value}d"
+        elif name == "guardrail_silence_seconds":
+            value = duration_text(value)
+        tables.setdefault(group, {})[keys[-1]] = value
+    return tables
+
+
+def sequence_export_toml(sequence: Sequence) -> str:
+    """The sequence and its mailboxes as TOML: `load_sequences` on it creates (or leaves unchanged) the same steps."""
+    pool = list(sequence.pool.order_by("pk"))
+    lines = [f"# Sequence {sequence.name!r}, exported for `manage.py load_sequences`."]
+    for mailbox in pool or [sequence.mailbox]:
+        lines += ["", "[[mailbox]]"]
+        for group, table in _mailbox_tables(mailbox).items():
+            if group:
+                lines += ["", f"[mailbox.{group}]"]
+            lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    lines += ["", "[[sequence]]", f"name = {_toml_string(sequence.name)}"]
+    if pool:
+        lines.append(f"mailboxes = {_toml_value([m.name for m in pool])}")
+    else:
+        lines.append(f"mailbox = {_toml_string(sequence.mailbox.name)}")
+    lines.append(f"stop_on_reply = {_toml_string(sequence.stop_on_reply)}")
+    for step in sequence.steps.order_by("position"):
+        lines += ["", "[[sequence.step]]", f"subject = {_toml_string(step.subject)}",
+                  f"body = {_toml_string(step.body, multiline=True)}",
+                  f"wait = {_toml_string(duration_text(step.wait_seconds))}",
+                  f"thread = {_toml_value(step.thread)}"]
+    return "\n".join(lines) + "\n"
