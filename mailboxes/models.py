@@ -6,7 +6,7 @@ from email.utils import formataddr
 
 from django.db import models
 
-from sequences.dbclock import DbClock
+from db.sql import DbClock
 
 from .kinds import Kind
 

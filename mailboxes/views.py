@@ -14,7 +14,7 @@ from django.urls import reverse
 from sequences import services
 from sequences.models import SendJob
 from sequences.selectors import jobs_with_labels
-from sequences.services.rotation import sends_from
+from sequences.sending_mailbox import sends_from
 from sequences.web import rows
 from sequences.web.access import OPERATE, VIEW_INBOUND, VIEW_MAILBOX, page_of, query_without_page, ui_view
 

@@ -98,6 +98,8 @@ INSTALLED_APPS = [
     "axes",
     "ninja",  # the API docs page serves Swagger UI from ninja's own static files, not a CDN
     "sequences",
+    "sequences.api",
+    "sequences.webhooks_out",
     "mailboxes",
     "proving",
 ]

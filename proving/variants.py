@@ -32,6 +32,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from rq.job import Job
 
+from db.sql import DbClock, db_now
 from mailboxes.imap.errors import ImapError
 from mailboxes.imap.session import ImapSession
 from mailboxes.ingest.poll import imap_config_for
@@ -39,11 +40,11 @@ from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.watcher import watched
 from sequences import services
-from sequences.dbclock import DbClock
-from sequences.loads import job_read, sending_mailbox
+from sequences.loads import facts_read, job_read
 from sequences.messages import message_prepare
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
+from sequences.sending_mailbox import enrollment_mailbox
 from sequences.services import Authorization
 from sequences.services.sending import job_locked
 from sequences.states import job_move
@@ -64,13 +65,13 @@ def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -
     """
     with transaction.atomic(durable=True):
         # The same read of the job and its mailbox as the product's transactions, without their lock or checks.
-        job, now = job_read(job_id)
-        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        job = job_read(job_id)
+        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         SendJob.objects.filter(pk=job_id).update(
             state=S.AUTHORIZED, authorized_at=DbClock(), lease_until=lease, version=F("version") + 1
         )
         event_record(kind=Event.JOB_AUTHORIZED, job=job_id, worker_id=worker_id, final_check=False)
-        return Authorization("authorized", "", version + 1, mailbox=sending_mailbox(job.enrollment))
+        return Authorization("authorized", "", version + 1, mailbox=enrollment_mailbox(job.enrollment))
 
 
 def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
@@ -81,10 +82,11 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
     prepared = message_prepare(job_id=job_id)
     with transaction.atomic():
         # The same lock and the same fresh read as the product's stop and authorize paths.
-        enrollment, mailbox, job = job_locked(job_id)
+        locked = job_locked(job_id)
+        mailbox, job = locked.mailbox, locked.job
         if job.state != S.CLAIMED:
             return job.state
-        reason = services.final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+        reason = services.final_check(job=job, enrollment=locked.enrollment, mailbox=mailbox, facts=facts_read(job))
         if reason:
             job_move(job=job, to=S.CANCELED, worker_id=worker_id,
                      fields={"cancel_reason": reason}, reason=reason, final_check=True)

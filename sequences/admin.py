@@ -296,8 +296,10 @@ admin.site.register(User, UserAdmin)
 
 # --- API tokens and outbound webhooks ------------------------------------------------------------
 
+from sequences.api.models import ApiToken
+from sequences.webhooks_out.models import WebhookDelivery  # noqa: E402
+
 from .api.tokens import api_token_revoke  # noqa: E402
-from .models import ApiToken, WebhookDelivery  # noqa: E402
 
 
 @admin.register(ApiToken)

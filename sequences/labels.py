@@ -10,15 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
 from .models import Enrollment, ProviderCancel, SendJob
+from .sending_mailbox import enrollment_mailbox
+from .stop_summary import StopSummary
 from .window import local_and_utc, mailbox_next_open, mailbox_window_zone
-
-if TYPE_CHECKING:
-    from .services.common import StopSummary
 
 S = SendJob.State
 
@@ -52,8 +50,6 @@ def job_label(job: SendJob) -> str:
 
 def job_label_and_tone(job: SendJob) -> Label:
     """The label of a job and its tone, decided by the same branch."""
-    from .services.rotation import enrollment_mailbox  # here: services import this module
-
     enrollment: Enrollment = job.enrollment
     sequence = enrollment.sequence
     stopped = (
@@ -114,8 +110,6 @@ def send_time_words(job: SendJob) -> SendTime:
     decides). A job past the hand-off: when it was submitted, or authorized.
     Reads the job's enrollment, contact and mailbox (select them with the job).
     """
-    from .services.rotation import enrollment_mailbox  # here: services import this module
-
     enrollment = job.enrollment
     mailbox = enrollment_mailbox(enrollment)
     zone = mailbox_window_zone(mailbox, enrollment.contact.timezone)

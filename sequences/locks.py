@@ -9,24 +9,24 @@ wins, and the other sees its effect. Reading the ledger or a paused flag
 without that common lock would serialize nothing under READ COMMITTED.
 
 The final check finds the enrollment from the job inside its locking
-statement (`sequences.loads.job_lock`) and reads everything else in the next
-statement, after the lock was granted: a single statement that locked and
-read would see, for the rows it did not lock, the snapshot from before it
-waited. It no longer locks the mailbox row: the daily cap is a counter row
-(`sequences.daily_cap`), taken last, with one atomic conditional upsert.
+statement (`job_enrollment_lock`) and reads everything else after the lock
+was granted: a single statement that locked and read would see, for the rows
+it did not lock, the snapshot from before it waited. It then locks the
+mailbox row, which a pause or block that does not lock the enrollments first
+(the deliverability guardrail, a mailbox-level failure) updates: either that
+change committed before and is seen, or it waits for the final check. The
+daily cap's counter row (`sequences.daily_cap`) is taken last.
 
 Every function here requires the caller's transaction.
 """
 
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import QuerySet
 
 from mailboxes.models import Mailbox
 
-from .loads import columns_of, instances
-from .models import Contact, Enrollment, Sequence
+from .models import Enrollment, SendJob, Sequence
 
 
 def enrollments_lock(qs: QuerySet[Enrollment]) -> list[Enrollment]:
@@ -40,23 +40,17 @@ def enrollments_lock(qs: QuerySet[Enrollment]) -> list[Enrollment]:
 
 def person_enrollments_lock(email: str) -> list[Enrollment]:
     """Lock the enrollments of the contact with this (normalized) address that are not stopped, as
-    enrollments_lock does (ascending id, contact and sequence loaded): one hand-written statement, for the
-    stop that follows every reply."""
-    lock = " FOR NO KEY UPDATE OF e" if connection.features.has_select_for_no_key_update else ""
-    tables = {alias: model._meta.db_table for alias, model in (("e", Enrollment), ("c", Contact), ("s", Sequence))}
-    sql = (f"SELECT {columns_of('e', Enrollment)}, {columns_of('c', Contact)}, {columns_of('s', Sequence)} "
-           f"FROM {tables['e']} e JOIN {tables['c']} c ON c.id = e.contact_id "
-           f"JOIN {tables['s']} s ON s.id = e.sequence_id "
-           f"WHERE c.email = %s AND e.status <> %s ORDER BY e.id{lock}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [email, Enrollment.Status.STOPPED.value])
-        rows = cursor.fetchall()
-    locked = []
-    for row in rows:
-        enrollment, contact, sequence = instances((Enrollment, Contact, Sequence), row)
-        enrollment.contact, enrollment.sequence = contact, sequence
-        locked.append(enrollment)
-    return locked
+    enrollments_lock does: the stop that follows every reply."""
+    return enrollments_lock(Enrollment.objects.filter(contact__email=email).exclude(status=Enrollment.Status.STOPPED))
+
+
+def job_enrollment_lock(job_id: int) -> Enrollment:
+    """Lock the enrollment of a send job (the row every stop path locks), found from the job in the locking
+    statement itself. Raises SendJob.DoesNotExist."""
+    found = enrollments_lock(Enrollment.objects.filter(jobs__pk=job_id))
+    if not found:
+        raise SendJob.DoesNotExist(f"send job {job_id} does not exist")
+    return found[0]
 
 
 def enrollment_lock(*, enrollment_id: int) -> Enrollment:

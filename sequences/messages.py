@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from . import loads
 from .models import SendJob
-from .services.rotation import enrollment_mailbox
+from .sending_mailbox import enrollment_mailbox
 from .tokens import unsubscribe_url
 
 # The whole template language of a step: control flow and text filters. No include, load, extends, debug,
@@ -183,9 +183,7 @@ def thread_of(job: SendJob) -> list[tuple[str, str]]:
     latest of them that was not itself sent as a reply (step 1, or a step
     with thread = false); [] when nothing of ours was sent before this step.
     """
-    sent = getattr(job, "sent_before", None)  # as the claim read it (sequences.loads.job_read)
-    if sent is None:
-        sent = loads.sent_before(job.pk)
+    sent = loads.sent_before(job)
     thread: list[tuple[str, str]] = []
     for message_id, subject, threaded, position in reversed(list(sent)):
         thread.insert(0, (message_id, subject))
@@ -222,9 +220,7 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     (the pipeline passes it, so they are not read twice).
     """
     if job is None:
-        job = SendJob.objects.select_related(
-            "enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox", "step"
-        ).get(pk=job_id)
+        job = loads.jobs_loaded().get(pk=job_id)
     contact = job.enrollment.contact
     mailbox = enrollment_mailbox(job.enrollment)
     context = contact_context(contact)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from .dbclock import DbClock
+from db.sql import DbClock
 
 
 class Contact(models.Model):
@@ -358,7 +358,3 @@ class OperatorAction(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
 
-
-# Models of the API and of outbound webhooks live next to their code; importable from here.
-from .api.models import ApiToken, BulkEnrollment, IdempotencyKey  # noqa: E402, F401
-from .webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint  # noqa: E402, F401

@@ -23,9 +23,9 @@ from mailboxes.transports.base import (
 )
 
 from . import checkpoints, services
-from .loads import sending_mailbox
 from .messages import PrepareError, message_prepare
 from .models import SendJob
+from .sending_mailbox import enrollment_mailbox
 
 log = logging.getLogger("outreach.pipeline")
 
@@ -61,7 +61,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
 
     # The mailbox row the final check read; an authorize step that does not return it (the bypassed variant of
     # proving/variants.py) leaves it to be read here.
-    mailbox = decision.mailbox or sending_mailbox(
+    mailbox = decision.mailbox or enrollment_mailbox(
         SendJob.objects.select_related("enrollment__mailbox", "enrollment__sequence__mailbox").get(pk=job_id).enrollment
     )
     transport = transport_for(mailbox)

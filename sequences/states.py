@@ -17,38 +17,27 @@ writes its timeline event in the same transaction and updates the object in
 memory. Every move requires the caller's transaction; the caller holds the
 locks (see `sequences.locks` for their order).
 
-On PostgreSQL a job or enrollment move is one statement: the guarded UPDATE
-and the INSERT of its event in one data-modifying CTE (one round trip, and
-the event exists exactly when the row moved). Elsewhere (SQLite, the local
-demo) they are two statements in the same transaction.
+A move is two statements in the caller's transaction: the guarded UPDATE
+(the ORM's `filter(...).update(...)`), then the INSERT of its event; the
+values the database decided (its clock's stamps, counters) are read back into
+the object.
 """
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Model, Value
-from django.db.models.expressions import CombinedExpression, Expression
+from django.db.models import F, Model, Q
+from django.db.models.expressions import Expression
 
+from db.sql import DbClock
 from mailboxes.models import Mailbox
 
 from . import daily_cap
-from .dbclock import DbClock, iso
-from .inserts import converted
 from .models import Enrollment, ProviderCancel, SendJob, Sequence
-from .timeline import (
-    EVENT_COLUMNS,
-    EVENT_TABLE,
-    Event,
-    event_record,
-    event_record_with_row,
-    event_row,
-    event_values,
-    event_written,
-)
-from .webhooks_out.outbox import endpoints_column, endpoints_parse
+from .sending_mailbox import enrollment_mailbox
+from .timeline import Event, event_record, iso
 
 
 class IllegalTransition(Exception):
@@ -61,94 +50,20 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
         raise IllegalTransition(f"{current} -> {to} is not an edge of the {machine} state machine")
 
 
-def _guarded_update(model: type[Model], where: dict[str, Any], updates: dict[str, Any], event: dict[str, Any],
-                    gate: tuple[str, list] | None = None) -> dict[str, Any] | None:
-    """UPDATE the one row of `model` matching `where` (field -> value) and INSERT its timeline event if it moved;
-    the row's new values, or None.
-
-    PostgreSQL: one statement (`WITH moved AS (UPDATE ... RETURNING ...) INSERT ... SELECT ... FROM moved`),
-    written here rather than compiled by the ORM for every move (`_move_sql`, one text per shape of move).
-    The event's `at` is the column's database default, the database clock. `gate`: a data-modifying
-    statement (SQL, params) with RETURNING that must return a row for the row to move (the daily cap's
-    slot); on PostgreSQL it runs in the same statement, elsewhere just before.
-    """
-    if connection.vendor != "postgresql":
-        if gate is not None:
-            with connection.cursor() as cursor:
-                cursor.execute(*gate)
-                if cursor.fetchone() is None:
-                    return None
-        if not model.objects.filter(**where).update(**updates):
-            return None
-        event_record(**{k: v for k, v in event.items() if k != "data"}, **event.get("data", {}))
-        return {}
-    written = event_row(**event)
-    values = event_values(written)
-    # An event that outbound webhooks carry reads the active endpoints in the same statement (for the outbox).
-    endpoints_sql = endpoints_column(written.kind)
-    sets, set_params = _set_clause(model, updates)
-    sql = _move_sql(model, tuple(where), sets, gate[0] if gate else "", endpoints_sql)
-    where_params = [_field(model, name).get_db_prep_value(value, connection)
-                    for name, value in where.items()]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (*(gate[1] if gate else ()), *set_params, *where_params, *values))
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    row = list(row)
-    endpoints = endpoints_parse(row.pop()) if endpoints_sql else []
-    written.pk = row.pop()
-    written._state.adding, written._state.db = False, connection.alias
-    # The event was written by the statement above: what follows every event (the webhook outbox) follows it too.
-    event_written(written, endpoints=endpoints)
-    out = {}
-    for name, value in zip(updates, row, strict=True):
-        field = model._meta.get_field(name)
-        out[field.attname] = converted(field, value)
-    return out
-
-
-def _set_clause(model: type[Model], updates: dict[str, Any]) -> tuple[tuple[str, ...], list[Any]]:
-    """`column = ...` of each update, and its parameters: a value, the database clock, or a column plus or
-    minus a constant (`F("version") + 1`). Anything else is not a move's update."""
-    sets, params = [], []
+def _guarded_update(obj: Model, where: dict[str, Any], updates: dict[str, Any]) -> bool:
+    """UPDATE `obj`'s row only if it still has the values of `where` (compare-and-set); False when someone else
+    moved it first. On success the object holds the new values, those the database decided read back."""
+    if not type(obj).objects.filter(pk=obj.pk, **where).update(**updates):
+        return False
+    decided = []
     for name, value in updates.items():
-        field = model._meta.get_field(name)
-        if isinstance(value, DbClock):
-            sets.append(f'"{field.column}" = {DbClock.template}')
-        elif (isinstance(value, CombinedExpression) and isinstance(value.lhs, F) and isinstance(value.rhs, Value)
-              and value.connector in (CombinedExpression.ADD, CombinedExpression.SUB)):
-            source = model._meta.get_field(value.lhs.name).column
-            sets.append(f'"{field.column}" = "{source}" {value.connector} %s')
-            params.append(value.rhs.value)
-        elif isinstance(value, Expression):
-            raise TypeError(f"a state move cannot write {value!r} to {name}")
+        if isinstance(value, Expression):
+            decided.append(name)
         else:
-            sets.append(f'"{field.column}" = %s')
-            params.append(field.get_db_prep_save(value, connection))
-    return tuple(sets), params
-
-
-@cache
-def _move_sql(model: type[Model], where: tuple[str, ...], sets: tuple[str, ...], gate_sql: str,
-              endpoints_sql: str) -> str:
-    """The one statement of a move on PostgreSQL, for one shape of move (its parameters vary, not its text)."""
-    table = model._meta.db_table
-    conditions = [f'"{table}"."{_field(model, name).column}" = %s' for name in where]
-    if gate_sql:
-        conditions.append("EXISTS (SELECT 1 FROM gate)")
-    returning = ", ".join(s.split(" = ", 1)[0] for s in sets)
-    placeholders = ", ".join(["%s"] * len(EVENT_COLUMNS))
-    return (f"WITH {f'gate AS ({gate_sql}), ' if gate_sql else ''}"
-            f'moved AS (UPDATE "{table}" SET {", ".join(sets)} WHERE {" AND ".join(conditions)} '
-            f"RETURNING {returning}), "
-            f"ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) SELECT {placeholders} FROM moved "
-            f"RETURNING id) SELECT {returning}, (SELECT id FROM ev){endpoints_sql} FROM moved")
-
-
-def _field(model: type[Model], name: str):
-    return model._meta.pk if name == "pk" else model._meta.get_field(name)
-
+            setattr(obj, type(obj)._meta.get_field(name).attname, value)
+    if decided:
+        obj.refresh_from_db(fields=decided)
+    return True
 
 
 # --- send jobs -------------------------------------------------------------------------------
@@ -200,66 +115,43 @@ def job_move(
     event: Event | None = None,
     worker_id: str = "",
     fields: dict[str, Any] | None = None,
-    gate: tuple[str, list] | None = None,
     **event_data: Any,
 ) -> bool:
-    """Move `job` from the state and version it was read with to `to`; requires a transaction.
-
-    `gate`: a statement that must return a row for the job to move, run with the move (the daily cap's
-    slot, `sequences.daily_cap.slot_gate`); False then also when it returned none."""
+    """Move `job` from the state and version it was read with to `to`, with its event; requires a transaction."""
     _check("send-job", JOB_EDGES, job.state, to)
+    before, version = job.state, job.version
     updates: dict[str, Any] = {"state": to, "version": F("version") + 1, **(fields or {})}
     if to in JOB_STAMP:
         updates.setdefault(JOB_STAMP[to], DbClock())
-    back_from_hand_off = job.state == S.AUTHORIZED and to == S.SCHEDULED
-    moved = _guarded_update(
-        SendJob, {"pk": job.pk, "state": job.state, "version": job.version}, updates,
-        {"kind": event or Event(f"job_{to}"), "email": _email_of(job), "enrollment": job.enrollment_id,
-         "job": job.pk, "version_seen": job.version, "worker_id": worker_id,
-         "data": {"step": job.step.position, "from": job.state, "to": to, **event_data}},
-        gate=gate,
-    )
-    if moved is None:
+    authorized_at = job.authorized_at
+    if not _guarded_update(job, {"state": before, "version": version}, updates):
         return False
-    if back_from_hand_off:
+    event_record(kind=event or Event(f"job_{to}"), email=job.enrollment.contact.email, enrollment=job.enrollment_id,
+                 job=job.pk, version_seen=version, worker_id=worker_id,
+                 step=job.step.position, **{"from": before, "to": to}, **event_data)
+    if before == S.AUTHORIZED and to == S.SCHEDULED:
         # A transient refusal or a held message did not leave: it is not one of the day's messages.
-        mailbox = _sending_mailbox(job)
-        daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=job.authorized_at)
-    _apply(job, moved, to=to, state_field="state")
+        mailbox = enrollment_mailbox(job.enrollment)
+        daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=authorized_at)
     return True
 
 
-def _apply(obj, moved: dict[str, Any], *, to: str, state_field: str) -> None:
-    """Bring the moved row's instance up to date: the values the UPDATE returned (database-clock stamps,
-    counters), or, where it returned none (SQLite), the new state and version."""
-    if moved:
-        for attname, value in moved.items():
-            setattr(obj, attname, value)
-    else:
-        setattr(obj, state_field, to)
-        obj.version += 1
-
-
-def _sending_mailbox(job: SendJob) -> Mailbox:
-    from .loads import sending_mailbox
-
-    return sending_mailbox(job.enrollment)
-
-
 def job_created(*, job: SendJob, email: str, **event_data: Any) -> None:
-    """Write the new `job`, born `scheduled` (the one state a job is created in), and its event: one statement
-    on PostgreSQL; requires a transaction."""
+    """Write the new `job`, born `scheduled` (the one state a job is created in), and its event; requires a
+    transaction."""
     assert job.state == S.SCHEDULED and job._state.adding, "a send job is created scheduled, here"
-    event_record_with_row(job, id_key=None, kind=Event.JOB_SCHEDULED, email=email, enrollment=job.enrollment_id,
-                          version_seen=job.version, step=job.step.position, **event_data)
+    job.save(force_insert=True)
+    event_record(kind=Event.JOB_SCHEDULED, email=email, enrollment=job.enrollment_id, job=job,
+                 version_seen=job.version, step=job.step.position, **event_data)
 
 
-def _email_of(job: SendJob) -> str:
-    cache = getattr(job, "_email", None)
-    if cache is None:
-        cache = job.enrollment.contact.email
-        job._email = cache  # type: ignore[attr-defined]
-    return cache
+# The one definition of a message of ours that really left: submitted or accepted, and not canceled at the
+# provider before its send time. `LEFT` for a query, `job_left` for a job in hand.
+LEFT = Q(state__in=(S.SUBMITTED, S.ACCEPTED)) & ~Q(provider_cancel_status=ProviderCancel.CONFIRMED)
+
+
+def job_left(job: SendJob) -> bool:
+    return job.state in (S.SUBMITTED, S.ACCEPTED) and job.provider_cancel_status != ProviderCancel.CONFIRMED
 
 
 # --- enrollments -----------------------------------------------------------------------------
@@ -281,15 +173,12 @@ def enrollment_move(
 ) -> bool:
     """Move a locked enrollment from the status and version it was read with; requires a transaction."""
     _check("enrollment", ENROLLMENT_EDGES, enrollment.status, to)
-    moved = _guarded_update(
-        Enrollment, {"pk": enrollment.pk, "status": enrollment.status, "version": enrollment.version},
-        {"status": to, "version": F("version") + 1, **(fields or {})},
-        {"kind": event, "email": enrollment.contact.email, "enrollment": enrollment.pk,
-         "version_seen": enrollment.version, "data": event_data},
-    )
-    if moved is None:
+    version = enrollment.version
+    if not _guarded_update(enrollment, {"status": enrollment.status, "version": version},
+                           {"status": to, "version": F("version") + 1, **(fields or {})}):
         return False
-    _apply(enrollment, moved, to=to, state_field="status")
+    event_record(kind=event, email=enrollment.contact.email, enrollment=enrollment.pk, version_seen=version,
+                 **event_data)
     return True
 
 

@@ -10,8 +10,18 @@ from typing import Any
 from rq import get_current_job
 
 from . import services
+from .api import bulk
+from .api.idempotency import idempotency_keys_purge
 from .pipeline import send_job_process
-from .queues import STALE_AFTER_SECONDS, enqueue_probe, enqueue_provider_cancel, enqueue_sends, send_enqueued_recently
+from .queues import (
+    STALE_AFTER_SECONDS,
+    enqueue_probe,
+    enqueue_provider_cancel,
+    enqueue_sends,
+    enqueue_webhook_deliveries,
+    send_enqueued_recently,
+)
+from .webhooks_out import deliver
 
 log = logging.getLogger("outreach.tasks")
 
@@ -63,7 +73,7 @@ def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
 
 
 def doctor() -> int:
-    """Periodic: repair active enrollments left without a live job (see services.doctor)."""
+    """Periodic: repair active enrollments left without a live job (see sequences.services.doctor)."""
     repaired = [f for f in services.enrollments_doctor(repair=True) if f.done]
     for finding in repaired:
         log.warning("enrollment %s (%s): %s -> %s", finding.enrollment_id, finding.email, finding.finding,
@@ -98,33 +108,24 @@ def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, inva
 
 
 def webhook_deliver(delivery_id: int) -> str:
-    from .webhooks_out.deliver import webhook_deliver as deliver
-
-    outcome = deliver(delivery_id=delivery_id)
+    outcome = deliver.webhook_deliver(delivery_id=delivery_id)
     log.info("webhook delivery %s: %s", delivery_id, outcome)
     return outcome
 
 
 def webhooks_due() -> int:
     """Periodic: enqueue outbound webhook deliveries whose retry is due (or whose RQ job was lost)."""
-    from .queues import enqueue_webhook_deliveries
-    from .webhooks_out.deliver import webhook_deliveries_due
-
-    due = webhook_deliveries_due()
+    due = deliver.webhook_deliveries_due()
     enqueue_webhook_deliveries(due)
     return len(due)
 
 
 def bulk_enrollment_run(bulk_id: int) -> str:
-    from .api.bulk import bulk_enrollment_run as run
-
-    return run(bulk_id=bulk_id)
+    return bulk.bulk_enrollment_run(bulk_id=bulk_id)
 
 
 def api_housekeeping() -> int:
     """Periodic: forget idempotency keys older than a day."""
-    from .api.idempotency import idempotency_keys_purge
-
     return idempotency_keys_purge()
 def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str) -> dict[str, Any]:
     """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page."""

@@ -6,13 +6,12 @@ commands match on these names, so they are members here, never ad-hoc strings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 from django.db import connection
-from django.db.models import Model
 
-from .inserts import insert_sql, returned_assign
 from .models import Enrollment, SendJob, TimelineEvent
 
 
@@ -95,143 +94,46 @@ def event_record(
     worker_id: str = "",
     **data: Any,
 ) -> TimelineEvent:
-    """Append one event; requires the caller's transaction (stamped by the database clock).
+    """Append one event; requires the caller's transaction (stamped by the database clock, its column's default).
 
-    On PostgreSQL one statement writes the event and, for a kind that outbound webhooks carry, reads the
-    active endpoints for its outbox rows (`event_written`).
+    Then every listener hears of it in the same transaction (`listener_add`: the outbound webhooks' outbox).
     """
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    row = event_row(kind=kind, email=email, enrollment=enrollment, job=job, version_seen=version_seen,
-                    worker_id=worker_id, data=data)
-    if connection.vendor != "postgresql":
-        row.save()
-        event_written(row)
-        return row
-    from .webhooks_out.outbox import endpoints_column, endpoints_parse
-
-    endpoints_sql = endpoints_column(row.kind)
-    values = event_values(row)
-    sql = (f"WITH ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
-           f"VALUES ({', '.join(['%s'] * len(values))}) RETURNING id, at) "
-           f"SELECT id, at{endpoints_sql} FROM ev")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        found = cursor.fetchone()
-    row.pk, row.at = found[0], found[1]
-    row._state.adding, row._state.db = False, connection.alias
-    event_written(row, endpoints=endpoints_parse(found[2]) if endpoints_sql else [])
-    return row
-
-
-def event_record_with_row(instance: Model, *, id_key: str | None, kind: Event, email: str = "",
-                          enrollment: Enrollment | int | None = None, job: SendJob | int | None = None,
-                          version_seen: int | None = None, **data: Any) -> TimelineEvent:
-    """INSERT the new `instance` and append one event that names it: in its data (`data[id_key]`), or, for a
-    new send job (`id_key` None), as the event's job; requires the caller's transaction.
-
-    On PostgreSQL one statement: the row's INSERT and the event's, with the active webhook endpoints
-    (as event_record). Elsewhere the row is saved, then the event written.
-    """
-    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    names_job = id_key is None
-    assert not names_job or isinstance(instance, SendJob), "an event names a new row in its data, or a new job"
-    if connection.vendor != "postgresql":
-        instance.save()
-        named = {"job": instance} if names_job else {"job": job, id_key: instance.pk}
-        return event_record(kind=kind, email=email, enrollment=enrollment, version_seen=version_seen, **named,
-                            **data)
-    insert, params, returned = insert_sql(instance)  # the primary key returned first
-    row, values = _event_naming(f"{insert} RETURNING {', '.join(f.column for f in returned)}", params,
-                                id_column=instance._meta.pk.column, id_key=id_key, kind=kind, email=email,
-                                enrollment=enrollment, job=job, version_seen=version_seen, data=data)
-    returned_assign(instance, returned, values)
-    return row
-
-
-def event_record_reserving(model: type[Model], *, id_key: str, kind: Event, email: str = "",
-                           enrollment: Enrollment | int | None = None, job: SendJob | int | None = None,
-                           **data: Any) -> tuple[TimelineEvent, int]:
-    """Append one event naming the next id of `model`'s table (`data[id_key]`), taken by the same statement, so
-    the row itself can be written later in the transaction, once; requires the caller's transaction.
-
-    PostgreSQL only (elsewhere the caller saves the row first, then writes its event)."""
-    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    row, (reserved,) = _event_naming("SELECT nextval(pg_get_serial_sequence(%s, %s)) AS id",
-                                     [model._meta.db_table, model._meta.pk.column], id_column="id", id_key=id_key,
-                                     kind=kind, email=email, enrollment=enrollment, job=job, data=data)
-    return row, reserved
-
-
-def _event_naming(source_sql: str, source_params: list, *, id_column: str, id_key: str | None,
-                  data: dict[str, Any], **event: Any) -> tuple[TimelineEvent, list]:
-    """One statement: `source_sql` (a query, or a data-modifying statement with RETURNING, of one row whose
-    `id_column` comes first) and the event that names that id, in its data (`data[id_key]`) or, `id_key`
-    None, as its job; with the active webhook endpoints (as event_record). Returns the event and the
-    source's row."""
-    from .webhooks_out.outbox import endpoints_column, endpoints_parse
-
-    row = event_row(**event, data=data)
-    endpoints_sql = endpoints_column(row.kind)
-    selected, params = [], []
-    for column, value in zip(EVENT_COLUMNS, event_values(row), strict=True):
-        if column == "job_id" and id_key is None:
-            selected.append(f"r.{id_column}")
-        elif column == "data" and id_key is not None:
-            selected.append(f"%s::jsonb || jsonb_build_object(%s::text, r.{id_column})")
-            params += [value, id_key]
-        else:
-            selected.append("%s")
-            params.append(value)
-    sql = (f"WITH r AS ({source_sql}), ev AS (INSERT INTO {EVENT_TABLE} ({', '.join(EVENT_COLUMNS)}) "
-           f"SELECT {', '.join(selected)} FROM r RETURNING id, at) "
-           f"SELECT ev.id, ev.at{endpoints_sql}, r.* FROM r, ev")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (*source_params, *params))
-        found = list(cursor.fetchone())
-    row.pk, row.at = found[0], found[1]
-    endpoints, source = (found[2], found[3:]) if endpoints_sql else (None, found[2:])
-    if id_key is None:
-        row.job_id = source[0]
-    else:
-        row.data[id_key] = source[0]
-    row._state.adding, row._state.db = False, connection.alias
-    event_written(row, endpoints=endpoints_parse(endpoints) if endpoints_sql else [])
-    return row, source
-
-
-def event_row(*, kind: Event | str, email: str = "", enrollment: Enrollment | int | None = None,
-              job: SendJob | int | None = None, version_seen: int | None = None, worker_id: str = "",
-              data: dict[str, Any] | None = None) -> TimelineEvent:
-    """The (unsaved) row of one event."""
-    return TimelineEvent(
+    row = TimelineEvent.objects.create(
         kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
         job_id=job.pk if isinstance(job, SendJob) else job,
         version_seen=version_seen,
         worker_id=worker_id,
-        data=data or {},
+        data=data,
     )
+    for listener in _listeners:
+        listener(row)
+    return row
 
 
-EVENT_TABLE = TimelineEvent._meta.db_table
-EVENT_COLUMNS = ("kind", "email", "enrollment_id", "job_id", "version_seen", "worker_id", "data")
+def events_record_many(events: list[TimelineEvent]) -> list[TimelineEvent]:
+    """Append many events (unsaved rows) in one INSERT, as event_record appends one; requires the transaction."""
+    assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
+    rows = TimelineEvent.objects.bulk_create(events)
+    for row in rows:
+        for listener in _listeners:
+            listener(row)
+    return rows
 
 
-def event_values(row: TimelineEvent) -> list[Any]:
-    """The parameters of EVENT_COLUMNS for an INSERT of `row` written by hand (here and in sequences.states)."""
-    data_field = TimelineEvent._meta.get_field("data")
-    return [row.kind, row.email, row.enrollment_id, row.job_id, row.version_seen, row.worker_id,
-            data_field.get_db_prep_save(row.data, connection)]
+Listener = Callable[[TimelineEvent], Any]
+_listeners: list[Listener] = []
 
 
-def event_written(row: TimelineEvent, *, endpoints: list[tuple[int, list[str]]] | None = None) -> None:
-    """What follows every timeline event in its transaction, however it was written (here, or by a state
-    move's single statement in sequences.states): the outbound webhooks' outbox row.
+def listener_add(listener: Listener) -> None:
+    """Call `listener(event)` after every event is written, inside its transaction. Registered once, at start-up
+    (an app's `ready`), so the timeline imports nothing of what follows it."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
-    `endpoints`: the active webhook endpoints (id, event types) when the statement that wrote the event
-    read them as well; None reads them here."""
-    # Imported here because the outbox reads Event from this module (they would import each other).
-    from .webhooks_out.outbox import outbox_write
 
-    outbox_write(row, endpoints=endpoints)
+def iso(moment) -> str:
+    """A timestamp for a timeline event's data: ISO 8601, or '' when there is none."""
+    return moment.isoformat() if moment else ""

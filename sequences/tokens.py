@@ -11,6 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.core import signing
 
+from .models import SendJob
+from .selectors import normalize_email
+
 SALT = "outreach.unsubscribe"
 MAX_AGE_SECONDS = 365 * 24 * 3600
 
@@ -30,9 +33,6 @@ class TokenRefused(ValueError):
 
 def unsubscribe_target(claim: dict) -> tuple[str, int]:
     """(email, job_id) of a read token, or TokenRefused: the job exists, was handed off, and to this address."""
-    from .models import SendJob
-    from .selectors import normalize_email
-
     email, job_id = normalize_email(str(claim["e"])), int(claim["j"])
     if not email or email.startswith("@") or "@" not in email:
         raise TokenRefused("a token names one address, never a domain")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sequences.models import Enrollment, SendJob
-from sequences.services.rotation import enrollment_mailbox_id, sends_from
+from sequences.sending_mailbox import enrollment_mailbox_id, sends_from
 
 from ..classify.evidence import REFERENCES_CONSIDERED
 from ..kinds import Kind

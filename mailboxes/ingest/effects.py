@@ -11,12 +11,18 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from db.sql import db_now
 from sequences import services
 from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
-from sequences.services.rotation import sends_from
+from sequences.sending_mailbox import sends_from
+from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
 
 from ..classify import Classification
+from ..classify.mime import parse_for_classify
+from ..classify.quotes import extract_reply_text
+from ..classify.return_date import return_date
+from ..classify.text import body_text
 from ..kinds import BounceType, Kind
 from ..models import InboundMessage
 from .correlate import Correlation
@@ -62,6 +68,12 @@ def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | N
     return _bounce_effects(row, correlation.addresses, types, source)
 
 
+def answer_text(row: InboundMessage) -> str:
+    """An auto-reply's own words: subject and body without the quoted message we sent (it may name dates)."""
+    body = body_text(parse_for_classify(bytes(row.raw))) if row.raw else ""
+    return f"{row.subject}\n{extract_reply_text(body) or body}"
+
+
 DELAYED = "Action: delayed"  # in the classifier's reason for DSN and prose delay warnings
 
 
@@ -72,8 +84,11 @@ def is_delay(c: Classification) -> bool:
 
 def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
-        return services.person_hold_for_auto_reply(inbound_id=row.pk, addresses=correlation.addresses, source=source,
-                                                   inbound=row)
+        received = row.internaldate or db_now()
+        found = return_date(answer_text(row), received=received.date())
+        stated = ReturnStated(date=found.date, sentence=found.sentence) if found else None
+        return person_hold_for_auto_reply(addresses=correlation.addresses, received=received, found=stated,
+                                          source=source)
     summary = services.StopSummary()
     for enrollment_id in _enrollments_to_stop(row, correlation):
         summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))

@@ -21,10 +21,10 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Min
 
-from sequences.dbclock import db_now
+from db.sql import db_now
 from sequences.models import SendJob
+from sequences.sending_mailbox import sends_from
 from sequences.services.mailbox_health import mailbox_block
-from sequences.services.rotation import sends_from
 from sequences.timeline import Event, event_record
 
 from ..imap.connection import ImapConfig

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import DataError, IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import Q
 
-from sequences.dbclock import clock_sql
-from sequences.inserts import ids_reserve, row_insert, rows_copy
-from sequences.timeline import Event, event_record, event_record_reserving
+from db.sql import DbClock
+from sequences.timeline import Event, event_record
 
 from ..imap.fetch import FetchedMessage
 from ..kinds import Kind
@@ -157,20 +156,12 @@ def _metadata_rows_write(mailbox, folder, uidvalidity, rows: list[InboundMessage
     for row in fresh:
         (copies if row.message_id and row.message_id in first_ids else firsts).append(row)
         first_ids.add(row.message_id)
-    copying = connection.vendor == "postgresql"  # one COPY of every row, their ids taken first
-    if copying:
-        for row, pk in zip(fresh, ids_reserve(InboundMessage, len(fresh)), strict=True):
-            row.pk = pk
-    else:
-        InboundMessage.objects.bulk_create(firsts)
+    InboundMessage.objects.bulk_create(firsts)
     originals.update({r.message_id: r.pk for r in firsts if r.message_id})
     for row in copies:
         row.duplicate_of_id = originals[row.message_id]
         row.effect = f"copy of inbound #{row.duplicate_of_id}: no action"
-    if copying:
-        rows_copy(fresh)
-    else:
-        InboundMessage.objects.bulk_create(copies)
+    InboundMessage.objects.bulk_create(copies)
     counts["recorded"] += len(firsts) + len(copies)
     counts["duplicates"] += len(copies)
 
@@ -226,33 +217,19 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         bounce_type=row.bounce_type, rule=row.correlation_rule, message_id=parsed.message_id[:300],
         mailbox=mailbox.name, folder=folder,
     )
-    # The cursor moves in the statement that writes the row (on PostgreSQL).
-    advance = _advance_statement(mailbox.pk, folder, uidvalidity, fetched.uid)
-    if row.content == Content.FULL and connection.vendor == "postgresql":
-        # The event that says it arrived first, naming the row's id taken by the same statement; then the
-        # effects; then the row, written once with its effect (a wide row written twice costs more).
-        _, row.pk = event_record_reserving(InboundMessage, id_key="inbound", **arrived)
-        row.effect = inbound_effects_apply(row, correlation, c)
-        row_insert(row, also=advance)
-    else:  # metadata only, or SQLite: the row first, its event, then its effect
-        row_insert(row, also=advance)
-        if row.content == Content.FULL:
-            event_record(**arrived, inbound=row.pk)
-        row.effect = inbound_effects_apply(row, correlation, c)
-        InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
+    row.save(force_insert=True)
+    _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
+    if row.content == Content.FULL:
+        event_record(**arrived, inbound=row.pk)
+    row.effect = inbound_effects_apply(row, correlation, c)
+    InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
     return IngestResult(row.pk, True, False, row.effect), row
 
 
-def _advance_statement(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> tuple[str, list]:
-    """(SQL, params) that moves the folder's cursor forward to `uid` (never back), stamped by the database clock."""
-    return (f"UPDATE {ImapCursor._meta.db_table} SET last_uid = %s, updated_at = {clock_sql()} "
-            "WHERE mailbox_id = %s AND folder = %s AND uidvalidity = %s AND last_uid < %s",
-            [uid, mailbox_id, folder, uidvalidity, uid])
-
-
 def _advance_cursor(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(*_advance_statement(mailbox_id, folder, uidvalidity, uid))
+    """Move the folder's cursor forward to `uid` (never back), stamped by the database clock."""
+    ImapCursor.objects.filter(mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, last_uid__lt=uid).update(
+        last_uid=uid, updated_at=DbClock())
 
 
 def _advance_cursor_alone(mailbox_id: int, folder: str, uidvalidity: int, uid: int) -> None:

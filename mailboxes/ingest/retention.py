@@ -11,7 +11,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from sequences.dbclock import db_now
+from db.sql import db_now
 
 from ..models import InboundMessage
 

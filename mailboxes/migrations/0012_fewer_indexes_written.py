@@ -1,10 +1,10 @@
 # Fewer indexes written by every inbound row: the mailbox's own (inbound_once_per_uid leads with it) and the
-# `_like` indexes of message_id and from_address (see sequences.like_indexes).
+# `_like` indexes of message_id and from_address (see db.sql).
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-from sequences.like_indexes import like_indexes_dropped
+from db.sql import like_indexes_dropped
 
 
 class Migration(migrations.Migration):

@@ -64,8 +64,9 @@ def _stops(sequence, n: int, tag: str) -> float:
 
 
 def run(ctx) -> dict[str, Any]:
-    from sequences.models import Enrollment, WebhookDelivery, WebhookEndpoint
+    from sequences.models import Enrollment
     from sequences.webhooks_out.events import WebhookEvent
+    from sequences.webhooks_out.models import WebhookDelivery, WebhookEndpoint
 
     n = ctx.options["api_calls"]
     ctx.reset()

@@ -33,7 +33,7 @@ def run(ctx) -> dict[str, Any]:
     from mailboxes.models import Mailbox
     from sequences import services
     from sequences.models import Enrollment
-    from sequences.services.rotation import sends_from
+    from sequences.sending_mailbox import sends_from
 
     sends, bounces = ctx.options["guardrail_sends"], ctx.options["bounces"]
     ctx.reset()

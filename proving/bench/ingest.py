@@ -32,6 +32,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from db.sql import db_now
 from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.ingest.correlate import ties_in_headers
 from mailboxes.ingest.parse import parse_headers
@@ -42,7 +43,6 @@ from proving.bench.imapserver import child_env, dovecot, first_select, imap_fiel
 from proving.bench.procs import run_child
 from proving.bench.stats import StatementCounter, ratio, table
 from proving.harness import data, mails
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Suppression
 
 PARSE_SAMPLE = 5000

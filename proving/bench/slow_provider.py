@@ -37,7 +37,7 @@ from proving.harness import data
 from proving.harness.smtp import SmtpServer
 from sequences import services
 from sequences.models import SendJob
-from sequences.services.rotation import enrollment_mailbox_id
+from sequences.sending_mailbox import enrollment_mailbox_id
 
 VARIANTS = ("guarded", "lock_held")
 METHODS = ("inbound_record", "enrollment_stop")

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from db.sql import db_now
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, TimelineEvent
 

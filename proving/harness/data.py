@@ -16,9 +16,9 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import NOT_PROVIDED
 
+from db.sql import db_now
 from mailboxes.models import Mailbox
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.models import Contact, Enrollment, SendJob, Sequence, Step
 
 S = SendJob.State

@@ -13,8 +13,9 @@ from functools import wraps
 from django.db.models import DurationField, Q, Value
 from ninja.security import HttpBearer
 
-from ..dbclock import DbClock
-from ..models import ApiToken
+from db.sql import DbClock
+from sequences.api.models import ApiToken
+
 from ..web.access import PERM_TEXT
 from .ratelimit import rate_check
 from .tokens import api_token_lookup, token_permissions

@@ -15,8 +15,10 @@ from typing import Any
 
 from django.db import transaction
 
-from ..dbclock import DbClock
-from ..models import BulkEnrollment, Enrollment, Sequence
+from db.sql import DbClock
+from sequences.api.models import BulkEnrollment
+
+from ..models import Enrollment, Sequence
 from ..queues import enqueue_bulk_enrollment
 from ..services import ContactRow, ServiceError, enrollments_create_batch
 from .contacts import contact_row

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from contextlib import contextmanager
 from datetime import timedelta
 from functools import wraps
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpResponse, JsonResponse
 
-from ..dbclock import db_now
-from ..models import IdempotencyKey
+from db.sql import advisory_lock, db_now
+from sequences.api.models import IdempotencyKey
+
 from .tokens import api_token_lookup
 
 HEADER = "Idempotency-Key"
@@ -36,22 +36,6 @@ NOT_STORED = {401, 429}
 
 def fingerprint(request) -> str:
     return hashlib.sha256(request.method.encode() + b" " + request.path.encode() + b"\n" + request.body).hexdigest()
-
-
-@contextmanager
-def key_lock(token_id: int, key: str):
-    """Serialize requests with the same (token, key) on PostgreSQL; a no-op elsewhere (SQLite writes one at a time)."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    lock_id = int.from_bytes(hashlib.sha256(f"{token_id}:{key}".encode()).digest()[:8], "big", signed=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [lock_id])
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_id])
 
 
 def replay(stored: IdempotencyKey) -> HttpResponse:
@@ -82,7 +66,7 @@ def idempotent(view: Callable) -> Callable:
         if token is None:
             return view(request, *args, **kwargs)  # the API answers 401
         print_ = fingerprint(request)
-        with key_lock(token.pk, key):
+        with advisory_lock("idempotency", str(token.pk), key):
             stored = IdempotencyKey.objects.filter(token=token, key=key).first()
             if stored is not None:
                 return replay(stored) if stored.fingerprint == print_ else mismatch(key)

@@ -1,10 +1,11 @@
-"""API tokens, idempotency keys and bulk enrollments (imported by `sequences.models`)."""
+"""API tokens, idempotency keys and bulk enrollments (their app: `sequences.api`; tables and migrations stay with
+`sequences`)."""
 
 from __future__ import annotations
 
 from django.db import models
 
-from ..dbclock import DbClock
+from db.sql import DbClock
 
 
 class ApiToken(models.Model):
@@ -25,6 +26,7 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        app_label = "sequences"
         ordering = ["name"]
         verbose_name = "API token"
 
@@ -44,6 +46,7 @@ class IdempotencyKey(models.Model):
     created_at = models.DateTimeField(db_default=DbClock())
 
     class Meta:
+        app_label = "sequences"
         constraints = [models.UniqueConstraint(fields=["token", "key"], name="idempotency_key_once_per_token")]
 
     def __str__(self) -> str:
@@ -72,6 +75,7 @@ class BulkEnrollment(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        app_label = "sequences"
         ordering = ["-id"]
 
     def __str__(self) -> str:

@@ -9,8 +9,9 @@ import secrets
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
-from ..dbclock import DbClock
-from ..models import ApiToken
+from db.sql import DbClock
+from sequences.api.models import ApiToken
+
 from ..services.common import ServiceError
 
 PREFIX = "otk_"

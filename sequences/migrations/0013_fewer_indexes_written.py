@@ -1,12 +1,12 @@
 # Fewer indexes written by the send pipeline's moves and events: the enrollment's sequence and the daily
 # count's mailbox have none of their own (a composite index leads with each), the timeline's kind index holds
 # only the kinds a page finds by kind alone (sequences.models.KINDS_FOUND_BY_KIND), and the `_like` indexes of
-# the job's Message-IDs and of the timeline's email go (see sequences.like_indexes).
+# the job's Message-IDs and of the timeline's email go (see db.sql).
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-from sequences.like_indexes import like_indexes_dropped
+from db.sql import like_indexes_dropped
 
 
 class Migration(migrations.Migration):

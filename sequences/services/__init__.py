@@ -19,6 +19,8 @@
 Lock order and why: `sequences.locks`. State changes: `sequences.states`.
 """
 
+from sequences.stop_summary import StopSummary
+
 from .campaigns import (
     StepInvalid,
     sequence_create,
@@ -29,7 +31,7 @@ from .campaigns import (
     step_save,
     step_send_test,
 )
-from .common import ServiceError, StopSummary
+from .common import ServiceError
 from .doctor import Finding, enrollments_doctor
 from .enrollments import (
     BatchResult,

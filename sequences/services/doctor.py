@@ -17,8 +17,8 @@ from mailboxes.models import Mailbox
 
 from ..locks import enrollment_lock
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence
+from ..sending_mailbox import enrollment_mailbox_id
 from ..states import LIVE
-from .rotation import enrollment_mailbox_id
 from .scheduling import latest_per_step, schedule_next
 from .stops import enrollment_stop_after_failure
 

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import transaction
 
-from ..dbclock import db_now
+from db.sql import db_now
+
+from ..digests import address_erased, addresses_erased
 from ..models import Contact, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
 from ..selectors import normalize_email, suppression_active_for
-from ..timeline import Event, event_record
+from ..timeline import Event, event_record, events_record_many
 from ..window import zone_problem
 from .common import ServiceError
 from .rotation import mailboxes_choose
 from .scheduling import new_message_id, schedule_next
-from .suppressions import address_erased, addresses_erased
 
 # The refusal of an erased person's address: it names no address (the caller knows which one it sent).
 ERASED = "this address belongs to a person whose data was erased: it is never imported or mailed again"
@@ -164,36 +164,6 @@ def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow]) -> dict[str
     return refused
 
 
-def _insert(model: type[models.Model], rows: list[dict[str, Any]]) -> list[int]:
-    """INSERT many rows in one statement (PostgreSQL unnest) and return their ids, in order.
-
-    The batch's one shortcut: what bulk_create would write, without building a
-    model instance per row (the ORM's per-object cost was most of an import's
-    time). Columns left out take their database default (created_at, at).
-    """
-    if not rows:
-        return []
-    fields = [model._meta.get_field(name) for name in rows[0]]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    casts = ", ".join(f"c{i}::{f.db_type(connection)}" for i, f in enumerate(fields))
-    arrays = ", ".join("%s::text[]" for _ in fields)
-    names = ", ".join(f"c{i}" for i in range(len(fields)))
-    values = [[None if row[f.name] is None else _text(row[f.name]) for row in rows] for f in fields]
-    table = connection.ops.quote_name(model._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {casts} FROM unnest({arrays}) WITH ORDINALITY "
-                       f"AS t({names}, n) ORDER BY n RETURNING id", values)
-        return [row[0] for row in cursor.fetchall()]
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, dict):
-        return json.dumps(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _changes(contact: Contact, row: ContactRow) -> dict[str, Any]:
     """What the row would change on an existing contact: its non-empty values that differ."""
     wanted = {"first_name": row.first_name, "last_name": row.last_name, "company": row.company,
@@ -221,7 +191,7 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
 
     Writes what contact_upsert + enrollment_create write for each accepted row
     (the contact, the enrollment, its step-1 job, and the `enrolled` and
-    `job_scheduled` events), with one statement per table instead of one per
+    `job_scheduled` events), with one bulk INSERT per table instead of one per
     row. A row that is refused (suppressed, already enrolled) changes nothing,
     not even its contact; an existing contact changes only with
     `update_contacts`, and only in the values the row gives.
@@ -248,10 +218,10 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
                 result.already_enrolled += 1
 
         new_rows = [r for r in accepted if r.email not in existing]
-        new_ids = _insert(Contact, [{"email": r.email, "first_name": r.first_name, "last_name": r.last_name,
-                                     "company": r.company, "timezone": r.timezone_name, "fields": r.fields}
-                                    for r in new_rows])
-        result.contacts_created = len(new_rows)
+        created = Contact.objects.bulk_create([
+            Contact(email=r.email, first_name=r.first_name, last_name=r.last_name, company=r.company,
+                    timezone=r.timezone_name, fields=r.fields) for r in new_rows])
+        result.contacts_created = len(created)
         changed: list[Contact] = []
         for row in accepted:
             contact = existing.get(row.email)
@@ -269,33 +239,27 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
             Contact.objects.bulk_update(changed, fields=sorted(set(result.fields_changed)))
         result.contacts_updated = len(changed)
 
-        contact_ids = {r.email: pk for r, pk in zip(new_rows, new_ids, strict=True)}
-        contact_ids |= {email: c.pk for email, c in existing.items()}
+        contacts = {c.email: c for c in created} | existing
         # Each keeps the mailbox chosen here for its whole life (services.rotation).
         mailboxes = mailboxes_choose(sequence, count=len(accepted), now=db_now())
-        enrollment_ids = _insert(Enrollment, [
-            {"sequence": sequence.pk, "contact": contact_ids[r.email], "status": Enrollment.Status.ACTIVE.value,
-             "stop_reason": "", "version": 1, "mailbox": m.pk} for r, m in zip(accepted, mailboxes, strict=True)])
+        enrollments = Enrollment.objects.bulk_create([
+            Enrollment(sequence=sequence, contact=contacts[r.email], mailbox=m)
+            for r, m in zip(accepted, mailboxes, strict=True)])
         # Step 1 of a new enrollment, as schedule_next creates it: nothing sent yet, due after its wait.
         scheduled_at = db_now() + timedelta(seconds=step.wait_seconds)
-        blank = {name: "" for name in ("worker_id", "smtp_reply", "provider_message_id", "provider_request_id",
-                                       "cancel_reason", "error", "provider_schedule_id", "provider_cancel_status",
-                                       "provider_cancel_detail")}
-        job_ids = _insert(SendJob, [
-            {"enrollment": e, "step": step.pk, "state": SendJob.State.SCHEDULED.value, "version": 1,
-             "scheduled_at": scheduled_at, "attempts": 0, "message_id": new_message_id(m), **blank}
-            for e, m in zip(enrollment_ids, mailboxes, strict=True)])
+        jobs = SendJob.objects.bulk_create([
+            SendJob(enrollment=e, step=step, state=SendJob.State.SCHEDULED, scheduled_at=scheduled_at,
+                    message_id=new_message_id(m)) for e, m in zip(enrollments, mailboxes, strict=True)])
         events = []
-        for row, enrollment_id, job_id, mailbox in zip(accepted, enrollment_ids, job_ids, mailboxes, strict=True):
-            # The same events, with the same data, as event_record writes for enrollment_create.
-            events.append({"kind": Event.ENROLLED.value, "email": row.email, "enrollment": enrollment_id,
-                           "job": None, "version_seen": 1, "worker_id": "",
-                           "data": {"sequence": sequence.name, "actor": actor, "mailbox": mailbox.name}})
-            events.append({"kind": Event.JOB_SCHEDULED.value, "email": row.email, "enrollment": enrollment_id,
-                           "job": job_id, "version_seen": 1, "worker_id": "",
-                           "data": {"step": step.position, "scheduled_at": scheduled_at.isoformat(),
-                                    "reason": "enrolled"}})
-        _insert(TimelineEvent, events)
+        for row, enrollment, job, mailbox in zip(accepted, enrollments, jobs, mailboxes, strict=True):
+            # The same events, with the same data, as enrollment_create writes.
+            events.append(TimelineEvent(kind=Event.ENROLLED, email=row.email, enrollment=enrollment, version_seen=1,
+                                        data={"sequence": sequence.name, "actor": actor, "mailbox": mailbox.name}))
+            events.append(TimelineEvent(kind=Event.JOB_SCHEDULED, email=row.email, enrollment=enrollment, job=job,
+                                        version_seen=1, data={"step": step.position,
+                                                              "scheduled_at": scheduled_at.isoformat(),
+                                                              "reason": "enrolled"}))
+        events_record_many(events)
         result.enrolled = len(accepted)
     return result
 

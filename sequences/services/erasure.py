@@ -25,20 +25,20 @@ from typing import Any
 from django.apps import apps
 from django.contrib.admin.models import LogEntry
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.db.models import Q
 from django.forms.models import model_to_dict
 
 from mailboxes.models import InboundMessage, ProviderEvent
 
+from ..digests import address_digest
 from ..locks import enrollments_lock
 from ..models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob, Suppression, TimelineEvent
 from ..selectors import normalize_email
+from ..sending_mailbox import enrollment_mailbox
 from ..timeline import Event, event_record
 from .common import ServiceError, operator_log
-from .rotation import enrollment_mailbox
 from .stops import enrollment_stop_locked
-from .suppressions import address_digest
 
 ERASED = "[erased]"
 TEXT_FIELDS = (models.CharField, models.TextField, models.JSONField)  # EmailField and SlugField are CharFields
@@ -96,17 +96,14 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
 
 def _inbound_blank(email: str, enrollment_ids: list[int]) -> int:
     """Blank the inbound mail from, to or about the person: raw source, subject, body, headers, addresses."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id FROM {InboundMessage._meta.db_table} WHERE position(%s in lower(encode(raw, 'escape'))) > 0",
-            [email],
-        )
-        mentioning = [row[0] for row in cursor.fetchall()]
+    mentioning = [
+        pk for pk, raw, recipients in InboundMessage.objects.values_list("pk", "raw", "recipients").iterator()
+        if email.encode() in bytes(raw or b"").lower() or email in [str(r).lower() for r in recipients or []]
+    ]
     rows = InboundMessage.objects.filter(
         Q(enrollment_id__in=enrollment_ids)
         | Q(job__enrollment_id__in=enrollment_ids)
         | Q(from_address=email)
-        | Q(recipients__contains=[email])
         | Q(pk__in=mentioning)
     )
     return rows.update(
@@ -126,27 +123,23 @@ def _inbound_blank(email: str, enrollment_ids: list[int]) -> int:
 
 def _replace_everywhere(email: str) -> int:
     """Replace the address in every text and JSON column of the product's tables (and the admin log)."""
-    pattern = "".join(c if c.isalnum() else "\\" + c for c in email)
+    pattern = re.compile(re.escape(email), re.IGNORECASE)
     replaced = 0
     targets = [*apps.get_app_config("sequences").get_models(), *apps.get_app_config("mailboxes").get_models(), LogEntry]
-    with connection.cursor() as cursor:
-        for model in targets:
-            if model is ErasedAddress:
+    for model in targets:
+        if model is ErasedAddress:
+            continue
+        for field in model._meta.concrete_fields:
+            if not isinstance(field, TEXT_FIELDS):
                 continue
-            table = connection.ops.quote_name(model._meta.db_table)
-            for field in model._meta.concrete_fields:
-                if not isinstance(field, TEXT_FIELDS):
-                    continue
-                column = connection.ops.quote_name(field.column)
+            # icontains reads a JSON column as its text on both databases.
+            for pk, value in model.objects.filter(**{f"{field.name}__icontains": email}).values_list("pk", field.name):
                 if isinstance(field, models.JSONField):
-                    value, cast = f"{column}::text", "::jsonb"
+                    text = json.dumps(value, cls=DjangoJSONEncoder)
+                    new = json.loads(pattern.sub(ERASED, text))
                 else:
-                    value, cast = column, ""
-                cursor.execute(
-                    f"UPDATE {table} SET {column} = regexp_replace({value}, %s, %s, 'gi'){cast} WHERE {value} ~* %s",
-                    [pattern, ERASED, pattern],
-                )
-                replaced += cursor.rowcount
+                    new = pattern.sub(ERASED, value)
+                replaced += model.objects.filter(pk=pk).update(**{field.name: new})
     return replaced
 
 

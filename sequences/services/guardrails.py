@@ -24,19 +24,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import IntegrityError, transaction
 
+from db.sql import DbClock, db_now
 from mailboxes.models import Mailbox
 
-from ..dbclock import DbClock, db_now, iso
 from ..loads import last_authorized_to
 from ..locks import mailbox_lock
 from ..models import GuardrailSignal, SendJob
 from ..queues import enqueue_guardrail_sweep
+from ..sending_mailbox import enrollment_mailbox, sends_from
 from ..states import MAILBOX_PAUSED, PASSED_HANDOFF, mailbox_move
-from ..timeline import Event, event_record
+from ..timeline import Event, event_record, iso
 from .common import T, operator_log
-from .rotation import sends_from
 
 S = SendJob.State
 GUARDRAIL = "deliverability guardrail"  # the actor of its pauses in the operator log
@@ -104,12 +104,12 @@ def guardrail_record(*, email: str, kind: str) -> str:
     Requires the caller's transaction (the one that records the bounce or complaint). Returns why the mailbox
     was paused, or ''.
     """
-    found = last_authorized_to(email)
-    if found is None:
+    job = last_authorized_to(email)
+    if job is None:
         return ""  # nothing of ours went to it: no mailbox to count it against
-    job_id, mailbox = found
+    mailbox = enrollment_mailbox(job.enrollment)
     mailbox_id = mailbox.pk
-    if not _signal_add(job_id=job_id, kind=kind, mailbox_id=mailbox_id):
+    if not _signal_add(job_id=job.pk, kind=kind, mailbox_id=mailbox_id):
         return ""  # the same message reported again counts once
     if mailbox.paused or (mailbox.guardrail_silenced_until and mailbox.guardrail_silenced_until > db_now()):
         return ""
@@ -123,13 +123,14 @@ def guardrail_record(*, email: str, kind: str) -> str:
 def _signal_add(*, job_id: int, kind: str, mailbox_id: int) -> bool:
     """Count one signal of a message; False when that message's signal of this kind was counted already.
 
-    One statement (the unique constraint on job and kind decides, also between two concurrent reports)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {GuardrailSignal._meta.db_table} (mailbox_id, job_id, kind) VALUES (%s, %s, %s) "
-            "ON CONFLICT (job_id, kind) DO NOTHING RETURNING id",
-            [mailbox_id, job_id, kind])
-        return cursor.fetchone() is not None
+    The unique constraint on job and kind decides, also between two concurrent reports (the second waits
+    for the first's commit, then meets the constraint); a savepoint keeps the caller's transaction usable."""
+    try:
+        with transaction.atomic():
+            GuardrailSignal.objects.create(mailbox_id=mailbox_id, job_id=job_id, kind=kind)
+    except IntegrityError:
+        return False
+    return True
 
 
 def guardrail_may_cross(mailbox: Mailbox) -> bool:

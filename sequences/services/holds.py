@@ -8,43 +8,43 @@ Without a stated date the hold lasts `OUTREACH_OOO_HOLD_DAYS`; a date further
 out than `OUTREACH_OOO_MAX_HOLD_DAYS` is held for that maximum (the answer
 comes from a stranger). The hold, the parsed date and the sentence it came
 from are recorded in the timeline. Called by ingestion only for an auto-reply
-correlated to a message we sent; lock order as every stop: the person's
+correlated to a message we sent, with the return date it read from the answer
+(`ReturnStated`: the send side parses no inbound mail); lock order as every stop: the person's
 enrollments (ascending id), then their jobs.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 
-from mailboxes.classify.mime import parse_for_classify
-from mailboxes.classify.quotes import extract_reply_text
-from mailboxes.classify.return_date import ReturnDate, return_date
-from mailboxes.classify.text import body_text
-from mailboxes.models import InboundMessage
-
-from ..dbclock import db_now, iso
 from ..locks import enrollments_lock
 from ..models import Enrollment, SendJob
 from ..states import job_move
-from ..timeline import Event, event_record
+from ..timeline import Event, event_record, iso
 
 S = SendJob.State
 HOLDABLE = (S.SCHEDULED, S.QUEUED, S.CLAIMED)  # not past the final check; each edge leads back to scheduled
 
 
-def person_hold_for_auto_reply(*, inbound_id: int, addresses: list[str], source: str,
-                               inbound: InboundMessage | None = None) -> str:
+@dataclass(frozen=True)
+class ReturnStated:
+    """The return date an auto-reply states, and the sentence that states it."""
+
+    date: date
+    sentence: str
+
+
+def person_hold_for_auto_reply(*, addresses: list[str], received: datetime, found: ReturnStated | None,
+                               source: str) -> str:
     """Hold the live jobs of the people an auto-reply answers for; requires the recording transaction.
 
-    `inbound`: the auto-reply's row as the recording holds it (it may not be written yet), else read by id.
+    `received`: when the auto-reply arrived; `found`: the return date it states, or None.
     Returns what was done, in words, for the inbound ledger.
     """
-    row = inbound if inbound is not None and inbound.pk == inbound_id else InboundMessage.objects.get(pk=inbound_id)
-    received = row.internaldate or db_now()
-    found = return_date(_answer_text(row), received=received.date())
     done = []
     for enrollment in enrollments_lock(
         Enrollment.objects.filter(contact__email__in=addresses, status=Enrollment.Status.ACTIVE)
@@ -73,7 +73,7 @@ def person_hold_for_auto_reply(*, inbound_id: int, addresses: list[str], source:
     )
 
 
-def hold_until(found: ReturnDate | None, *, received: datetime, tz: str) -> datetime:
+def hold_until(found: ReturnStated | None, *, received: datetime, tz: str) -> datetime:
     """The start of the day after the return date, in the person's time zone (or the default hold, capped)."""
     try:
         zone = ZoneInfo(tz or "UTC")
@@ -85,11 +85,11 @@ def hold_until(found: ReturnDate | None, *, received: datetime, tz: str) -> date
     return datetime.combine(min(max(day, today), latest), time(0), tzinfo=zone)
 
 
-def _hold_jobs(enrollment: Enrollment, *, until: datetime, found: ReturnDate | None, source: str) -> int:
+def _hold_jobs(enrollment: Enrollment, *, until: datetime, found: ReturnStated | None, source: str) -> int:
     held = 0
     jobs = SendJob.objects.filter(enrollment=enrollment, state__in=HOLDABLE, scheduled_at__lt=until)
     for job in jobs.select_related("step"):
-        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        job.enrollment = enrollment  # locked, with its contact: the events name the address
         # A worker may claim the job meanwhile (claiming takes no enrollment lock): reload and move it back; it
         # cannot authorize while we hold the enrollment, and its authorize then finds the version moved.
         while job.state in HOLDABLE:
@@ -106,9 +106,3 @@ def _hold_jobs(enrollment: Enrollment, *, until: datetime, found: ReturnDate | N
                 break
             job.refresh_from_db(fields=["state", "version"])
     return held
-
-
-def _answer_text(row: InboundMessage) -> str:
-    """The auto-reply's own words: subject and body without the quoted message we sent (it may name dates)."""
-    body = body_text(parse_for_classify(bytes(row.raw))) if row.raw else ""
-    return f"{row.subject}\n{extract_reply_text(body) or body}"

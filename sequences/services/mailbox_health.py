@@ -22,17 +22,17 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 
+from db.sql import db_now
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import CheckStep
 
-from ..dbclock import db_now
 from ..locks import mailbox_lock
 from ..models import SendJob
+from ..sending_mailbox import sends_from
 from ..states import HEALTH_BLOCKED, HEALTH_OK, job_move, mailbox_health, mailbox_health_move
 from ..timeline import Event, event_record
 from .common import T, operator_log
-from .rotation import sends_from
 from .sending import HELD, held_error, job_locked, retry_locked
 
 S = SendJob.State
@@ -79,7 +79,8 @@ def _hold(job: SendJob, mailbox: Mailbox, *, worker_id: str, error: str, now: da
 def send_job_record_mailbox_refused(*, job_id: int, worker_id: str, error: str) -> str:
     """The mailbox refused as a whole: block it and hold the job (never failed); one durable transaction."""
     with transaction.atomic(durable=True):
-        _, mailbox, job = job_locked(job_id, lock_mailbox=True)
+        locked = job_locked(job_id, lock_mailbox=True)
+        mailbox, job = locked.mailbox, locked.job
         if job.state != S.AUTHORIZED:
             return job.state
         now = db_now()
@@ -92,7 +93,8 @@ def send_job_record_unreachable(*, job_id: int, worker_id: str, error: str) -> s
     """The server could not be reached at all: a retry, until it happens OUTREACH_CONNECT_FAILURES_TO_BLOCK
     times in a row; then the mailbox is blocked and the job held."""
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = job_locked(job_id, lock_mailbox=True)
+        locked = job_locked(job_id, lock_mailbox=True)
+        mailbox, job = locked.mailbox, locked.job
         if job.state != S.AUTHORIZED:
             return job.state
         now = db_now()
@@ -102,7 +104,7 @@ def send_job_record_unreachable(*, job_id: int, worker_id: str, error: str) -> s
             event_record(kind=Event.MAILBOX_CONNECT_FAILED, mailbox=mailbox.name, error=error,
                          in_a_row=mailbox.connect_failures)
             if mailbox.connect_failures < settings.OUTREACH_CONNECT_FAILURES_TO_BLOCK:
-                return retry_locked(enrollment=enrollment, mailbox=mailbox, job=job, worker_id=worker_id, error=error)
+                return retry_locked(locked, worker_id=worker_id, error=error)
             _block_locked(mailbox, reason=f"unreachable {mailbox.connect_failures} times in a row: {error}", now=now)
         _hold(job, mailbox, worker_id=worker_id, error=error, now=now)
         return S.SCHEDULED

@@ -23,18 +23,18 @@ from functools import partial
 from django.db import connection, transaction
 from django.db.models import Q
 
+from db.sql import DbClock, db_now
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.esp import MAX_SCHEDULE_AHEAD, CancelAnswer, supports_scheduled_cancel
 
-from ..dbclock import DbClock, db_now
 from ..labels import stamp
 from ..locks import enrollment_lock
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence
 from ..queues import enqueue_provider_cancel
+from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from ..states import enrollment_move, provider_cancel_move
 from ..timeline import Event
-from .rotation import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from .scheduling import schedule_next
 
 log = logging.getLogger("outreach.providers")

@@ -22,13 +22,13 @@ from typing import Any
 
 from django.db import transaction
 
+from db.sql import DbClock
 from mailboxes.models import ProviderEvent
 
-from ..dbclock import DbClock, iso
 from ..models import SendJob, Suppression
 from ..selectors import normalize_email, suppression_active_for
 from ..states import job_move
-from ..timeline import Event, event_record
+from ..timeline import Event, event_record, iso
 from .common import ServiceError
 from .suppressions import suppression_add_in_transaction
 

@@ -1,47 +1,22 @@
-"""Mailbox rotation: which mailbox an enrollment sends from, and choosing one from a sequence's pool.
+"""Mailbox rotation: choosing the mailbox of a new enrollment from its sequence's pool.
 
-An enrollment is given one mailbox of its sequence's pool when it is created
-and keeps it for its whole life: its thread (In-Reply-To, References) and the
-replies to it stay in one mailbox. Everything that asks "the mailbox of this
-job" -- preparation, the final check and its daily cap, the hand-off, pauses,
-probes, provider cancels and the correlation of inbound mail -- asks
-`enrollment_mailbox` / `enrollment_mailbox_id` / `sends_from` here, never
-`sequence.mailbox`. A paused or blocked mailbox gets no new enrollments while
+An enrollment keeps the mailbox chosen here for its whole life; which mailbox sends a given enrollment is
+`sequences.sending_mailbox`. A paused or blocked mailbox gets no new enrollments while
 another mailbox of the pool can take them; its running enrollments wait for it
 (the final check holds or cancels their jobs as for any mailbox) and never
 move to another mailbox mid-thread.
-
-A leaf module (models only): labels, messages and ingestion import it.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Q
-
 from mailboxes.models import Mailbox
 
 from .. import daily_cap
-from ..models import Enrollment, SendJob, Sequence
+from ..models import SendJob, Sequence
+from ..sending_mailbox import sends_from
 from ..states import CANCELABLE
-
-
-def enrollment_mailbox_id(enrollment: Enrollment) -> int:
-    """The id of the mailbox this enrollment sends from (rows written without the services: the sequence's)."""
-    return enrollment.mailbox_id or enrollment.sequence.mailbox_id
-
-
-def enrollment_mailbox(enrollment: Enrollment) -> Mailbox:
-    """The mailbox this enrollment sends from; see enrollment_mailbox_id."""
-    return enrollment.mailbox if enrollment.mailbox_id else enrollment.sequence.mailbox
-
-
-def sends_from(mailbox_id: int, *, via: str = "") -> Q:
-    """Rows of one mailbox's enrollments: `via=""` on Enrollment, `via="enrollment__"` on SendJob."""
-    return Q(**{f"{via}mailbox_id": mailbox_id}) | Q(
-        **{f"{via}mailbox__isnull": True, f"{via}sequence__mailbox_id": mailbox_id}
-    )
 
 
 def sequence_pool(sequence: Sequence) -> list[Mailbox]:

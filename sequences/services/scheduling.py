@@ -10,9 +10,9 @@ from mailboxes.models import Mailbox
 
 from ..loads import enrollment_progress
 from ..models import Enrollment, ProviderCancel, SendJob, Step
-from ..states import LIVE, enrollment_move, job_created
+from ..sending_mailbox import enrollment_mailbox
+from ..states import LIVE, enrollment_move, job_created, job_left
 from ..timeline import Event
-from .rotation import enrollment_mailbox
 
 S = SendJob.State
 E = Enrollment.Status
@@ -57,9 +57,9 @@ def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
     if any(j.state in (S.UNKNOWN, S.FAILED) for j in jobs):
         # Never continue past a message whose fate is unknown or that failed.
         return None
-    # Messages that really left (`loads.left_sql`): one the provider confirmed it canceled before its send time
+    # Messages that really left (`states.job_left`): one the provider confirmed it canceled before its send time
     # never left, and its step is still to do.
-    sent = [j for j in jobs if j.really_left]
+    sent = [j for j in jobs if job_left(j)]
     last_position = max((j.step.position for j in sent), default=0)
     step = next((s for s in steps if s.position > last_position), None)
     if step is None:

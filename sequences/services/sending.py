@@ -6,15 +6,12 @@ hand-off). Everything after the claim locks the job's enrollment first, as
 every stop path does (`sequences.locks`), so a stop and the final check, or a
 stop and the record of a retry, are serialized.
 
-The final check costs three statements and a COMMIT (`send_job_authorize`):
-the enrollment lock (which also finds the enrollment from the job), one read
-of every row and fact it checks (`sequences.loads`: job, enrollment, contact,
-sequence, mailbox, step, the ledger for the address and its domain, the
-previous step, the database clock), and the move with its timeline event and
-the day's slot of the daily cap (`sequences.daily_cap`: a counter row, not a
-count of jobs) in one statement (`sequences.states`). The lock and the read
-travel to the server together (`sequences.loads.job_lock_read`), which still
-runs the read only once the lock is granted.
+The final check (`send_job_authorize`) locks the enrollment (found from the
+job in the locking statement) and the sending mailbox, reads the job with its
+rows (`sequences.loads.job_read`) and its facts (`facts_read`: the ledger for
+the address and its domain, the previous step, the database clock), takes the
+day's slot of the daily cap (`sequences.daily_cap`) and moves the job with its
+timeline event (`sequences.states`).
 """
 
 from __future__ import annotations
@@ -24,18 +21,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 
+from db.sql import db_now
 from mailboxes.models import Mailbox
 
 from .. import daily_cap
-from ..dbclock import db_now, iso
-from ..loads import Facts, job_lock_read, job_read, job_read_checked, sending_mailbox
-from ..locks import mailbox_lock
+from ..loads import Facts, facts_read, job_read
+from ..locks import job_enrollment_lock, mailbox_lock
 from ..models import Enrollment, SendJob, Sequence, Suppression
+from ..sending_mailbox import enrollment_mailbox
 from ..states import job_move
-from ..timeline import Event, event_record
+from ..timeline import Event, event_record, iso
 from ..window import mailbox_next_open
 from .provider_cancel import early_handoff_due, provider_cancel_request
 from .scheduling import schedule_next
@@ -73,35 +71,24 @@ def queued_stale(*, older_than_seconds: int) -> list[int]:
 
 
 def send_job_claim(*, job_id: int, worker_id: str) -> SendJob | None:
-    """queued -> claimed (ownership for processing, never permission to send); short transaction.
+    """queued -> claimed (ownership for processing, never permission to send); short durable transaction.
 
-    Two statements: the job with everything preparing it needs (returned, relations loaded), then the move.
-
-    Its COMMIT does not wait for the disk (PostgreSQL's synchronous_commit off, for this transaction only):
-    a claim lost to a database crash loses nothing. The crash fails the worker's next transaction, and the
-    job is queued again, as the crash left it, for the stale-queue sweep to hand out. Every transaction
-    that decides anything (the final check, the record of the hand-off, every stop) commits durably, and
-    its flush carries the claim's WAL with it: the final check never passes a claim that could still be
-    lost.
+    Returns the job with everything preparing it needs (relations loaded), or None for a duplicate or
+    stale delivery (recorded as a no-op).
     """
     with transaction.atomic(durable=True):
-        read = job_read(job_id, unflushed_commit=True)
-        if read is None:
+        job = job_read(job_id)
+        if job is None:
             return None
-        job, now = read
         if job.state != S.QUEUED:
             # A duplicate or stale RQ job: the database state decides; record the no-op.
-            event_record(kind=Event.CLAIM_NOOP, email=job._email, enrollment=job.enrollment_id,
+            event_record(kind=Event.CLAIM_NOOP, email=job.enrollment.contact.email, enrollment=job.enrollment_id,
                          job=job, version_seen=job.version, worker_id=worker_id, state=job.state)
             return None
-        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         moved = job_move(job=job, to=S.CLAIMED, worker_id=worker_id,
                          fields={"worker_id": worker_id, "lease_until": lease, "attempts": F("attempts") + 1})
-        if not moved:
-            return None
-    if connection.vendor != "postgresql":
-        job.refresh_from_db()  # the move returned no values there
-    return job
+        return job if moved else None
 
 
 @dataclass(frozen=True)
@@ -113,28 +100,31 @@ class Authorization:
     mailbox: Mailbox | None = field(default=None, compare=False)
 
 
-def job_locked(job_id: int, *, lock_mailbox: bool = False) -> tuple[Enrollment, Mailbox, SendJob]:
+@dataclass(frozen=True)
+class Locked:
+    """A job read under its enrollment's lock, with the mailbox that sends it."""
+
+    enrollment: Enrollment
+    mailbox: Mailbox
+    job: SendJob
+
+
+def job_locked(job_id: int, *, lock_mailbox: bool = False) -> Locked:
     """Lock the job's enrollment (and, when asked, its mailbox: the lock order), then read everything fresh.
 
-    Two statements, in one round trip where the process has read the job before
-    (`sequences.loads.job_lock_read`): the lock, which finds the enrollment
-    from the job, and one read of the job with its enrollment, contact,
-    sequence, mailbox and step and the final check's facts (`job.facts`).
-    An operator's mailbox pause locks the enrollments first; a pause or block
-    that does not (the guardrail, a mailbox-level failure) meets the read's
-    FOR SHARE on the mailbox row, so the paused and blocked flags read here are
-    current either way.
+    The mailbox lock is what makes a pause or block that does not lock the enrollments first (the
+    guardrail, a mailbox-level failure) either seen here or wait for this transaction.
     """
-    job, facts = job_lock_read(job_id)
-    mailbox = sending_mailbox(job.enrollment)
+    job_enrollment_lock(job_id)
+    job = job_read(job_id)
+    mailbox = enrollment_mailbox(job.enrollment)
     if lock_mailbox:
         mailbox = mailbox_lock(mailbox_id=mailbox.pk)
         if job.enrollment.mailbox_id == mailbox.pk:  # the relation the mailbox came through (rotation)
             job.enrollment.mailbox = mailbox
         else:
             job.enrollment.sequence.mailbox = mailbox
-    job.facts = facts  # type: ignore[attr-defined]
-    return job.enrollment, mailbox, job
+    return Locked(job.enrollment, mailbox, job)
 
 
 def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authorization:
@@ -146,12 +136,13 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
     this job already authorized and reports it as not recallable.
     """
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = job_locked(job_id)
-        facts: Facts = job.facts  # type: ignore[attr-defined]
+        locked = job_locked(job_id, lock_mailbox=True)
+        enrollment, mailbox, job = locked.enrollment, locked.mailbox, locked.job
         if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
             return _lost(job, worker_id=worker_id, version=version)
+        facts = facts_read(job)
 
-        reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+        reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox, facts=facts)
         if reason:
             job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
                      final_check=True)
@@ -176,17 +167,15 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if mailbox.daily_cap <= 0:
             return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
 
-        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
-        # The day's slot is taken in the statement of the move, and the job moves only if it was.
-        slot = daily_cap.slot_gate(mailbox=mailbox, day=day, job_id=job.pk, state=job.state, version=job.version)
-        if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, gate=slot,
-                    final_check=True):
-            return Authorization("authorized", "", job.version, mailbox=mailbox)
-        job.refresh_from_db(fields=["state", "version"])
-        if job.state == S.CLAIMED and job.version == version:
+        if not daily_cap.slot_take(mailbox=mailbox, day=day):
             return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
+        lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
+        if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True):
+            return Authorization("authorized", "", job.version, mailbox=mailbox)
         # Cannot happen while the enrollment is locked, except by the lease sweeper (it moves expired claims
-        # without that lock); the job took no slot then. Say what the job is now.
+        # without that lock): the slot goes back, and the answer says what the job is now.
+        daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=now)
+        job.refresh_from_db(fields=["state", "version"])
         return _lost(job, worker_id=worker_id, version=version)
 
 
@@ -201,17 +190,14 @@ def _defer(job: SendJob, *, worker_id: str, until: datetime, why: str) -> Author
 
 def _lost(job: SendJob, *, worker_id: str, version: int) -> Authorization:
     """Someone else moved the job since this worker claimed it: record the no-op; nothing is sent."""
-    event_record(kind=Event.AUTHORIZE_NOOP, email=job._email, enrollment=job.enrollment_id, job=job,
+    event_record(kind=Event.AUTHORIZE_NOOP, email=job.enrollment.contact.email, enrollment=job.enrollment_id, job=job,
                  version_seen=job.version, worker_id=worker_id, state=job.state, expected_version=version)
     return Authorization("lost", f"job is {job.state} v{job.version}, expected claimed v{version}")
 
 
-def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox) -> str:
-    """The reason this job must not be sent, or '' when it may be; the rows and facts come from job_locked.
-
-    The caller holds the enrollment lock. A job not read by job_locked has its facts read now (one statement).
-    """
-    facts: Facts = getattr(job, "facts", None) or job_read_checked(job.pk, email=enrollment.contact.email)[1]
+def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox, facts: Facts) -> str:
+    """The reason this job must not be sent, or '' when it may be: the rows from job_locked and the facts read
+    after it (`facts_read`), under the enrollment lock."""
     if enrollment.status == E.STOPPED:
         return enrollment.stop_reason or "enrollment_stopped"
     if enrollment.status == E.PAUSED:
@@ -236,10 +222,11 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
                               provider_request_id: str = "", provider_schedule: dict[str, Any] | None = None) -> bool:
     """authorized -> submitted with the transport's answer, then schedule the next step; durable transaction."""
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = job_locked(job_id)
+        locked = job_locked(job_id)
+        enrollment, mailbox, job = locked.enrollment, locked.mailbox, locked.job
         if job.state != S.AUTHORIZED:
             # The sweeper may have marked it unknown; the message did leave, so say so.
-            event_record(kind=Event.SUBMIT_AFTER_STATE_CHANGE, email=job._email, enrollment=enrollment, job=job,
+            event_record(kind=Event.SUBMIT_AFTER_STATE_CHANGE, email=job.enrollment.contact.email, enrollment=enrollment, job=job,
                          version_seen=job.version, worker_id=worker_id, state=job.state, smtp_reply=smtp_reply)
             return False
         # Scheduled at a provider: provider_schedule_id, provider_send_at, cancelable_until.
@@ -270,14 +257,15 @@ def send_job_record_retry(*, job_id: int, worker_id: str, error: str) -> str:
     same transaction, so a stopped enrollment never holds a live job.
     """
     with transaction.atomic(durable=True):
-        enrollment, mailbox, job = job_locked(job_id)
-        if job.state != S.AUTHORIZED:
-            return job.state
-        return retry_locked(enrollment=enrollment, mailbox=mailbox, job=job, worker_id=worker_id, error=error)
+        locked = job_locked(job_id)
+        if locked.job.state != S.AUTHORIZED:
+            return locked.job.state
+        return retry_locked(locked, worker_id=worker_id, error=error)
 
 
-def retry_locked(*, enrollment: Enrollment, mailbox: Mailbox, job: SendJob, worker_id: str, error: str) -> str:
-    """The retry of an authorized job whose enrollment the caller has locked."""
+def retry_locked(locked: Locked, *, worker_id: str, error: str) -> str:
+    """The retry of an authorized job whose enrollment the caller has locked (`job_locked`)."""
+    enrollment, job = locked.enrollment, locked.job
     if job.attempts >= settings.OUTREACH_MAX_ATTEMPTS:
         job_move(job=job, to=S.FAILED, worker_id=worker_id,
                  fields={"error": f"gave up after {job.attempts} attempts: {error}", "lease_until": None},
@@ -289,7 +277,7 @@ def retry_locked(*, enrollment: Enrollment, mailbox: Mailbox, job: SendJob, work
     job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_RETRY_SCHEDULED,
              fields={"scheduled_at": when, "error": error, "worker_id": "", "lease_until": None},
              error=error, attempts=job.attempts, retry_at=when.isoformat())
-    reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox)
+    reason = final_check(job=job, enrollment=enrollment, mailbox=locked.mailbox, facts=facts_read(job))
     if reason:
         job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
                  after_retry=True)
@@ -300,7 +288,8 @@ def retry_locked(*, enrollment: Enrollment, mailbox: Mailbox, job: SendJob, work
 def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_bounce: bool) -> None:
     """authorized -> failed; a recipient that does not exist is suppressed and its enrollments stopped."""
     with transaction.atomic(durable=True):
-        enrollment, _, job = job_locked(job_id)
+        locked = job_locked(job_id)
+        enrollment, job = locked.enrollment, locked.job
         if hard_bounce:
             # Locks every enrollment of the address (this one is already held: the same order).
             suppression_add_in_transaction(value=enrollment.contact.email, reason=Suppression.Reason.HARD_BOUNCE,
@@ -321,7 +310,8 @@ def send_job_record_unpreparable(*, job_id: int, worker_id: str, error: str) -> 
     "failed"; once the data or the template is fixed, an operator retries it.
     """
     with transaction.atomic(durable=True):
-        enrollment, _, job = job_locked(job_id)
+        locked = job_locked(job_id)
+        enrollment, job = locked.enrollment, locked.job
         if job.state != S.CLAIMED or job.worker_id != worker_id:
             return False  # a stop canceled it, or the lease ran out and another worker owns it
         moved = job_move(job=job, to=S.FAILED, worker_id=worker_id, event=Event.JOB_PREPARE_FAILED,
@@ -334,7 +324,7 @@ def send_job_record_unpreparable(*, job_id: int, worker_id: str, error: str) -> 
 def send_job_record_unknown(*, job_id: int, worker_id: str, error: str) -> None:
     """authorized -> unknown: the message may or may not have left; never resent automatically."""
     with transaction.atomic(durable=True):
-        _, _, job = job_locked(job_id)
+        job = job_locked(job_id).job
         if job.state == S.AUTHORIZED:
             job_move(job=job, to=S.UNKNOWN, worker_id=worker_id, fields={"error": error, "lease_until": None},
                      error=error, evidence="transport did not confirm; check the server's log for the Message-ID",

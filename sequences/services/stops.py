@@ -12,20 +12,21 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Q
 
+from db.sql import DbClock, db_now
 from mailboxes.models import Mailbox
+from sequences.stop_summary import StopSummary
 
-from ..dbclock import DbClock, db_now
 from ..freemail import is_free_mail
 from ..loads import enrollment_jobs
 from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, person_enrollments_lock, sequence_lock
 from ..models import Enrollment, SendJob, Sequence
 from ..selectors import suppression_active_for
+from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move, job_move, mailbox_move, sequence_move
 from ..timeline import Event
-from .common import ServiceError, StopSummary, T, operator_log
+from .common import ServiceError, T, operator_log
 from .guardrails import GUARDRAIL, guardrail_silence_locked
 from .provider_cancel import provider_cancel_request
-from .rotation import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from .scheduling import schedule_next, schedule_step, superseded
 
 S = SendJob.State
@@ -44,7 +45,7 @@ def cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> S
     for job in jobs:
         if job.state not in CANCELABLE:
             continue
-        job._email = enrollment.contact.email  # type: ignore[attr-defined]
+        job.enrollment = enrollment  # locked, with its contact: the events name the address
         # A worker may claim the job between our read and our update (claiming
         # takes no enrollment lock); it cannot authorize it while we hold the
         # enrollment, so reload and cancel the claimed job.

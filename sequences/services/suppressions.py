@@ -7,22 +7,21 @@ them through the one stop path, in the same transaction.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from sequences.stop_summary import StopSummary
+
 from ..locks import enrollments_lock, person_enrollments_lock
-from ..models import Enrollment, ErasedAddress, GuardrailSignal, Suppression
-from ..selectors import enrollments_for_value, normalize_email, suppression_key, suppression_latest
-from ..timeline import Event, event_record, event_record_with_row
-from .common import ServiceError, StopSummary, T, operator_log
+from ..models import Enrollment, GuardrailSignal, Suppression
+from ..selectors import enrollments_for_value, suppression_key, suppression_latest
+from ..timeline import Event, event_record
+from .common import ServiceError, T, operator_log
 from .guardrails import guardrail_record
 from .stops import enrollment_stop_locked
 
@@ -75,10 +74,10 @@ def suppression_add_in_transaction(
     if latest is not None and latest.action == Suppression.Action.ADD:
         entry = latest
     else:
-        entry = Suppression(value=value, is_domain=is_domain, action=Suppression.Action.ADD, reason=reason,
-                            note=note, source=source, actor=actor)
-        event_record_with_row(entry, id_key="entry", kind=Event.SUPPRESSION_ADDED, email=value, value=value,
-                              reason=reason, source=source, actor=actor)
+        entry = Suppression.objects.create(value=value, is_domain=is_domain, action=Suppression.Action.ADD,
+                                           reason=reason, note=note, source=source, actor=actor)
+        event_record(kind=Event.SUPPRESSION_ADDED, email=value, value=value, reason=reason, source=source,
+                     actor=actor, entry=entry.pk)
         if reason in GUARDRAIL_KINDS and not is_domain:
             guardrail_record(email=value, kind=GUARDRAIL_KINDS[reason])
     summary = StopSummary()
@@ -90,30 +89,6 @@ def suppression_add_in_transaction(
     operator_log(actor=actor, action="suppression_add", target=value, kind=T.SUPPRESSION,
                  result=summary.as_dict() | {"entry": entry.pk, "reason": entry.reason})
     return entry, summary
-
-
-# --- the hashed ledger of erased addresses ---------------------------------------------------------
-
-
-def address_digest(email: str) -> str:
-    """The keyed hash (HMAC-SHA256) of a normalized address: what stays of an erased person.
-
-    The key is OUTREACH_SECRET_ERASURE_KEY, or one derived from SECRET_KEY for this purpose only.
-    """
-    key = settings.OUTREACH_ERASURE_KEY or f"outreach.erasure:{settings.SECRET_KEY}"
-    return hmac.new(key.encode(), normalize_email(email).encode(), hashlib.sha256).hexdigest()
-
-
-def address_erased(email: str) -> bool:
-    """Whether the address belongs to an erased person (never imported or mailed again); one indexed lookup."""
-    return ErasedAddress.objects.filter(digest=address_digest(email)).exists()
-
-
-def addresses_erased(emails: list[str]) -> set[str]:
-    """Which of many addresses belong to erased people, in one read."""
-    digests = {address_digest(email): email for email in emails}
-    found = ErasedAddress.objects.filter(digest__in=list(digests)).values_list("digest", flat=True)
-    return {digests[digest] for digest in found}
 
 
 def suppression_lift(*, value: str, note: str, actor: str = "", source: str = "") -> Suppression:

@@ -17,11 +17,12 @@ from urllib.parse import urlencode
 from django.db.models import Count, Q
 from django.urls import reverse
 
+from sequences.stop_summary import StopSummary
+
 from ..labels import job_label_and_tone, stamp, stop_summary_lines
 from ..models import Enrollment, OperatorAction, SendJob, TimelineEvent
 from ..selectors import jobs_with_labels
-from ..services import StopSummary
-from ..services.rotation import enrollment_mailbox
+from ..sending_mailbox import enrollment_mailbox
 from ..states import CANCELABLE, PASSED_HANDOFF
 from ..timeline import Event
 

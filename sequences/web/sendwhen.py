@@ -17,7 +17,7 @@ from django.utils import timezone
 from .. import daily_cap
 from ..labels import duration_words, reason_sentence, stamp
 from ..models import Enrollment, SendJob, Sequence
-from ..services.rotation import enrollment_mailbox
+from ..sending_mailbox import enrollment_mailbox
 from ..states import LIVE
 from ..window import DAYS, local_and_utc, mailbox_next_open, mailbox_window_zone
 

@@ -36,7 +36,8 @@ from ..selectors import (
     suppression_status,
     suppressions_current,
 )
-from ..services.rotation import enrollment_mailbox, sequence_pool
+from ..sending_mailbox import enrollment_mailbox
+from ..services.rotation import sequence_pool
 from ..states import CANCELABLE
 from . import charts, editor, incidents, results, rows, sendwhen
 from .access import (

@@ -18,10 +18,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 
+from db.sql import DbClock, db_now
 from mailboxes.secrets import SecretRefused, secret_from_env
+from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery
 
-from ..dbclock import DbClock, db_now
-from ..models import WebhookAttempt, WebhookDelivery
 from .signing import HEADER, signature_header
 
 D = WebhookDelivery.State

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..labels import stop_summary_lines
+from ..stop_summary import StopSummary
 from ..timeline import Event
 
 
@@ -66,8 +67,6 @@ def webhook_event_for(
             return None
         return event, ids | {k: data.get(k, "") for k in ("provider", "event_id", "occurred_at", "effect")}
     if kind == Event.ENROLLMENT_STOPPED:
-        from ..services.common import StopSummary  # the services import the timeline: import at use
-
         summary = StopSummary(
             canceled=data.get("canceled", 0), in_flight=data.get("in_flight", 0), submitted=data.get("submitted", 0)
         )

@@ -1,13 +1,13 @@
-"""Webhook endpoints, the outbox of deliveries, and the log of each attempt (imported by `sequences.models`)."""
+"""Webhook endpoints, the outbox of deliveries, and the log of each attempt (their app: `sequences.webhooks_out`;
+tables and migrations stay with `sequences`)."""
 
 from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
 
+from db.sql import DbClock
 from mailboxes.secrets import validate_secret_env_name
-
-from ..dbclock import DbClock
 
 
 class WebhookEndpoint(models.Model):
@@ -25,6 +25,7 @@ class WebhookEndpoint(models.Model):
     created_at = models.DateTimeField(db_default=DbClock())
 
     class Meta:
+        app_label = "sequences"
         ordering = ["id"]
         permissions = [("manage_webhooks", "Can register webhook endpoints and read their delivery log")]
 
@@ -56,6 +57,7 @@ class WebhookDelivery(models.Model):
     created_at = models.DateTimeField(db_default=DbClock())
 
     class Meta:
+        app_label = "sequences"
         ordering = ["-id"]
         indexes = [models.Index(fields=["next_attempt_at"], name="webhook_due_idx", condition=Q(state="pending"))]
 
@@ -73,6 +75,7 @@ class WebhookAttempt(models.Model):
     duration_ms = models.PositiveIntegerField(default=0)
 
     class Meta:
+        app_label = "sequences"
         ordering = ["-id"]
 
     def __str__(self) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 
-from ..models import WebhookDelivery, WebhookEndpoint
+from sequences.webhooks_out.models import WebhookDelivery, WebhookEndpoint
+
 from ..web.access import page_of, query_without_page, ui_view
 from .forms import WebhookEndpointForm
 

@@ -9,7 +9,8 @@ from django.core.management import call_command
 from openapi_spec_validator import validate
 
 from sequences import services
-from sequences.models import ApiToken, Contact, Enrollment, SendJob
+from sequences.api.models import ApiToken
+from sequences.models import Contact, Enrollment, SendJob
 from sequences.pipeline import send_job_process
 from tests.api.conftest import work
 

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from sequences.models import Enrollment, IdempotencyKey, OperatorAction
+from sequences.api.models import IdempotencyKey
+from sequences.models import Enrollment, OperatorAction
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

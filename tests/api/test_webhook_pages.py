@@ -7,8 +7,8 @@ import itertools
 import pytest
 from django.urls import reverse
 
-from sequences.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from sequences.webhooks_out import urls as webhook_urls
+from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,10 @@ import pytest
 from mailboxes.ingest.poll import mailbox_poll
 from proving.harness import mails
 from sequences import services
-from sequences.models import TimelineEvent, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from sequences.models import TimelineEvent
 from sequences.tasks import webhooks_due
 from sequences.webhooks_out.events import WebhookEvent
+from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from sequences.webhooks_out.signing import HEADER, signature_valid
 from tests.api.conftest import work
 from tests.api.receiver import Receiver

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
+from db.sql import db_now
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
-from sequences.dbclock import db_now
 from sequences.models import Enrollment
 from tests.mailboxes.test_ingest import poll, send_first_step
 

@@ -13,11 +13,11 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
+from db.sql import db_now
 from mailboxes import tasks
 from mailboxes.models import InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_dump
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, TimelineEvent
 from tests.mailboxes.test_ingest import poll, send_first_step
 

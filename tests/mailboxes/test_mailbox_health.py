@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
+from db.sql import db_now
 from mailboxes.models import Mailbox
 from proving.harness.smtp import Behaviour, SmtpServer
 from proving.harness.stack import free_port
 from proving.harness.tls import make_certificates
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
 from tests.factories import MailboxFactory, enroll, make_sequence

@@ -17,6 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from db.sql import db_now
 from mailboxes import oauth2
 from mailboxes.imap.session import ImapSession
 from mailboxes.ingest.poll import imap_config_for, mailbox_poll
@@ -27,7 +28,6 @@ from proving.harness.dovecot import Dovecot
 from proving.harness.smtp import SmtpServer
 from proving.harness.stack import database_dump
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob
 from sequences.pipeline import send_job_process
 from tests.factories import MailboxFactory, enroll, make_sequence

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 
+from db.sql import db_now
 from mailboxes import oauth2
 from mailboxes.imap.errors import ImapAuthError
 from mailboxes.ingest.poll import mailbox_poll
@@ -22,7 +23,6 @@ from proving.harness.dovecot import Dovecot
 from proving.harness.oauth import OAuthServer
 from proving.harness.smtp import SmtpServer
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
 from tests.factories import MailboxFactory, enroll, make_sequence

@@ -11,12 +11,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from db.sql import db_now
 from mailboxes.models import Mailbox
 from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.export import sequence_export_toml
 from sequences.config.parse import parse, parse_duration
-from sequences.dbclock import db_now
 from sequences.labels import duration_words, reason_sentence
 from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Step
 from sequences.services.scheduling import schedule_step

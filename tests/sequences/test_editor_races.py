@@ -8,8 +8,8 @@ import time
 import pytest
 from django.db import connection, transaction
 
+from db.sql import db_now
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.locks import enrollment_lock
 from sequences.models import SendJob, Step
 from sequences.services.scheduling import schedule_step

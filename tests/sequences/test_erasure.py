@@ -13,9 +13,9 @@ from mailboxes.ingest.record import inbound_record
 from proving.harness import mails
 from proving.harness.stack import database_dump
 from sequences import services
+from sequences.digests import address_digest
 from sequences.models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob
 from sequences.pipeline import send_job_process
-from sequences.services.suppressions import address_digest
 from tests.factories import make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from db.sql import db_now
 from mailboxes.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
@@ -20,7 +21,6 @@ from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.config.validate import ConfigError
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.pipeline import send_job_process
 from sequences.services.sending import HELD

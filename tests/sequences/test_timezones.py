@@ -12,11 +12,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.management import CommandError, call_command
 
+from db.sql import db_now
 from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.config.validate import ConfigError
-from sequences.dbclock import db_now
 from sequences.labels import send_time_words
 from sequences.models import Contact, Enrollment, SendJob
 from sequences.pipeline import send_job_process

@@ -29,9 +29,9 @@ def submit(job_id: int, worker_id: str = "w1") -> None:
 
 def reply_to(job: SendJob, *, internaldate=None):
     """A human reply to `job`, through the real ingestion."""
+    from db.sql import db_now
     from mailboxes.imap.fetch import FetchedMessage
     from mailboxes.ingest.record import inbound_record
-    from sequences.dbclock import db_now
 
     email = job.enrollment.contact.email
     raw = (f"From: Prospect <{email}>\r\nSubject: Re: hello\r\nMessage-ID: <reply-{job.pk}@example.com>\r\n"

@@ -30,7 +30,7 @@ from proving.drills.faults.base import (
 from proving.harness import mails
 from proving.harness.stack import DrillError
 from sequences.models import Enrollment, SendJob, TimelineEvent
-from sequences.services.rotation import sends_from
+from sequences.sending_mailbox import sends_from
 
 # --- IMAP --------------------------------------------------------------------------------------
 

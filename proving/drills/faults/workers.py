@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from db.sql import db_now
 from proving.drills.audit import audit
 from proving.drills.faults.base import (
     CHECKPOINTS,
@@ -27,7 +28,6 @@ from proving.drills.faults.base import (
     make_sequence,
 )
 from proving.harness.stack import DrillError, PrivatePostgres, wait_for
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Suppression
 
 # --- kill ---------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Status
 
+from sequences.api.models import BulkEnrollment
+
 from ... import services
-from ...models import BulkEnrollment, Enrollment, Sequence
+from ...models import Enrollment, Sequence
 from ...web.access import OPERATE, VIEW_ENROLLMENT
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out

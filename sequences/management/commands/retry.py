@@ -10,7 +10,7 @@ from django.utils.dateparse import parse_datetime
 from mailboxes.models import Mailbox
 from sequences import services
 from sequences.models import SendJob
-from sequences.services.rotation import sends_from
+from sequences.sending_mailbox import sends_from
 
 
 class Command(BaseCommand):

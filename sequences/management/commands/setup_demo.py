@@ -23,15 +23,15 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from db.sql import db_now
 from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from sequences import services
-from sequences.dbclock import db_now
 from sequences.models import Enrollment, SendJob, Sequence, Step
 from sequences.pipeline import send_job_process
 from sequences.queues import enqueue_sends
-from sequences.services.rotation import enrollment_mailbox, enrollment_mailbox_id
+from sequences.sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
 
 DEMO_WORKER = "setup_demo"
 

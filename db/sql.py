@@ -1,0 +1,90 @@
+"""Every statement the Django ORM cannot say, and every branch on the database vendor: here and nowhere else.
+
+The product runs the same code on SQLite (the local run's embedded default) and PostgreSQL (production),
+through the ORM. What is left here:
+
+- `DbClock`: the database's wall clock as an ORM expression. PostgreSQL's `clock_timestamp()` (not `now()`,
+  which is frozen at the start of the transaction) orders events inside one transaction and across
+  workers by when they happened; SQLite's `strftime('%f')` gives milliseconds. One clock for every host.
+- `db_now()`: that clock read on its own (the ORM has no SELECT without a table).
+- `advisory_lock()`: PostgreSQL's session advisory lock, which serializes two API requests that carry the
+  same idempotency key without holding a transaction open; SQLite has no such lock, and its one writer
+  at a time serializes the requests' transactions instead.
+- `like_indexes_dropped()`: a migration operation that drops the `varchar_pattern_ops` twin Django gives
+  an indexed CharField on PostgreSQL (nothing here searches by prefix; each index costs every write).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from django.db import connection, migrations
+from django.db.models import DateTimeField, Func
+from django.utils import timezone
+
+
+class DbClock(Func):
+    """The database's wall clock when the statement runs: microseconds on PostgreSQL, milliseconds on SQLite."""
+
+    template = "clock_timestamp()"
+    output_field = DateTimeField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')", []
+
+
+def db_now() -> datetime:
+    """Read the database clock (an aware datetime, UTC)."""
+    if connection.vendor != "postgresql":
+        # SQLite runs in this process: its clock is this machine's.
+        return timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+@contextmanager
+def advisory_lock(*parts: str) -> Iterator[None]:
+    """Hold a PostgreSQL session-level advisory lock named by `parts` for the block, outside any transaction.
+
+    Elsewhere nothing is taken: SQLite's IMMEDIATE transactions already let one writer in at a time.
+    """
+    if connection.vendor != "postgresql":
+        yield
+        return
+    digest = hashlib.sha256("\x00".join(parts).encode()).digest()
+    key = int.from_bytes(digest[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+        try:
+            yield
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def like_indexes_dropped(*fields: tuple[str, str, str]) -> migrations.RunPython:
+    """Drop the `_like` index of each (app label, model, field) on PostgreSQL; reversible; nothing elsewhere."""
+
+    def each(apps, schema_editor):
+        for app_label, model_name, field_name in fields:
+            model = apps.get_model(app_label, model_name)
+            column = model._meta.get_field(field_name).column
+            table = model._meta.db_table
+            yield table, column, schema_editor._create_index_name(table, [column], suffix="_like")
+
+    def drop(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for _, _, name in each(apps, schema_editor):
+                schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
+
+    def create(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            for table, column, name in each(apps, schema_editor):
+                schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {schema_editor.quote_name(name)} ON "
+                                      f"{schema_editor.quote_name(table)} ({schema_editor.quote_name(column)} "
+                                      "varchar_pattern_ops)")
+
+    return migrations.RunPython(drop, create)

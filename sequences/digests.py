@@ -1,0 +1,32 @@
+"""The hashed ledger of erased people: a keyed hash of each address, and the reads that refuse it (a leaf)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from django.conf import settings
+
+from .models import ErasedAddress
+from .selectors import normalize_email
+
+
+def address_digest(email: str) -> str:
+    """The keyed hash (HMAC-SHA256) of a normalized address: what stays of an erased person.
+
+    The key is OUTREACH_SECRET_ERASURE_KEY, or one derived from SECRET_KEY for this purpose only.
+    """
+    key = settings.OUTREACH_ERASURE_KEY or f"outreach.erasure:{settings.SECRET_KEY}"
+    return hmac.new(key.encode(), normalize_email(email).encode(), hashlib.sha256).hexdigest()
+
+
+def address_erased(email: str) -> bool:
+    """Whether the address belongs to an erased person (never imported or mailed again); one indexed lookup."""
+    return ErasedAddress.objects.filter(digest=address_digest(email)).exists()
+
+
+def addresses_erased(emails: list[str]) -> set[str]:
+    """Which of many addresses belong to erased people, in one read."""
+    digests = {address_digest(email): email for email in emails}
+    found = ErasedAddress.objects.filter(digest__in=list(digests)).values_list("digest", flat=True)
+    return {digests[digest] for digest in found}
