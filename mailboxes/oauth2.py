@@ -11,7 +11,7 @@ Errors have a scope, as in mailboxes.transports.base:
 - TokenRefused: the token endpoint refused the client or the refresh token (invalid_grant: revoked or
   expired; invalid_client: wrong id or secret). Nothing of this mailbox can log in until an operator
   fixes it: the caller raises a mailbox-scope error (MailboxRefused / ImapTokenRefused). One the IMAP
-  poll meets also blocks sending when SMTP logs in with the same settings (mailboxes.ingest.poll).
+  poll meets also blocks sending when SMTP logs in with the same settings (inbound.ingest.poll).
 - TokenUnavailable: the endpoint could not be reached or answered 5xx: transient.
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from anymail.utils import get_anymail_setting
 from django.conf import settings
 
+from .imap.connection import ImapConfig
 from .models import Auth, Mailbox
 from .oauth2 import OAuth2Config, provider_defaults
 from .secrets import SecretRefused, secret_from_env
@@ -91,3 +92,12 @@ def smtp_logs_in_with(mailbox: Mailbox, oauth2: OAuth2Config | None) -> bool:
         return False
     smtp = transport.config
     return bool(smtp.username) and smtp.oauth2 is not None and smtp.oauth2.cache_key == oauth2.cache_key
+
+
+def imap_config_for(mailbox: Mailbox) -> ImapConfig:
+    """How to reach the mailbox's IMAP server and log in (its password from the allow-listed environment)."""
+    oauth2 = oauth2_config_for(mailbox)
+    return ImapConfig(host=mailbox.imap_host, port=mailbox.imap_port, username=mailbox.imap_username,
+                      password="" if oauth2 else secret_from_env(mailbox.imap_password_env),
+                      security=mailbox.imap_security, timeout=settings.OUTREACH_IMAP_TIMEOUT, ca_file=mailbox.ca_file,
+                      oauth2=oauth2)

@@ -6,7 +6,7 @@ RQ's cron scheduler has no lock between two scheduler processes: run one.
 from django.conf import settings
 from rq import cron
 
-from mailboxes.tasks import inbound_raw_purge, poll_all
+from inbound.tasks import inbound_raw_purge, poll_all
 from sequences.tasks import api_housekeeping, dispatch, doctor, webhooks_due
 
 cron.register(dispatch, queue_name="default", interval=10)

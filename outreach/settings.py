@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "sequences.api",
     "sequences.webhooks_out",
     "mailboxes",
+    "inbound",
     "proving",
 ]
 

@@ -8,8 +8,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.
     path("api/", api_urls()),
-    # Outbound webhooks: endpoints and delivery log (admins).
-    path("", include("sequences.webhooks_out.urls")),
     # Public endpoints (no login): one-click unsubscribe, provider webhooks.
     path("", include("sequences.web.public")),
     # The operator UI (login required).

@@ -15,7 +15,7 @@
   `--job-class proving.variants.UncheckedJob`, which runs `send_job_unchecked`
   in place of `sequences.tasks.send_job`. The product's workers, tasks and
   settings know nothing of it.
-- watch_thread_per_folder: the IDLE watcher as it was before mailboxes.watcher multiplexed every folder in
+- watch_thread_per_folder: the IDLE watcher as it was before inbound.watcher multiplexed every folder in
   one thread: one thread and one IMAP connection per folder, each in its own idle_wait loop. `bench
   watcher` runs it next to the product's watcher on the same folders, as the baseline.
 """
@@ -33,12 +33,11 @@ from django.db.models import F
 from rq.job import Job
 
 from db.sql import DbClock, db_now
+from inbound.watcher import watched
 from mailboxes.imap.errors import ImapError
 from mailboxes.imap.session import ImapSession
-from mailboxes.ingest.poll import imap_config_for
 from mailboxes.models import Mailbox
-from mailboxes.selectors import transport_for
-from mailboxes.watcher import watched
+from mailboxes.selectors import imap_config_for, transport_for
 from sequences import services
 from sequences.loads import facts_read, job_read
 from sequences.messages import message_prepare

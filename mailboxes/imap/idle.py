@@ -1,5 +1,5 @@
 """IDLE on the selected folder: block until new mail or a timeout (idle_wait, for one poller), or enter, poll and
-leave IDLE around a readable socket (idle_start / idle_poll / idle_done, for mailboxes.watcher's multiplexer).
+leave IDLE around a readable socket (idle_start / idle_poll / idle_done, for inbound.watcher's multiplexer).
 
 A True from any of them is a hint to poll, not a count; mail announced with another command's response (kept in
 imaplib's untagged responses) counts too, so none is left waiting for the next IDLE."""
@@ -69,7 +69,7 @@ class IdleCommands(ImapConnection):
             self._pending_untagged().pop("EXISTS", None)
         return signalled
 
-    # -- IDLE for a multiplexing watcher (mailboxes.watcher) -------------------
+    # -- IDLE for a multiplexing watcher (inbound.watcher) -------------------
 
     def idle_start(self) -> bool:
         """Enter IDLE on the selected folder; True when new mail was already announced (poll now)."""

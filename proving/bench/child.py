@@ -59,11 +59,11 @@ def imapfetch(args) -> dict:
 
 
 def parsefetch(args) -> dict:
-    """The bare fetch plus the poller's parse and classify of every message (mailboxes.ingest.parse): no DB writes."""
+    """The bare fetch plus the poller's parse and classify of every message (inbound.ingest.parse): no DB writes."""
     _django()
     from imapclient import IMAPClient
 
-    from mailboxes.ingest.parse import parse
+    from inbound.ingest.parse import parse
 
     rss_start = rss_kib()
     started = time.perf_counter()
@@ -89,9 +89,9 @@ def _django() -> None:
 
 
 def ingest(args) -> dict:
-    """One pass of the product's poller (mailboxes.ingest.mailbox_poll) over the whole backlog."""
+    """One pass of the product's poller (inbound.ingest.mailbox_poll) over the whole backlog."""
     _django()
-    from mailboxes.ingest.poll import mailbox_poll
+    from inbound.ingest.poll import mailbox_poll
 
     rss_start = rss_kib()
     started, cpu_started = time.perf_counter(), cpu_s()

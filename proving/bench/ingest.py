@@ -9,7 +9,7 @@ reports its own peak RSS (VmHWM):
 - ceiling: a bare imapclient session fetching every message with the
   poller's items (BODY.PEEK[], INTERNALDATE, RFC822.SIZE, FLAGS), 200 per batch,
   keeping nothing;
-- parse:   the same fetch plus mailboxes.ingest.parse (parse + classify) of each message, no DB,
+- parse:   the same fetch plus inbound.ingest.parse (parse + classify) of each message, no DB,
            over the first PARSE_SAMPLE messages (the mix repeats every 100);
 - ingest:  one pass of the product's mailbox_poll, 200 per batch: sizes and headers first, the
   body only of mail whose header ties it to us or marks it machine-generated (classified,
@@ -33,10 +33,10 @@ from django.db import connection
 from django.utils import timezone
 
 from db.sql import db_now
+from inbound.ingest.correlate import ties_in_headers
+from inbound.ingest.parse import parse_headers
+from inbound.ingest.record import inbound_record, recorded_for
 from mailboxes.imap.fetch import FetchedMessage
-from mailboxes.ingest.correlate import ties_in_headers
-from mailboxes.ingest.parse import parse_headers
-from mailboxes.ingest.record import inbound_record, recorded_for
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.bench.cpu import ServerCpu, postmaster_pid
 from proving.bench.imapserver import child_env, dovecot, first_select, imap_fields, write_maildir

@@ -313,7 +313,7 @@ def run(ctx) -> dict[str, Any]:
          "window, on what the dispatcher enqueued; 'send_job_authorize p50/p99' timed in the bench process, one job "
          "at a time; 'in W workers': the same call timed inside each worker while all W send "
          "(proving.bench.tasks.TimedSendJob).",
-         "poller: mailboxes.ingest.mailbox_poll in a child process; replies/bounces correlate to jobs of the table "
+         "poller: inbound.ingest.mailbox_poll in a child process; replies/bounces correlate to jobs of the table "
          "(mix as in the ingest suite)."])
     return {"runs": runs, "tables": [text]}
 

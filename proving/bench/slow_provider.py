@@ -5,7 +5,7 @@ than they can send, so all W are always inside a send. While they are, the
 bench commits replies for exactly the enrollments being sent (the race the
 product exists for): each in-flight job gets one reply, at a random moment
 of its send, committed either through reply ingestion
-(mailboxes.ingest.inbound_record with a reply whose In-Reply-To names step 1)
+(inbound.ingest.inbound_record with a reply whose In-Reply-To names step 1)
 or through services.enrollment_stop; the time of that call is the sample.
 
 - guarded:   the product (authorize commits before the hand-off; no lock across SMTP)
@@ -29,8 +29,8 @@ from django.db import connection
 from django_rq import get_connection, get_queue
 from rq import Queue
 
+from inbound.ingest.record import inbound_record
 from mailboxes.imap.fetch import FetchedMessage
-from mailboxes.ingest.record import inbound_record
 from proving.bench.procs import WorkerPool
 from proving.bench.stats import ratio, summary_ms, table
 from proving.harness import data
@@ -165,7 +165,7 @@ def variant_run(ctx, sink: SmtpServer, *, variant: str, workers: int, samples: i
     }
 
 
-# mailboxes.ingest._describe: "stopped (replied): 1 enrollments, 0 jobs canceled (never sent), 1 in flight and 1 ..."
+# inbound.ingest._describe: "stopped (replied): 1 enrollments, 0 jobs canceled (never sent), 1 in flight and 1 ..."
 EFFECT = re.compile(r"(\d+) jobs canceled .*?(\d+) in flight and (\d+) already submitted")
 
 

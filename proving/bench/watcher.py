@@ -5,7 +5,7 @@ and R enrollments whose step 1 was submitted an hour ago. The watcher runs as a 
 a poll of a mailbox whenever one of its folders reports new mail (`on_new` = enqueue on the `ingest`
 queue, as `scripts/run` runs it); two RQ workers poll. Designs:
 
-- multiplexed: the product, `manage.py watch_mailboxes` (mailboxes.watcher: one thread, selectors, a small
+- multiplexed: the product, `manage.py watch_mailboxes` (inbound.watcher: one thread, selectors, a small
   pool that opens connections)
 - thread per folder: proving.variants.watch_thread_per_folder (`python -m proving.bench.watcher_child`)
 
@@ -23,7 +23,7 @@ import time
 from datetime import UTC, timedelta
 from typing import Any
 
-from mailboxes.watcher import openers
+from inbound.watcher import openers
 from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import WorkerPool, spawn
 from proving.bench.reply_to_stop import clock_offset_ms
@@ -220,7 +220,7 @@ def design_run(
 def push_latencies(sent: list[tuple[int, float]]) -> tuple[list[float], int]:
     """APPEND sent -> the first poll of that mailbox the watcher enqueued after it (RQ's enqueued_at): the
     watcher's own share of reply -> stop, without the pollers' queue. Also how many polls were skipped
-    because another poll of the same mailbox was running (mailboxes.tasks.poll_lock)."""
+    because another poll of the same mailbox was running (inbound.tasks.poll_lock)."""
     from django_rq import get_queue
     from rq.job import Job
 

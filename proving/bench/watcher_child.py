@@ -16,7 +16,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from mailboxes.tasks import enqueue_poll
+    from inbound.tasks import enqueue_poll
     from proving.variants import watch_thread_per_folder
 
     stop = threading.Event()

@@ -3,7 +3,7 @@
 `python manage.py drill race` runs the two race fixtures (docs/architecture.md) with a
 real `manage.py rqworker send` process paused at a checkpoint
 (sequences.checkpoints' file protocol) and a stop committed through the same
-path a real reply takes (mailboxes.ingest.inbound_record).
+path a real reply takes (inbound.ingest.inbound_record).
 `python manage.py drill faults` kills workers, flushes and restarts Redis,
 restarts PostgreSQL, breaks SMTP and IMAP and fuzzes ingestion, then audits
 the database and the SMTP server's log.

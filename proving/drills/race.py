@@ -1,7 +1,7 @@
 """`drill race`: the two race fixtures (docs/architecture.md) against a real worker process.
 
 reply-first: the worker (OUTREACH_PAUSE_AT=claimed) pauses after claiming
-step 2; a reply to step 1 is committed through mailboxes.ingest.inbound_record
+step 2; a reply to step 1 is committed through inbound.ingest.inbound_record
 (the path a fetched IMAP message takes); the worker is released -> its final
 check refuses, step 2 is canceled and the SMTP server receives nothing more.
 
@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 from django.test.utils import override_settings
 
-from mailboxes.ingest.record import inbound_record
+from inbound.ingest.record import inbound_record
 from mailboxes.models import InboundMessage, Mailbox
 from proving.harness import data, mails
 from proving.harness.smtp import SmtpServer

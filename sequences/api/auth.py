@@ -16,7 +16,7 @@ from ninja.security import HttpBearer
 from db.sql import DbClock
 from sequences.api.models import ApiToken
 
-from ..web.access import PERM_TEXT
+from ..permissions import PERM_TEXT
 from .ratelimit import rate_check
 from .tokens import api_token_lookup, token_permissions
 

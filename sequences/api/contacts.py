@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from ..management.commands.enroll import NAMED, row_check
+from ..contact_rows import NAMED, row_check
 from ..models import Contact, Enrollment
 from ..services import ContactRow, ServiceError, enrollment_create
 from ..services.enrollments import _changes

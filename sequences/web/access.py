@@ -14,23 +14,9 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponseNotAllowed
 
+from ..permissions import PERM_TEXT
+
 # --- roles and access ----------------------------------------------------------------
-
-# Permissions the UI checks (the groups that hold them: sequences/migrations/0002_roles.py).
-VIEW = "sequences.view_sequence"
-VIEW_ENROLLMENT = "sequences.view_enrollment"
-VIEW_INCIDENT = "sequences.view_timelineevent"
-VIEW_INBOUND = "mailboxes.view_inboundmessage"
-VIEW_MAILBOX = "mailboxes.view_mailbox"
-VIEW_LEDGER = "sequences.view_suppression"
-VIEW_LOG = "sequences.view_operatoraction"
-OPERATE = "sequences.operate"
-MANAGE_SUPPRESSIONS = "sequences.manage_suppressions"
-
-PERM_TEXT = {
-    OPERATE: "Pausing, resuming and stopping need the operators or admins role.",
-    MANAGE_SUPPRESSIONS: "Adding, lifting, importing and exporting suppressions needs the admins role.",
-}
 
 def ui_view(perm: str, *, methods: tuple[str, ...] = ("GET",)) -> Callable:
     """Anonymous -> login; permission missing -> 403 page; method not offered -> 405."""

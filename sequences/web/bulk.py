@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from .. import services
 from ..models import Enrollment, SendJob, Sequence
+from ..permissions import OPERATE
 from . import rows
-from .access import OPERATE, ui_view
+from .access import ui_view
 from .views import _result_key
 
 ACTIONS = {"pause": "Pause", "stop": "Stop", "resume": "Resume"}

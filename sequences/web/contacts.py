@@ -14,9 +14,10 @@ from django.shortcuts import get_object_or_404, render
 from mailboxes.models import InboundMessage
 
 from ..models import Contact, Suppression
+from ..permissions import OPERATE, VIEW_ENROLLMENT
 from ..selectors import jobs_with_labels, normalize_email, suppression_active_for
 from . import rows
-from .access import OPERATE, VIEW_ENROLLMENT, page_of, query_without_page, ui_view
+from .access import page_of, query_without_page, ui_view
 from .forms import SearchForm
 
 

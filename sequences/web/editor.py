@@ -17,7 +17,8 @@ from .. import services
 from ..config.export import sequence_export_toml
 from ..labels import duration_words
 from ..models import Enrollment, SendJob, Sequence, Step
-from .access import OPERATE, VIEW, ui_view
+from ..permissions import OPERATE, VIEW
+from .access import ui_view
 from .forms import SequenceForm, StepForm
 
 E = Enrollment.Status

@@ -1,7 +1,7 @@
 """Enroll contacts from the browser: upload a CSV, map its columns, see a dry run, then enroll in the background.
 
-The rows are checked by the `enroll` command's `row_check` and written by the one batch path,
-`services.enrollments_create_batch` (a refused row changes nothing); the dry run asks the same
+The rows are checked as the `enroll` command checks them (`sequences.contact_rows.row_check`) and written by
+the one batch path, `services.enrollments_create_batch` (a refused row changes nothing); the dry run asks the same
 service what it would refuse (`services.enrollments_dry_run`). Suppressed addresses are never
 enrolled. Each step is a page that can be reloaded: the upload is kept in Redis under a token,
 the mapping and the dry run are a GET, the run is one POST that redirects to the job's status
@@ -17,18 +17,18 @@ import secrets
 from dataclasses import asdict, dataclass, field
 
 import django_rq
-from django.core.management.base import CommandError
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from sequences.management.commands.enroll import NAMED, decode, row_check
+from sequences.contact_rows import NAMED, FileRefused, decode, row_check
 
 from .. import services
 from ..models import Sequence
-from .access import OPERATE, ui_view
+from ..permissions import OPERATE
+from .access import ui_view
 
 UPLOAD_TTL = 24 * 3600  # an upload not run within a day is forgotten
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -157,7 +157,7 @@ def enroll_upload(request, pk: int):
             try:
                 text = decode(file.read(), file.name)
                 header = next(csv.reader(io.StringIO(text, newline="")), [])
-            except (CommandError, csv.Error) as exc:
+            except (FileRefused, csv.Error) as exc:
                 error = str(exc)
             else:
                 if not any(h.strip() for h in header):

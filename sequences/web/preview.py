@@ -10,8 +10,9 @@ from django.urls import reverse
 
 from .. import services
 from ..models import Contact, Step
+from ..permissions import OPERATE, VIEW
 from ..previews import TEST_PREFIX, step_preview
-from .access import OPERATE, VIEW, ui_view
+from .access import ui_view
 from .forms import PreviewForm
 
 SUGGESTED = 20  # contacts of the sequence offered in the picker

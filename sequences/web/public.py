@@ -45,5 +45,5 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
 urlpatterns = [
     path("u/<str:token>/", unsubscribe, name="unsubscribe"),
     # anymail's tracking webhooks (…/webhooks/anymail/sendgrid/tracking/ etc.), behind HTTP basic auth.
-    path("webhooks/anymail/", include("mailboxes.webhook_urls")),
+    path("webhooks/anymail/", include("inbound.webhook_urls")),
 ]

@@ -3,11 +3,14 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from mailboxes import views as mailbox_views
-
-from . import bulk, contacts, editor, enroll_upload, preview, views
+from . import bulk, contacts, editor, enroll_upload, preview, views, webhooks
+from . import mailboxes as mailbox_views
 
 urlpatterns = [
+    # Outbound webhooks: endpoints and the delivery log (admins).
+    path("outbound-webhooks/", webhooks.webhook_list, name="webhook_list"),
+    path("outbound-webhooks/<int:pk>/", webhooks.webhook_edit, name="webhook_edit"),
+    path("outbound-webhooks/deliveries/", webhooks.webhook_deliveries, name="webhook_deliveries"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.dashboard, name="dashboard"),

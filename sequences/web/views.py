@@ -27,6 +27,7 @@ from rq.job import Job, JobStatus
 from .. import services, tasks
 from ..labels import send_time_words, stop_summary_text
 from ..models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
+from ..permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW, VIEW_ENROLLMENT, VIEW_INCIDENT, VIEW_LEDGER, VIEW_LOG
 from ..selectors import (
     jobs_with_labels,
     ledger_search,
@@ -40,18 +41,7 @@ from ..sending_mailbox import enrollment_mailbox
 from ..services.rotation import sequence_pool
 from ..states import CANCELABLE
 from . import charts, editor, incidents, results, rows, sendwhen
-from .access import (
-    MANAGE_SUPPRESSIONS,
-    OPERATE,
-    VIEW,
-    VIEW_ENROLLMENT,
-    VIEW_INCIDENT,
-    VIEW_LEDGER,
-    VIEW_LOG,
-    page_of,
-    query_without_page,
-    ui_view,
-)
+from .access import page_of, query_without_page, ui_view
 from .forms import (
     SearchForm,
     SuppressionAddForm,

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from mailboxes.ingest.poll import mailbox_poll
+from inbound.ingest.poll import mailbox_poll
 from proving.harness import mails
 from sequences import services
 from sequences.models import TimelineEvent

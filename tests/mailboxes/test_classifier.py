@@ -1,4 +1,4 @@
-"""mailboxes.classify on small synthetic fixtures written for this project.
+"""inbound.classify on small synthetic fixtures written for this project.
 
 The real corpus is scored by ``manage.py bench_classifier``; these tests pin
 the behaviour each rule promises (RFC 3464 / 3463 / 5965 / 3834) and that
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mailboxes.classify import Classification, classify
-from mailboxes.classify.quotes import extract_reply_text
+from inbound.classify import Classification, classify
+from inbound.classify.quotes import extract_reply_text
 from mailboxes.kinds import (
     AUTH_FAILURE,
     AUTO_REPLY,
@@ -595,7 +595,7 @@ def test_classify_never_raises_on_mime_shaped_noise(fragments: list[str]) -> Non
 def test_lowered_patterns_refuse_an_uppercase_literal() -> None:
     import re
 
-    from mailboxes.classify.evidence import on_lowered as _on_lowered
+    from inbound.classify.evidence import on_lowered as _on_lowered
 
     with pytest.raises(ValueError):
         _on_lowered(re.compile(r"Delivery failed", re.I))

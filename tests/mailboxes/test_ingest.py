@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from inbound.ingest.poll import mailbox_poll
 from mailboxes.imap.errors import ImapConnectionError
-from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
 from sequences import services

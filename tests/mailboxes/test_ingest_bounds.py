@@ -13,8 +13,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from mailboxes.classify import classify
-from mailboxes.ingest.parse import parse
+from inbound.classify import classify
+from inbound.ingest.parse import parse
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_url
@@ -80,7 +80,7 @@ def with_attachment(reply: bytes, megabytes: int) -> bytes:
 POLL_CHILD = """
 import json, os, django
 django.setup()
-from mailboxes.ingest.poll import mailbox_poll
+from inbound.ingest.poll import mailbox_poll
 result = mailbox_poll(mailbox_id=int(os.environ["MAILBOX_ID"]))
 hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"fetched": result.fetched, "hwm_kib": hwm}))

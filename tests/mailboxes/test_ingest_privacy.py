@@ -14,7 +14,7 @@ from django.db import connection
 from django.urls import reverse
 
 from db.sql import db_now
-from mailboxes import tasks
+from inbound import tasks
 from mailboxes.models import InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_dump

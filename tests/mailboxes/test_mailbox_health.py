@@ -216,7 +216,7 @@ def test_a_folder_is_guessed_under_inbox_with_the_servers_delimiter():
 
 def test_a_cyrus_style_tls_imap_server_with_a_private_ca_and_a_misnamed_folder(tmp_path, monkeypatch, capsys):
     """Dovecot with STARTTLS (a CA the test made) and "." as separator (INBOX.Bounces), as Cyrus serves it."""
-    from mailboxes.ingest.poll import mailbox_poll
+    from inbound.ingest.poll import mailbox_poll
     from mailboxes.models import ImapCursor
     from proving.harness import mails
     from proving.harness.dovecot import DEFAULT_USERS, Dovecot

@@ -18,11 +18,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from db.sql import db_now
+from inbound.ingest.poll import mailbox_poll
 from mailboxes import oauth2
 from mailboxes.imap.session import ImapSession
-from mailboxes.ingest.poll import imap_config_for, mailbox_poll
 from mailboxes.models import Mailbox
-from mailboxes.selectors import oauth2_config_for, transport_for
+from mailboxes.selectors import imap_config_for, oauth2_config_for, transport_for
 from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
 from proving.harness.smtp import SmtpServer

@@ -14,9 +14,9 @@ from datetime import timedelta
 import pytest
 
 from db.sql import db_now
+from inbound.ingest.poll import mailbox_poll
 from mailboxes import oauth2
 from mailboxes.imap.errors import ImapAuthError
-from mailboxes.ingest.poll import mailbox_poll
 from mailboxes.models import Mailbox
 from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 from django.utils import timezone
 
-from mailboxes.ingest.record import inbound_record
+from inbound.ingest.record import inbound_record
 from proving.harness import mails
 from sequences import services
 from sequences.models import Enrollment, SendJob, TimelineEvent

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from mailboxes.classify.return_date import return_date
+from inbound.classify.return_date import return_date
 
 RECEIVED = date(2026, 12, 1)  # a Tuesday
 

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from mailboxes.ingest.poll import mailbox_poll
+from inbound.ingest.poll import mailbox_poll
+from inbound.watcher import openers, run
 from mailboxes.models import InboundMessage, Mailbox
-from mailboxes.watcher import openers, run
 from proving.harness import mails
 from tests.races.helpers import Worker
 
@@ -99,7 +99,7 @@ def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox
     import django_rq
     from django.db import close_old_connections, connection, transaction
 
-    from mailboxes.tasks import poll_mailbox
+    from inbound.tasks import poll_mailbox
 
     mailbox_poll(mailbox_id=imap_mailbox.pk)  # connect: the folder's cursor starts here
     redis = django_rq.get_connection("ingest")
@@ -136,7 +136,7 @@ def test_folders_are_opened_one_of_each_mailbox_in_turn():
     """The logins in flight at once belong to different mailboxes, not to one account's twenty folders."""
     from types import SimpleNamespace
 
-    from mailboxes.watcher import Watch, _one_of_each_mailbox_in_turn
+    from inbound.watcher import Watch, _one_of_each_mailbox_in_turn
 
     boxes = [SimpleNamespace(pk=pk) for pk in (1, 2, 3)]
     watches = [Watch((box.pk, folder), box, folder) for box, folders in zip(boxes, (4, 1, 2), strict=True)
@@ -146,7 +146,7 @@ def test_folders_are_opened_one_of_each_mailbox_in_turn():
 
 
 def test_the_number_of_openers_is_a_setting(settings):
-    from mailboxes.watcher import Watcher
+    from inbound.watcher import Watcher
 
     settings.OUTREACH_WATCHER_OPENERS = 3
     watcher = Watcher(on_new=lambda _pk: None)

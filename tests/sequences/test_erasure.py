@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from mailboxes.ingest.record import inbound_record
+from inbound.ingest.record import inbound_record
 from proving.harness import mails
 from proving.harness.stack import database_dump
 from sequences import services

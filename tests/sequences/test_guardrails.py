@@ -7,7 +7,7 @@ import django_rq
 import pytest
 from rq.worker import SimpleWorker
 
-from mailboxes.ingest.record import inbound_record
+from inbound.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
 from sequences import services

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mailboxes.ingest.record import inbound_record
+from inbound.ingest.record import inbound_record
 from proving.harness import mails
 from sequences import services
 from sequences.models import Enrollment, SendJob, Sequence

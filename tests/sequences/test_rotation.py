@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from db.sql import db_now
-from mailboxes.ingest.record import inbound_record
+from inbound.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
 from proving.harness.smtp import SmtpServer

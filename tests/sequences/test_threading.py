@@ -10,7 +10,7 @@ from email import message_from_bytes
 
 import pytest
 
-from mailboxes.ingest.poll import mailbox_poll
+from inbound.ingest.poll import mailbox_poll
 from mailboxes.models import InboundMessage, Mailbox
 from proving.harness import mails
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot

@@ -30,8 +30,8 @@ def submit(job_id: int, worker_id: str = "w1") -> None:
 def reply_to(job: SendJob, *, internaldate=None):
     """A human reply to `job`, through the real ingestion."""
     from db.sql import db_now
+    from inbound.ingest.record import inbound_record
     from mailboxes.imap.fetch import FetchedMessage
-    from mailboxes.ingest.record import inbound_record
 
     email = job.enrollment.contact.email
     raw = (f"From: Prospect <{email}>\r\nSubject: Re: hello\r\nMessage-ID: <reply-{job.pk}@example.com>\r\n"
@@ -230,7 +230,7 @@ def test_setup_demo_builds_every_state_through_the_services(monkeypatch, roles, 
 
 
 def test_setup_demo_without_the_capture_server_creates_nothing(monkeypatch, roles):
-    from sequences.management.commands import setup_demo
+    from proving.management.commands import setup_demo
 
     monkeypatch.setattr(setup_demo, "WAIT_FOR_SMTP_SECONDS", 0.2)
     monkeypatch.setenv("OUTREACH_CAPTURE_PORT", "9")  # nothing listens on the discard port here

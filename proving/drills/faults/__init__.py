@@ -21,7 +21,7 @@ postgres   a run of N/2 sends against a private cluster, restarted
            (immediate shutdown) halfway; never the machine's cluster.
 imap       Dovecot killed mid-fetch, UIDVALIDITY changed, the same reply
            delivered twice and copied to another folder.
-fuzz       N mutated inbound messages through mailboxes.ingest.inbound_record:
+fuzz       N mutated inbound messages through inbound.ingest.inbound_record:
            no crash, each recorded or quarantined.
 bigheader  ingestion time of messages with one long header (6-100 KB), each
            in a child process with a time budget.

@@ -36,8 +36,8 @@ from sequences.sending_mailbox import sends_from
 
 
 def drill_imap(ctx: Ctx, *, n: int, kills: int) -> list[Row]:
+    from inbound.ingest.poll import mailbox_poll
     from mailboxes.imap.errors import ImapError
-    from mailboxes.ingest.poll import mailbox_poll
     from proving.harness.dovecot import Dovecot, dovecot_available
     from proving.harness.smtp import SmtpServer
 
@@ -194,7 +194,7 @@ def _multipart_sample(to_message_id: str, sender: str) -> bytes:
 
 
 def drill_fuzz(ctx: Ctx, *, count: int) -> list[Row]:
-    from mailboxes.ingest.record import inbound_record
+    from inbound.ingest.record import inbound_record
     from proving.drills.fuzz import mutants
     from proving.harness.smtp import SmtpServer
 
@@ -264,8 +264,8 @@ def drill_fuzz(ctx: Ctx, *, count: int) -> list[Row]:
 
 
 def _timed_parse(raw: bytes, *, budget: float) -> float | None:
-    """Seconds mailboxes.ingest.parse takes on `raw` in a forked child, or None past `budget` (child killed)."""
-    from mailboxes.ingest.parse import parse
+    """Seconds inbound.ingest.parse takes on `raw` in a forked child, or None past `budget` (child killed)."""
+    from inbound.ingest.parse import parse
 
     connections.close_all()
     pid = os.fork()
@@ -287,7 +287,7 @@ def _timed_parse(raw: bytes, *, budget: float) -> float | None:
 
 def drill_big_headers(ctx: Ctx, *, budget: float = 5.0) -> list[Row]:
     """One long header per message. A poller that spends minutes on one mail delays every reply behind it."""
-    from mailboxes.ingest.parse import parse
+    from inbound.ingest.parse import parse
 
     base = mails.drill_reply(to_message_id="<x@drill.invalid>", sender="big@drill.invalid", to="big@drill.invalid")
     parse(base)  # warm imports outside the timings
@@ -310,6 +310,6 @@ def drill_big_headers(ctx: Ctx, *, budget: float = 5.0) -> list[Row]:
     row.extra["figures"] = figures
     if row.problems:
         row.notes.append("header parsing grows faster than linearly with the header's length: one crafted mail "
-                         "can hold the poller (and every reply behind it) for minutes; mailboxes.ingest should "
+                         "can hold the poller (and every reply behind it) for minutes; inbound.ingest should "
                          "cap header lengths before parsing")
     return [row.settle()]

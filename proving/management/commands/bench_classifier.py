@@ -24,7 +24,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.classify import Classification, classify
+from inbound.classify import Classification, classify
 from mailboxes.kinds import BOUNCE, HARD, SOFT
 from proving.jsonout import json_target
 
@@ -68,7 +68,7 @@ SISIMAI_CLASS = {
 
 
 class Command(BaseCommand):
-    help = "Score mailboxes.classify (and flufl.bounce alone) on a labelled mail corpus."
+    help = "Score inbound.classify (and flufl.bounce alone) on a labelled mail corpus."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("dir", help="corpus root or one of its sets (folders with expected.csv)")

@@ -8,7 +8,7 @@ from sequences.api.models import BulkEnrollment
 
 from ... import services
 from ...models import Enrollment, Sequence
-from ...web.access import OPERATE, VIEW_ENROLLMENT
+from ...permissions import OPERATE, VIEW_ENROLLMENT
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out
 from ..contacts import contact_row, enrollment_create_from_row

@@ -5,7 +5,7 @@ from ninja import Router
 
 from ... import services
 from ...models import Sequence
-from ...web.access import OPERATE, VIEW
+from ...permissions import OPERATE, VIEW
 from ..auth import actor_of, needs
 from ..present import sequence_out, stop_out
 from ..schemas import Error, SequenceActionOut, SequenceOut

@@ -3,8 +3,8 @@
 from ninja import Router, Status
 
 from ... import services
+from ...permissions import MANAGE_SUPPRESSIONS, VIEW_LEDGER
 from ...selectors import ledger_search, normalize_email, suppression_active_for
-from ...web.access import MANAGE_SUPPRESSIONS, VIEW_LEDGER
 from ..auth import actor_of, needs
 from ..present import page_of, stop_out, suppression_out
 from ..schemas import (

@@ -2,8 +2,8 @@
 
 from ninja import Router
 
+from ...permissions import VIEW_INCIDENT
 from ...selectors import timeline_event_fields, timeline_of_address
-from ...web.access import VIEW_INCIDENT
 from ..auth import needs
 from ..schemas import TimelineEventOut
 

@@ -1,0 +1,102 @@
+"""Django admin for mailboxes (editable config, never secrets) and the read-only inbound side."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+
+from mailboxes.models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
+from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
+from sequences import services
+from sequences.admin import ReadOnlyAdmin, report_stop
+from sequences.labels import stamp
+
+
+class MailboxForm(forms.ModelForm):
+    """The *_env fields name an environment variable from the allow-list (mailboxes/secrets.py)."""
+
+    class Meta:
+        model = Mailbox
+        # The admin's fieldsets choose the fields; esp_api_url is not among them (an ESP's API URL is fixed).
+        fields = tuple(ENV_FIELDS)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ENV_FIELDS:
+            if name in self.fields:
+                self.fields[name].validators.append(validate_secret_env_name)
+                self.fields[name].help_text = f"The name of an environment variable starting with {PREFIX}."
+
+
+@admin.register(Mailbox)
+class MailboxAdmin(admin.ModelAdmin):
+    form = MailboxForm
+    list_display = ("name", "address", "transport_kind", "paused", "last_poll_at", "poll_failures")
+    list_filter = ("paused", "transport_kind")
+    search_fields = ("name", "address")
+    # Passwords are never stored: the *_env fields name an environment variable.
+    readonly_fields = ("paused", "version", "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
+                       "created_at", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until")
+    fieldsets = (
+        (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
+        ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
+                             "smtp_security")}),
+        ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_schedule_ahead_minutes")}),
+        ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+                               "window_fallback_timezone",
+                               "is_drill_target")}),
+        ("Deliverability guardrail", {"fields": (
+            "guardrail_window_days", "guardrail_bounce_rate", "guardrail_bounce_min_sends", "guardrail_complaint_rate",
+            "guardrail_complaint_min_deliveries", "guardrail_silence_seconds", "guardrail_paused_at",
+            "guardrail_reason", "guardrail_silenced_until")}),
+        ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
+                             "imap_folders")}),
+        ("Poll health", {"fields": ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
+                                    "created_at")}),
+    )
+    actions = ["pause_mailboxes", "resume_mailboxes"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_operate_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.operate")
+
+    @admin.action(description="Pause selected mailboxes (cancels jobs not yet authorized)", permissions=["operate"])
+    def pause_mailboxes(self, request, queryset) -> None:
+        for mailbox in queryset:
+            report_stop(request, f"Paused {mailbox.name}",
+                        services.mailbox_pause(mailbox_id=mailbox.pk, actor=request.user.get_username()))
+
+    @admin.action(description="Resume selected mailboxes", permissions=["operate"])
+    def resume_mailboxes(self, request, queryset) -> None:
+        for mailbox in queryset:
+            n = services.mailbox_resume(mailbox_id=mailbox.pk, actor=request.user.get_username())
+            messages.info(request, f"Resumed {mailbox.name}: {n} next step(s) scheduled.")
+
+
+@admin.register(ImapCursor)
+class ImapCursorAdmin(ReadOnlyAdmin):
+    list_display = ("mailbox", "folder", "uidvalidity", "last_uid", "highestmodseq", "rescans", "failures",
+                    "last_error", "updated_at")
+
+
+@admin.register(InboundMessage)
+class InboundMessageAdmin(ReadOnlyAdmin):
+    list_display = ("id", "committed_ms", "kind", "from_address", "subject", "correlation_rule", "enrollment")
+    list_filter = ("kind", "correlation_rule", "mailbox")
+    search_fields = ("from_address", "message_id", "subject")
+    list_select_related = ("enrollment__contact", "enrollment__sequence")
+    # The raw bytes stay out of the admin; the operator UI shows them as escaped text.
+    exclude = ("raw",)
+
+    @admin.display(description="Committed (database clock)", ordering="committed_at")
+    def committed_ms(self, message: InboundMessage) -> str:
+        return stamp(message.committed_at)
+
+
+@admin.register(ProviderEvent)
+class ProviderEventAdmin(ReadOnlyAdmin):
+    list_display = ("provider", "event_type", "recipient", "provider_message_id", "job", "received_at", "effect")
+    list_filter = ("provider", "event_type")
+    search_fields = ("recipient", "provider_message_id", "event_id")

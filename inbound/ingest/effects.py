@@ -1,0 +1,182 @@
+"""What each kind of inbound message does, as one table: kind -> action on the send side.
+
+Every action runs inside the recording transaction (inbound.ingest.record)
+and goes through the send side's stop and suppression services; each returns
+what it did, in words, for the inbound ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+
+from db.sql import db_now
+from mailboxes.kinds import BounceType, Kind
+from mailboxes.models import InboundMessage
+from sequences import services
+from sequences.labels import stop_summary_text
+from sequences.models import Enrollment, Suppression
+from sequences.sending_mailbox import sends_from
+from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
+
+from ..classify import Classification
+from ..classify.mime import parse_for_classify
+from ..classify.quotes import extract_reply_text
+from ..classify.return_date import return_date
+from ..classify.text import body_text
+from .correlate import Correlation
+
+# One action per kind: (row, correlation, classification, source) -> what was done, in words.
+Effect = Callable[[InboundMessage, Correlation, Classification | None, str], str]
+
+NOT_CORRELATED = "not correlated to anything we sent: recorded only"
+
+
+def own_copy_effect(why: str) -> str:
+    return f"our own sent mail ({why}): recorded only, never counted as a reply"
+
+SUPPRESS_FOR_KIND = {
+    Kind.UNSUBSCRIBE_REQUEST: Suppression.Reason.UNSUBSCRIBE,
+    Kind.COMPLAINT: Suppression.Reason.COMPLAINT,
+}
+
+
+def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
+    summary = services.reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
+                                                 strong=correlation.rule != InboundMessage.Rule.SENDER,
+                                                 mailbox=row.mailbox)
+    return _describe("stopped (replied)", summary)
+
+
+def _suppress(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    summary = services.StopSummary()
+    for address in correlation.addresses:
+        _, part = services.suppression_add_in_transaction(
+            value=address, reason=SUPPRESS_FOR_KIND[row.kind], source=source,
+            note=f"{row.get_kind_display()} {row.message_id}"[:500])
+        summary.add(part)
+    return _describe(f"suppressed ({SUPPRESS_FOR_KIND[row.kind]})", summary)
+
+
+def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    types = dict(zip(c.recipients, c.recipient_types, strict=False)) if c else {}
+    if c is not None and is_delay(c):
+        return "; ".join(f"{address}: delivery delayed, still being retried: recorded; a delay never counts "
+                         "toward the soft-bounce limit" for address in correlation.addresses)
+    return _bounce_effects(row, correlation.addresses, types, source)
+
+
+def answer_text(row: InboundMessage) -> str:
+    """An auto-reply's own words: subject and body without the quoted message we sent (it may name dates)."""
+    body = body_text(parse_for_classify(bytes(row.raw))) if row.raw else ""
+    return f"{row.subject}\n{extract_reply_text(body) or body}"
+
+
+DELAYED = "Action: delayed"  # in the classifier's reason for DSN and prose delay warnings
+
+
+def is_delay(c: Classification) -> bool:
+    """A warning that the MTA is still retrying (RFC 3464 Action: delayed, or its prose), not a failure."""
+    return c.kind == Kind.BOUNCE and (DELAYED in c.reason or c.rule.endswith("_delay"))
+
+
+def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
+        received = row.internaldate or db_now()
+        found = return_date(answer_text(row), received=received.date())
+        stated = ReturnStated(date=found.date, sentence=found.sentence) if found else None
+        return person_hold_for_auto_reply(addresses=correlation.addresses, received=received, found=stated,
+                                          source=source)
+    summary = services.StopSummary()
+    for enrollment_id in _enrollments_to_stop(row, correlation):
+        summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))
+    return _describe("paused (auto-reply)", summary)
+
+
+def _auth_failure(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    # RFC 6591: nobody complained, so nothing stops and nothing is suppressed;
+    # the words in the ledger tell an admin that our SPF/DKIM is failing.
+    return "authentication failure report (RFC 6591) recorded: check SPF/DKIM; nothing suppressed"
+
+
+EFFECTS: dict[str, Effect] = {
+    Kind.HUMAN_REPLY: _stop_replied,
+    Kind.UNSUBSCRIBE_REQUEST: _suppress,
+    Kind.COMPLAINT: _suppress,
+    Kind.BOUNCE: _bounce,
+    Kind.AUTO_REPLY: _auto_reply,
+    Kind.AUTH_FAILURE: _auth_failure,
+    # UNRELATED: recorded only.
+}
+
+
+def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Classification | None) -> str:
+    """Call the send side's services inside the caller's transaction; returns what was done, in words."""
+    if row.kind == Kind.QUARANTINED:
+        return f"quarantined: {row.parse_error}"
+    if correlation.own_copy:
+        return own_copy_effect(correlation.why)
+    if correlation.rule == InboundMessage.Rule.NO_EVIDENCE:
+        return f"no evidence we sent to it ({correlation.why}): recorded only, nothing stopped or suppressed"
+    if not correlation.addresses:
+        return NOT_CORRELATED
+    effect = EFFECTS.get(row.kind)
+    return effect(row, correlation, c, f"inbound:{row.pk}") if effect else "recorded only"
+
+
+def _enrollments_to_stop(row: InboundMessage, correlation: Correlation) -> list[int]:
+    """A reply to a message stops its enrollment; a sender-only match stops that address here."""
+    if correlation.job is not None and correlation.rule != InboundMessage.Rule.SENDER:
+        return [correlation.job.enrollment_id]
+    return list(
+        Enrollment.objects.filter(sends_from(row.mailbox_id), contact__email__in=correlation.addresses)
+        .exclude(status=Enrollment.Status.STOPPED).values_list("pk", flat=True)
+    )
+
+
+def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, str], source: str) -> str:
+    """Hard: suppress now. Soft: suppress once OUTREACH_SOFT_BOUNCE_LIMIT messages to the address failed softly.
+
+    The limit counts failed deliveries of distinct messages we sent (jobs), never delay warnings: the same
+    message reported twice counts once.
+    """
+    done = []
+    summary = services.StopSummary()
+    for address in addresses:
+        kind = types.get(address, row.bounce_type)
+        if kind == BounceType.HARD:
+            _, part = services.suppression_add_in_transaction(
+                value=address, reason=Suppression.Reason.HARD_BOUNCE, source=source,
+                note=f"{' '.join(row.status_codes)} {row.classification_reason}"[:500])
+            summary.add(part)
+            done.append(f"{address}: hard bounce, suppressed")
+            continue
+        limit = settings.OUTREACH_SOFT_BOUNCE_LIMIT
+        failed = set(InboundMessage.objects.filter(kind=Kind.BOUNCE, bounce_type=BounceType.SOFT, duplicate_of=None,
+                                                   enrollment__contact__email=address, job__isnull=False)
+                     .exclude(classification_reason__contains=DELAYED).values_list("job_id", flat=True).distinct())
+        if row._state.adding and _counts_as_soft_failure(row, address):  # this report: written after its effects
+            failed.add(row.job_id)
+        soft = len(failed)
+        if soft >= limit:
+            _, part = services.suppression_add_in_transaction(
+                value=address, reason=Suppression.Reason.SOFT_BOUNCES, source=source,
+                note=f"{soft} soft bounces (limit {limit})")
+            summary.add(part)
+            done.append(f"{address}: soft bounce {soft} of {limit}, suppressed")
+        else:
+            done.append(f"{address}: soft bounce {soft} of {limit}, recorded")
+    return "; ".join(done) + (f" — {stop_summary_text(summary)}" if summary.changed else "")
+
+
+def _counts_as_soft_failure(row: InboundMessage, address: str) -> bool:
+    """Whether the query above would count `row` once written: a soft failure of a message of ours to `address`."""
+    return (row.kind == Kind.BOUNCE and row.bounce_type == BounceType.SOFT and row.duplicate_of_id is None
+            and row.job_id is not None and DELAYED not in row.classification_reason
+            and row.enrollment is not None and row.enrollment.contact.email == address)
+
+
+def _describe(what: str, summary: services.StopSummary) -> str:
+    return stop_summary_text(summary, what=what)

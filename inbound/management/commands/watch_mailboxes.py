@@ -1,0 +1,32 @@
+"""`manage.py watch_mailboxes`: the IDLE watcher (inbound.watcher), one process for every watched folder."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from django.core.management.base import BaseCommand
+
+from inbound.tasks import enqueue_poll, poll_mailbox
+from inbound.watcher import run
+
+
+class Command(BaseCommand):
+    help = ("Watch IMAP folders with IDLE and trigger an immediate poll when new mail is pushed. One thread "
+            "multiplexes every folder's connection; mailboxes added, changed or removed are picked up every "
+            "--refresh seconds, without a restart.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--mailbox", help="only this mailbox (name)")
+        parser.add_argument("--inline", action="store_true",
+                            help="poll in this process instead of enqueueing on the `ingest` queue")
+        parser.add_argument("--refresh", type=float, default=30.0, help="seconds between looks at the mailbox list")
+        parser.add_argument("--idle-seconds", type=float, default=300.0,
+                            help="longest IDLE before the folder is selected again (UIDVALIDITY check)")
+
+    def handle(self, *args, mailbox, inline, refresh, idle_seconds, **options):
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        run(stop, name=mailbox, on_new=poll_mailbox if inline else enqueue_poll, refresh=refresh,
+            idle_seconds=idle_seconds, say=self.stdout.write)

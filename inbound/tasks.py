@@ -1,0 +1,88 @@
+"""RQ tasks for reply ingestion: a periodic fan-out, and one poll per mailbox under a lock."""
+
+from __future__ import annotations
+
+import logging
+
+import django_rq
+from rq import Retry
+
+from mailboxes.models import Mailbox
+
+from .ingest.poll import mailbox_poll
+from .ingest.retention import inbound_raw_purge as _raw_purge
+
+log = logging.getLogger("outreach.ingest")
+LOCK_TIMEOUT = 600  # seconds; a crashed poller's lock expires on its own
+
+
+def poll_lock(mailbox_id: int):
+    """Two polls of one mailbox never run at once (Redis lock with a timeout).
+
+    The lock saves work; correctness does not depend on it: the inbound
+    ledger's unique keys make a doubled poll a no-op.
+    """
+    conn = django_rq.get_connection("ingest")
+    return conn.lock(f"outreach:poll:{mailbox_id}", timeout=LOCK_TIMEOUT, blocking=False)
+
+
+def _again_key(mailbox_id: int) -> str:
+    return f"outreach:poll:{mailbox_id}:again"
+
+
+def poll_mailbox(mailbox_id: int) -> dict:
+    """Poll one mailbox; a poll asked for while another runs is not lost: that one polls again when done.
+
+    A push (IDLE) or a cron tick that finds the mailbox being polled leaves a
+    flag and tries the lock once more (the running poll may have ended just
+    then). The running poll clears the flag before it reads and looks for it
+    after it released the lock: mail that arrived during its pass is read by a
+    second pass, never left for the next periodic poll.
+    """
+    conn = django_rq.get_connection("ingest")
+    again = _again_key(mailbox_id)
+    rounds, fetched, result = 0, 0, None
+    while True:
+        lock = poll_lock(mailbox_id)
+        if not lock.acquire():
+            conn.set(again, "1", ex=LOCK_TIMEOUT)
+            if not lock.acquire():
+                if result is None:
+                    return {"skipped": "another poll of this mailbox is running; it polls again when done"}
+                break
+        try:
+            conn.delete(again)
+            result = mailbox_poll(mailbox_id=mailbox_id)
+            rounds, fetched = rounds + 1, fetched + result.fetched
+        finally:
+            try:
+                lock.release()
+            except Exception:  # noqa: BLE001 - expired lock; nothing to release
+                pass
+        if not conn.exists(again):
+            break
+    return {"mailbox": result.mailbox, "fetched": fetched, "folders": result.folders, "rounds": rounds}
+
+
+def enqueue_poll(mailbox_id: int) -> None:
+    django_rq.get_queue("ingest").enqueue(
+        poll_mailbox, mailbox_id, retry=Retry(max=3, interval=[10, 30, 90]), result_ttl=600, failure_ttl=86400
+    )
+
+
+def poll_all() -> int:
+    """Periodic fan-out: one poll job per mailbox that has IMAP settings."""
+    ids = list(Mailbox.objects.exclude(imap_host="").values_list("pk", flat=True))
+    if not ids:
+        log.info("no IMAP mailbox configured: nothing to poll")
+    for mailbox_id in ids:
+        enqueue_poll(mailbox_id)
+    return len(ids)
+
+
+def inbound_raw_purge() -> int:
+    """Periodic: remove the raw source of inbound mail older than OUTREACH_INBOUND_RETENTION_DAYS."""
+    purged = _raw_purge()
+    if purged:
+        log.info("removed the raw source of %d inbound messages past the retention period", purged)
+    return purged

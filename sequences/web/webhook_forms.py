@@ -1,0 +1,48 @@
+"""The admin's form for a webhook endpoint."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from django import forms
+
+from mailboxes.secrets import secret_env_problem
+
+from ..webhooks_out.events import WebhookEvent
+
+LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+
+
+class WebhookEndpointForm(forms.Form):
+    url = forms.URLField(
+        max_length=500,
+        label="URL",
+        assume_scheme="https",
+        help_text="https://… (plain http only to this machine: localhost, 127.0.0.1)",
+    )
+    secret_env = forms.CharField(
+        max_length=100,
+        label="Signing secret variable",
+        help_text="the environment variable that holds the signing secret, e.g. "
+        "OUTREACH_SECRET_CRM_WEBHOOK; the receiver keeps the same value",
+    )
+    event_types = forms.MultipleChoiceField(
+        choices=[(e.value, e.value) for e in WebhookEvent], widget=forms.CheckboxSelectMultiple, label="Events"
+    )
+    description = forms.CharField(max_length=200, required=False)
+    active = forms.BooleanField(required=False, initial=True)
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"]
+        parsed = urlparse(url)
+        if parsed.scheme != "https" and not (parsed.scheme == "http" and parsed.hostname in LOOPBACK):
+            raise forms.ValidationError("use https (plain http only to localhost or 127.0.0.1)")
+        if parsed.username or parsed.password:
+            raise forms.ValidationError("no credentials in the URL: deliveries are signed instead")
+        return url
+
+    def clean_secret_env(self) -> str:
+        name = self.cleaned_data["secret_env"].strip()
+        if problem := secret_env_problem(name):
+            raise forms.ValidationError(problem.replace("a mailbox secret", "a webhook secret"))
+        return name
