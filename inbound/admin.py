@@ -7,9 +7,9 @@ from django.contrib import admin, messages
 
 from mailboxes.models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
 from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
-from sequences import services
 from sequences.admin import ReadOnlyAdmin, report_stop
 from sequences.labels import stamp
+from sequences.services.stops import mailbox_pause, mailbox_resume
 
 
 class MailboxForm(forms.ModelForm):
@@ -66,12 +66,12 @@ class MailboxAdmin(admin.ModelAdmin):
     def pause_mailboxes(self, request, queryset) -> None:
         for mailbox in queryset:
             report_stop(request, f"Paused {mailbox.name}",
-                        services.mailbox_pause(mailbox_id=mailbox.pk, actor=request.user.get_username()))
+                        mailbox_pause(mailbox_id=mailbox.pk, actor=request.user.get_username()))
 
     @admin.action(description="Resume selected mailboxes", permissions=["operate"])
     def resume_mailboxes(self, request, queryset) -> None:
         for mailbox in queryset:
-            n = services.mailbox_resume(mailbox_id=mailbox.pk, actor=request.user.get_username())
+            n = mailbox_resume(mailbox_id=mailbox.pk, actor=request.user.get_username())
             messages.info(request, f"Resumed {mailbox.name}: {n} next step(s) scheduled.")
 
 

@@ -21,8 +21,12 @@ import re
 from anymail.signals import AnymailTrackingEvent, EventType
 from django.db import DataError
 
-from sequences.services import TrackingEvent, provider_event_record, provider_event_reject
-from sequences.services.provider_events import tracking_event_problem
+from sequences.services.provider_events import (
+    TrackingEvent,
+    provider_event_record,
+    provider_event_reject,
+    tracking_event_problem,
+)
 
 log = logging.getLogger("outreach.inbound.webhooks")
 

@@ -38,14 +38,12 @@ from mailboxes.imap.errors import ImapError
 from mailboxes.imap.session import ImapSession
 from mailboxes.models import Mailbox
 from mailboxes.selectors import imap_config_for, transport_for
-from sequences import services
 from sequences.loads import facts_read, job_read
 from sequences.messages import message_prepare
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
 from sequences.sending_mailbox import enrollment_mailbox
-from sequences.services import Authorization
-from sequences.services.sending import job_locked
+from sequences.services.sending import Authorization, final_check, job_locked, send_job_claim
 from sequences.states import job_move
 from sequences.tasks import worker_identity
 from sequences.timeline import Event, event_record
@@ -75,7 +73,7 @@ def send_job_authorize_unchecked(*, job_id: int, worker_id: str, version: int) -
 
 def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
     """claim -> prepare -> [lock enrollment, check, authorize, SMTP, submitted] in one transaction."""
-    claimed = services.send_job_claim(job_id=job_id, worker_id=worker_id)
+    claimed = send_job_claim(job_id=job_id, worker_id=worker_id)
     if claimed is None:
         return "noop"
     prepared = message_prepare(job_id=job_id)
@@ -85,7 +83,7 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
         mailbox, job = locked.mailbox, locked.job
         if job.state != S.CLAIMED:
             return job.state
-        reason = services.final_check(job=job, enrollment=locked.enrollment, mailbox=mailbox, facts=facts_read(job))
+        reason = final_check(job=job, enrollment=locked.enrollment, mailbox=mailbox, facts=facts_read(job))
         if reason:
             job_move(job=job, to=S.CANCELED, worker_id=worker_id,
                      fields={"cancel_reason": reason}, reason=reason, final_check=True)

@@ -13,10 +13,14 @@ from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 
-from . import services
+from sequences.stop_summary import StopSummary
+
 from .labels import job_label, stamp, stop_summary_text
 from .messages import step_validate
 from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
+from .services.common import ServiceError
+from .services.erasure import contact_erase
+from .services.stops import enrollment_pause, enrollment_resume, enrollment_stop, sequence_pause, sequence_resume
 from .web.rows import latest_job_rows
 
 
@@ -43,7 +47,7 @@ class ReadOnlyInline(NoWrites, admin.TabularInline):
     show_change_link = True
 
 
-def report_stop(request, what: str, summary: services.StopSummary) -> None:
+def report_stop(request, what: str, summary: StopSummary) -> None:
     """An admin action's result, in the same words as every other surface."""
     messages.info(request, stop_summary_text(summary, what=what))
 
@@ -66,7 +70,7 @@ class ContactAdmin(admin.ModelAdmin):
                               "address", permissions=["manage_suppressions"])
     def erase_contacts(self, request, queryset: QuerySet[Contact]) -> None:
         for email in list(queryset.values_list("email", flat=True)):
-            result = services.contact_erase(email=email, actor=request.user.get_username())
+            result = contact_erase(email=email, actor=request.user.get_username())
             messages.info(request, f"Erased contact #{result['contact']}: {result['enrollments_stopped']} "
                                    "enrollment(s) stopped; only a keyed hash of the address is kept.")
 
@@ -115,12 +119,12 @@ class SequenceAdmin(admin.ModelAdmin):
     def pause_sequences(self, request, queryset: QuerySet[Sequence]) -> None:
         for sequence in queryset:
             report_stop(request, f"Paused {sequence.name}",
-                    services.sequence_pause(sequence_id=sequence.pk, actor=request.user.get_username()))
+                    sequence_pause(sequence_id=sequence.pk, actor=request.user.get_username()))
 
     @admin.action(description="Resume selected sequences", permissions=["operate"])
     def resume_sequences(self, request, queryset: QuerySet[Sequence]) -> None:
         for sequence in queryset:
-            n = services.sequence_resume(sequence_id=sequence.pk, actor=request.user.get_username())
+            n = sequence_resume(sequence_id=sequence.pk, actor=request.user.get_username())
             messages.info(request, f"Resumed {sequence.name}: {n} next step(s) scheduled.")
 
     def has_operate_permission(self, request) -> bool:
@@ -173,13 +177,13 @@ class EnrollmentAdmin(ReadOnlyAdmin):
     @admin.action(description="Pause selected enrollments", permissions=["operate"])
     def pause_enrollments(self, request, queryset) -> None:
         for e in queryset:
-            report_stop(request, f"Paused {e}", services.enrollment_pause(enrollment_id=e.pk,
+            report_stop(request, f"Paused {e}", enrollment_pause(enrollment_id=e.pk,
                                                                      actor=request.user.get_username()))
 
     @admin.action(description="Stop selected enrollments for good (reason: operator)", permissions=["operate"])
     def stop_enrollments(self, request, queryset) -> None:
         for e in queryset:
-            report_stop(request, f"Stopped {e}", services.enrollment_stop(
+            report_stop(request, f"Stopped {e}", enrollment_stop(
                 enrollment_id=e.pk, reason=Enrollment.StopReason.OPERATOR, actor=request.user.get_username(),
                 source="admin"))
 
@@ -187,8 +191,8 @@ class EnrollmentAdmin(ReadOnlyAdmin):
     def resume_enrollments(self, request, queryset) -> None:
         for e in queryset:
             try:
-                services.enrollment_resume(enrollment_id=e.pk, actor=request.user.get_username())
-            except services.ServiceError as exc:
+                enrollment_resume(enrollment_id=e.pk, actor=request.user.get_username())
+            except ServiceError as exc:
                 messages.error(request, f"{e}: {exc}")
             else:
                 messages.info(request, f"Resumed {e}.")

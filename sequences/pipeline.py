@@ -22,14 +22,26 @@ from mailboxes.transports.base import (
     TransientError,
 )
 
-from . import checkpoints, services
+from . import checkpoints
 from .messages import PrepareError, message_prepare
 from .models import SendJob
 from .sending_mailbox import enrollment_mailbox
+from .services.mailbox_health import send_job_record_mailbox_refused, send_job_record_unreachable
+from .services.provider_cancel import provider_send_at_for
+from .services.sending import (
+    Authorization,
+    send_job_authorize,
+    send_job_claim,
+    send_job_record_failed,
+    send_job_record_retry,
+    send_job_record_submitted,
+    send_job_record_unknown,
+    send_job_record_unpreparable,
+)
 
 log = logging.getLogger("outreach.pipeline")
 
-Authorize = Callable[..., services.Authorization]
+Authorize = Callable[..., Authorization]
 
 
 @dataclass(frozen=True)
@@ -39,9 +51,9 @@ class Outcome:
     detail: str = ""
 
 
-def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = services.send_job_authorize) -> Outcome:
+def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = send_job_authorize) -> Outcome:
     """Run one send job through the pipeline. `authorize` is replaceable only for tests and benchmarks."""
-    job = services.send_job_claim(job_id=job_id, worker_id=worker_id)
+    job = send_job_claim(job_id=job_id, worker_id=worker_id)
     if job is None:
         return Outcome(job_id, "noop", "not queued (duplicate or stale delivery)")
     checkpoints.reach("claimed", job_id)
@@ -50,7 +62,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
         prepared = message_prepare(job_id=job_id, job=job)
     except PrepareError as exc:
         # Nothing reached a transport: the job ends failed with the reason, never retried by the sweeper.
-        services.send_job_record_unpreparable(job_id=job_id, worker_id=worker_id, error=str(exc))
+        send_job_record_unpreparable(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, SendJob.State.FAILED, str(exc))
     checkpoints.reach("prepared", job_id)
 
@@ -66,7 +78,7 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
     )
     transport = transport_for(mailbox)
     # Handed to an ESP before its time (mailbox policy): the provider holds it until send_at.
-    send_at = services.provider_send_at_for(job_id=job_id, mailbox=mailbox)
+    send_at = provider_send_at_for(job_id=job_id, mailbox=mailbox)
     schedule_kw = {"send_at": send_at} if send_at else {}
     assert not connection.in_atomic_block, "never hold a transaction across the transport"
     try:
@@ -74,24 +86,24 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = serv
                                     **schedule_kw)
     except MailboxRefused as exc:
         # The mailbox, not the message: the job waits for the mailbox; nothing is failed.
-        state = services.send_job_record_mailbox_refused(job_id=job_id, worker_id=worker_id, error=str(exc))
+        state = send_job_record_mailbox_refused(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, state, str(exc))
     except TransientError as exc:
-        record = services.send_job_record_unreachable if exc.connection else services.send_job_record_retry
+        record = send_job_record_unreachable if exc.connection else send_job_record_retry
         state = record(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, state, str(exc))
     except RecipientRefused as exc:
-        services.send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=exc.hard)
+        send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=exc.hard)
         return Outcome(job_id, SendJob.State.FAILED, str(exc))
     except PermanentError as exc:
-        services.send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=False)
+        send_job_record_failed(job_id=job_id, worker_id=worker_id, error=str(exc), hard_bounce=False)
         return Outcome(job_id, SendJob.State.FAILED, str(exc))
     except OutcomeUnknown as exc:
-        services.send_job_record_unknown(job_id=job_id, worker_id=worker_id, error=str(exc))
+        send_job_record_unknown(job_id=job_id, worker_id=worker_id, error=str(exc))
         return Outcome(job_id, SendJob.State.UNKNOWN, str(exc))
     checkpoints.reach("submitted", job_id)
     schedule = submission.schedule  # an ESP's ProviderSchedule for a scheduled send
-    services.send_job_record_submitted(
+    send_job_record_submitted(
         job_id=job_id, worker_id=worker_id, smtp_reply=submission.reply,
         provider_message_id=submission.provider_message_id, provider_request_id=submission.provider_request_id,
         provider_schedule=schedule.as_fields() if schedule else None,

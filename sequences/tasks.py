@@ -9,7 +9,6 @@ from typing import Any
 
 from rq import get_current_job
 
-from . import services
 from .api import bulk
 from .api.idempotency import idempotency_keys_purge
 from .pipeline import send_job_process
@@ -21,6 +20,14 @@ from .queues import (
     enqueue_webhook_deliveries,
     send_enqueued_recently,
 )
+from .services import mailbox_health, suppressions
+from .services.doctor import enrollments_doctor
+from .services.enrollments import ContactRow, enrollments_create_many
+from .services.mailbox_health import mailbox_probes_due
+from .services.provider_cancel import provider_cancels_stale, send_job_provider_cancel
+from .services.sending import dispatch_due, leases_sweep, queued_stale
+from .services.stops import mailbox_pause_sweep
+from .services.suppressions import ImportRow
 from .webhooks_out import deliver
 
 log = logging.getLogger("outreach.tasks")
@@ -39,33 +46,33 @@ def send_job(job_id: int) -> str:
 
 
 def provider_cancel(job_id: int) -> str:
-    status = services.send_job_provider_cancel(job_id=job_id)
+    status = send_job_provider_cancel(job_id=job_id)
     log.info("job %s: provider cancel -> %s", job_id, status)
     return status
 
 
 def mailbox_guardrail_sweep(mailbox_id: int) -> int:
     """After the guardrail paused a mailbox: cancel its pending jobs, as an operator's pause does."""
-    summary = services.mailbox_pause_sweep(mailbox_id=mailbox_id)
+    summary = mailbox_pause_sweep(mailbox_id=mailbox_id)
     log.info("mailbox %s: guardrail pause canceled %s jobs", mailbox_id, summary.canceled)
     return summary.canceled
 
 
 def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
     """One dispatcher pass: queue due jobs, re-enqueue queued jobs Redis may have lost, sweep leases."""
-    sweep = services.leases_sweep()
-    due = services.dispatch_due()
+    sweep = leases_sweep()
+    due = dispatch_due()
     stale = [
-        job_id for job_id in services.queued_stale(older_than_seconds=stale_after_seconds)
+        job_id for job_id in queued_stale(older_than_seconds=stale_after_seconds)
         if job_id not in due and not send_enqueued_recently(job_id)
     ]
     requeue = sweep["requeued_ids"] + due + stale
     enqueue_sends(requeue, mark_seconds=stale_after_seconds)
     # Provider cancel requests whose RQ job was lost: ask again while the send time is ahead.
-    for job_id in services.provider_cancels_stale():
+    for job_id in provider_cancels_stale():
         enqueue_provider_cancel(job_id)
     # Blocked mailboxes whose next probe is due.
-    probes = services.mailbox_probes_due()
+    probes = mailbox_probes_due()
     for mailbox_id in probes:
         enqueue_probe(mailbox_id)
     return {"queued": len(due), "re_enqueued": len(stale) + sweep["requeued"], "marked_unknown": sweep["unknown"],
@@ -74,7 +81,7 @@ def dispatch(stale_after_seconds: int = STALE_AFTER_SECONDS) -> dict[str, int]:
 
 def doctor() -> int:
     """Periodic: repair active enrollments left without a live job (see sequences.services.doctor)."""
-    repaired = [f for f in services.enrollments_doctor(repair=True) if f.done]
+    repaired = [f for f in enrollments_doctor(repair=True) if f.done]
     for finding in repaired:
         log.warning("enrollment %s (%s): %s -> %s", finding.enrollment_id, finding.email, finding.finding,
                     finding.action)
@@ -82,7 +89,7 @@ def doctor() -> int:
 
 
 def mailbox_probe(mailbox_id: int) -> str:
-    result = services.mailbox_probe(mailbox_id=mailbox_id)
+    result = mailbox_health.mailbox_probe(mailbox_id=mailbox_id)
     log.info("mailbox %s probe: %s", mailbox_id, result.text)
     return result.outcome
 
@@ -101,7 +108,7 @@ def _meta_progress():
 
 def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, invalid: list[dict[str, Any]]):
     """A large CSV import; reports progress in the RQ job's meta for the status page."""
-    result = services.suppression_import(rows=[services.ImportRow(**r) for r in rows], actor=actor, source=source,
+    result = suppressions.suppression_import(rows=[ImportRow(**r) for r in rows], actor=actor, source=source,
                                          progress=_meta_progress())
     result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
     return result
@@ -129,7 +136,7 @@ def api_housekeeping() -> int:
     return idempotency_keys_purge()
 def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str) -> dict[str, Any]:
     """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page."""
-    result = services.enrollments_create_many(sequence_id=sequence_id, rows=[services.ContactRow(**r) for r in rows],
+    result = enrollments_create_many(sequence_id=sequence_id, rows=[ContactRow(**r) for r in rows],
                                               actor=actor, progress=_meta_progress())
     return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
             "invalid": len(rejected), "contacts_created": result.contacts_created,

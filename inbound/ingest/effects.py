@@ -14,11 +14,13 @@ from django.conf import settings
 from db.sql import db_now
 from mailboxes.kinds import BounceType, Kind
 from mailboxes.models import InboundMessage
-from sequences import services
 from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
 from sequences.sending_mailbox import sends_from
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
+from sequences.services.stops import enrollment_pause_in_transaction, reply_stop_in_transaction
+from sequences.services.suppressions import suppression_add_in_transaction
+from sequences.stop_summary import StopSummary
 
 from ..classify import Classification
 from ..classify.mime import parse_for_classify
@@ -44,16 +46,16 @@ SUPPRESS_FOR_KIND = {
 
 def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
     # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
-    summary = services.reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
+    summary = reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
                                                  strong=correlation.rule != InboundMessage.Rule.SENDER,
                                                  mailbox=row.mailbox)
     return _describe("stopped (replied)", summary)
 
 
 def _suppress(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
-    summary = services.StopSummary()
+    summary = StopSummary()
     for address in correlation.addresses:
-        _, part = services.suppression_add_in_transaction(
+        _, part = suppression_add_in_transaction(
             value=address, reason=SUPPRESS_FOR_KIND[row.kind], source=source,
             note=f"{row.get_kind_display()} {row.message_id}"[:500])
         summary.add(part)
@@ -89,9 +91,9 @@ def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification
         stated = ReturnStated(date=found.date, sentence=found.sentence) if found else None
         return person_hold_for_auto_reply(addresses=correlation.addresses, received=received, found=stated,
                                           source=source)
-    summary = services.StopSummary()
+    summary = StopSummary()
     for enrollment_id in _enrollments_to_stop(row, correlation):
-        summary.add(services.enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))
+        summary.add(enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))
     return _describe("paused (auto-reply)", summary)
 
 
@@ -143,11 +145,11 @@ def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, 
     message reported twice counts once.
     """
     done = []
-    summary = services.StopSummary()
+    summary = StopSummary()
     for address in addresses:
         kind = types.get(address, row.bounce_type)
         if kind == BounceType.HARD:
-            _, part = services.suppression_add_in_transaction(
+            _, part = suppression_add_in_transaction(
                 value=address, reason=Suppression.Reason.HARD_BOUNCE, source=source,
                 note=f"{' '.join(row.status_codes)} {row.classification_reason}"[:500])
             summary.add(part)
@@ -161,7 +163,7 @@ def _bounce_effects(row: InboundMessage, addresses: list[str], types: dict[str, 
             failed.add(row.job_id)
         soft = len(failed)
         if soft >= limit:
-            _, part = services.suppression_add_in_transaction(
+            _, part = suppression_add_in_transaction(
                 value=address, reason=Suppression.Reason.SOFT_BOUNCES, source=source,
                 note=f"{soft} soft bounces (limit {limit})")
             summary.add(part)
@@ -178,5 +180,5 @@ def _counts_as_soft_failure(row: InboundMessage, address: str) -> bool:
             and row.enrollment is not None and row.enrollment.contact.email == address)
 
 
-def _describe(what: str, summary: services.StopSummary) -> str:
+def _describe(what: str, summary: StopSummary) -> str:
     return stop_summary_text(summary, what=what)

@@ -50,16 +50,17 @@ def _enroll_api(sequence, n: int) -> tuple[float, dict[int, int]]:
 
 
 def _stops(sequence, n: int, tag: str) -> float:
-    from sequences import services
     from sequences.models import Enrollment
+    from sequences.services.enrollments import ContactRow, enrollments_create_batch
+    from sequences.services.stops import enrollment_stop
 
-    rows = [services.ContactRow(line=i, email=f"{tag}{i}@api.bench") for i in range(n)]
-    services.enrollments_create_batch(sequence_id=sequence.pk, rows=rows)
+    rows = [ContactRow(line=i, email=f"{tag}{i}@api.bench") for i in range(n)]
+    enrollments_create_batch(sequence_id=sequence.pk, rows=rows)
     ids = list(Enrollment.objects.filter(sequence=sequence, contact__email__startswith=tag)
                .order_by("id").values_list("id", flat=True))
     started = time.perf_counter()
     for enrollment_id in ids:
-        services.enrollment_stop(enrollment_id=enrollment_id, reason="operator")
+        enrollment_stop(enrollment_id=enrollment_id, reason="operator")
     return time.perf_counter() - started
 
 

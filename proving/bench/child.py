@@ -104,10 +104,11 @@ def dispatch(args) -> dict:
     """Passes of the product's dispatcher (sequences.tasks.dispatch: sweep, select due, enqueue).
 
     Two of the functions it calls are wrapped with timers (in this process only) to show where a
-    pass spends its time: services.dispatch_due (select + queued transitions) and tasks.enqueue_sends.
+    pass spends its time: dispatch_due (select + queued transitions) and tasks.enqueue_sends.
     """
     _django()
-    from sequences import services, tasks
+    from sequences import tasks
+    from sequences.services.sending import dispatch_due
 
     spent = {"dispatch_due": 0.0, "enqueue": 0.0}
 
@@ -120,7 +121,7 @@ def dispatch(args) -> dict:
                 spent[name] += time.perf_counter() - started
         return wrapper
 
-    services.dispatch_due = timed("dispatch_due", services.dispatch_due)
+    dispatch_due = timed("dispatch_due", dispatch_due)
     tasks.enqueue_sends = timed("enqueue", tasks.enqueue_sends)
     rss_start = rss_kib()
     passes = []

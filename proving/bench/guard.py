@@ -11,7 +11,7 @@ RQ's paired no-op rate, measured right after on the same warm workers. Both
 variants run `sequences.pipeline.send_job_process`; only the authorize step
 differs:
 
-- guarded:   services.send_job_authorize (the product)
+- guarded:   send_job_authorize (the product)
 - unchecked: proving.variants.send_job_authorize_unchecked (no final check)
 
 The authorize call is timed inside the workers: p50/p99 of that transaction.
@@ -189,14 +189,14 @@ def noop_rate(queue, redis, jobs: int) -> tuple[float | None, float | None]:
 
 def authorize_statements(ctx, sink: SmtpServer) -> dict[str, Any]:
     """Statements one authorize call sends (COMMIT aside), per variant, counted in this process on a claimed job."""
-    from sequences import services
+    from sequences.services.sending import send_job_claim
 
     ctx.reset()
     (box,) = data.mailboxes_create(1, smtp_port=sink.port)
     jobs = data.followups_create(len(AUTHORIZE), sequences=data.sequences_create([box]), tag="count")
     out: dict[str, Any] = {}
     for (variant, authorize), job in zip(AUTHORIZE.items(), jobs, strict=True):
-        claimed = services.send_job_claim(job_id=job.pk, worker_id="bench-count")
+        claimed = send_job_claim(job_id=job.pk, worker_id="bench-count")
         counter = StatementCounter()
         with connection.execute_wrapper(counter):
             decision = authorize(job_id=job.pk, worker_id="bench-count", version=claimed.version)

@@ -31,9 +31,10 @@ def _timed(calls) -> list[float]:
 
 def run(ctx) -> dict[str, Any]:
     from mailboxes.models import Mailbox
-    from sequences import services
     from sequences.models import Enrollment
     from sequences.sending_mailbox import sends_from
+    from sequences.services.guardrails import guardrail_figures, guardrail_may_cross
+    from sequences.services.suppressions import suppression_add
 
     sends, bounces = ctx.options["guardrail_sends"], ctx.options["bounces"]
     ctx.reset()
@@ -50,13 +51,13 @@ def run(ctx) -> dict[str, Any]:
     )
     ctx.say(f"guardrail: {bounces} manual suppressions (baseline), then {bounces} hard bounces (product)")
     baseline = _timed(
-        lambda e=e: services.suppression_add(value=e, reason="manual", note="bench") for e in emails[bounces:]
+        lambda e=e: suppression_add(value=e, reason="manual", note="bench") for e in emails[bounces:]
     )
-    product = _timed(lambda e=e: services.suppression_add(value=e, reason="hard_bounce") for e in emails[:bounces])
+    product = _timed(lambda e=e: suppression_add(value=e, reason="hard_bounce") for e in emails[:bounces])
     mailbox.refresh_from_db()
-    figures = services.guardrail_figures(mailbox)
-    counted = _timed([lambda: services.guardrail_figures(mailbox)] * bounces)
-    bounded = _timed([lambda: services.guardrail_may_cross(mailbox)] * bounces)
+    figures = guardrail_figures(mailbox)
+    counted = _timed([lambda: guardrail_figures(mailbox)] * bounces)
+    bounded = _timed([lambda: guardrail_may_cross(mailbox)] * bounces)
     result = {
         "sends_in_window": sends,
         "bounces": bounces,

@@ -9,7 +9,7 @@ on a fresh database:
    for both sizes, enough for every dispatcher pass), the rest spread over
    the next 30 days -- so the sizes differ only in the backlog of future
    jobs. VACUUM ANALYZE.
-2. One real services.dispatch_due() pass is run with its SQL captured (its
+2. One real dispatch_due() pass is run with its SQL captured (its
    jobs are put back to `scheduled` after, except 100 used in step 3); the
    captured SELECT ... FOR NO KEY UPDATE SKIP LOCKED (the due-batch
    selection, LIMIT = OUTREACH_DISPATCH_BATCH) is EXPLAIN ANALYZEd (is the
@@ -44,8 +44,8 @@ from proving.bench.stats import ratio, redis_summary_ms, summary_ms, table
 from proving.bench.tasks import samples_key, send_key
 from proving.harness import data, mails
 from proving.harness.smtp import SmtpServer
-from sequences import services
 from sequences.models import Contact, Enrollment, SendJob
+from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
 
 S = SendJob.State
 
@@ -84,7 +84,7 @@ def capture_selection(keep: int) -> tuple[str, list[int], int]:
     """
     connection.queries_log.clear()  # a full log (9,000 entries) would make the capture come back empty
     with CaptureQueriesContext(connection) as captured:
-        ids = services.dispatch_due()
+        ids = dispatch_due()
     SendJob.objects.filter(pk__in=ids[keep:]).update(state=S.SCHEDULED, queued_at=None)
     selects = [q["sql"] for q in captured.captured_queries if "SKIP LOCKED" in q["sql"]]
     if not selects:
@@ -133,13 +133,13 @@ def time_authorize(job_ids: list[int]) -> dict[str, Any]:
     outcomes: dict[str, int] = {}
     statements: list[str] = []
     for n, job_id in enumerate(job_ids):
-        job = services.send_job_claim(job_id=job_id, worker_id="bench-scale")
+        job = send_job_claim(job_id=job_id, worker_id="bench-scale")
         if job is None:
             continue
         connection.queries_log.clear()
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
-            decision = services.send_job_authorize(job_id=job_id, worker_id="bench-scale", version=job.version)
+            decision = send_job_authorize(job_id=job_id, worker_id="bench-scale", version=job.version)
             samples.append(time.perf_counter() - started)
         if n == len(job_ids) - 1:
             statements = [q["sql"] for q in captured.captured_queries if q["sql"].lstrip().upper().startswith("SELECT")]
@@ -303,7 +303,7 @@ def run(ctx) -> dict[str, Any]:
         f"scale: {small['jobs']:,} vs {big['jobs']:,} scheduled jobs",
         ["measure", f"{small['jobs']:,} jobs", f"{big['jobs']:,} jobs", "big ÷ small"],
         rows,
-        [f"selection = the SELECT ... FOR NO KEY UPDATE SKIP LOCKED of services.dispatch_due (LIMIT "
+        [f"selection = the SELECT ... FOR NO KEY UPDATE SKIP LOCKED of dispatch_due (LIMIT "
          f"{settings.OUTREACH_DISPATCH_BATCH}), captured from a real pass and re-run in rolled-back transactions.",
          f"indexes in the big table's plan: {', '.join(big['explain']['indexes']) or 'none (sequential scan)'}; "
          f"plan: {' / '.join(line.strip() for line in big['explain']['plan'][:4])}",

@@ -6,7 +6,7 @@ bench commits replies for exactly the enrollments being sent (the race the
 product exists for): each in-flight job gets one reply, at a random moment
 of its send, committed either through reply ingestion
 (inbound.ingest.inbound_record with a reply whose In-Reply-To names step 1)
-or through services.enrollment_stop; the time of that call is the sample.
+or through enrollment_stop; the time of that call is the sample.
 
 - guarded:   the product (authorize commits before the hand-off; no lock across SMTP)
 - lock_held: proving.variants -- one transaction locks the enrollment, authorizes, talks SMTP,
@@ -35,9 +35,9 @@ from proving.bench.procs import WorkerPool
 from proving.bench.stats import ratio, summary_ms, table
 from proving.harness import data
 from proving.harness.smtp import SmtpServer
-from sequences import services
 from sequences.models import SendJob
 from sequences.sending_mailbox import enrollment_mailbox_id
+from sequences.services.stops import enrollment_stop
 
 VARIANTS = ("guarded", "lock_held")
 METHODS = ("inbound_record", "enrollment_stop")
@@ -108,7 +108,7 @@ def variant_run(ctx, sink: SmtpServer, *, variant: str, workers: int, samples: i
                 found = EFFECT.search(result.effect)
                 outcome = _outcome(*map(int, found.groups())) if found else result.effect[:60]
             else:
-                summary = services.enrollment_stop(enrollment_id=enrollment_id, reason="replied", source="bench")
+                summary = enrollment_stop(enrollment_id=enrollment_id, reason="replied", source="bench")
                 outcome = _outcome(summary.canceled, summary.in_flight, summary.submitted)
             elapsed = time.perf_counter() - started
             with lock:

@@ -14,12 +14,13 @@ from rq import get_current_job
 from rq.job import Job
 
 from proving import variants
-from sequences import checkpoints, services
+from sequences import checkpoints
 from sequences.pipeline import send_job_process
+from sequences.services.sending import send_job_authorize
 from sequences.tasks import worker_identity
 
 AUTHORIZE = {
-    "guarded": services.send_job_authorize,
+    "guarded": send_job_authorize,
     "unchecked": variants.send_job_authorize_unchecked,
 }
 

@@ -8,7 +8,7 @@
 - non-final: a job a worker or the dispatcher should still act on (queued,
   claimed, authorized, or scheduled and due); a follow-up scheduled for later is not;
 - unknown labelled: `unknown` jobs whose label says "Outcome unknown — may have been sent";
-- stranded: an active enrollment with no live job and no recorded reason to wait (services.doctor).
+- stranded: an active enrollment with no live job and no recorded reason to wait (doctor).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from db.sql import db_now
-from sequences import services
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, TimelineEvent
+from sequences.services.doctor import enrollments_doctor
 
 S = SendJob.State
 UNKNOWN_LABEL = "Outcome unknown — may have been sent"
@@ -92,7 +92,7 @@ def audit(jobs, received: list[str]) -> Audit:
     result.reopened = reopened.count()
     for enrollment in reopened:
         result.problems.append(f"enrollment {enrollment.pk} was stopped and is active again")
-    for finding in services.enrollments_doctor(repair=False, enrollment_ids=sorted(enrollment_ids)):
+    for finding in enrollments_doctor(repair=False, enrollment_ids=sorted(enrollment_ids)):
         if finding.action:  # no reason on record to wait
             result.stranded += 1
             result.problems.append(f"enrollment {finding.enrollment_id} is stranded: {finding.finding}")

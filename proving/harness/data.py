@@ -18,8 +18,8 @@ from django.db.models import NOT_PROVIDED
 
 from db.sql import db_now
 from mailboxes.models import Mailbox
-from sequences import services
 from sequences.models import Contact, Enrollment, SendJob, Sequence, Step
+from sequences.services.enrollments import contact_upsert, enrollment_create
 
 S = SendJob.State
 BODY = (
@@ -54,8 +54,8 @@ def sequence_create(*, mailbox: Mailbox, name: str, waits: tuple[int, ...] = (0,
 def enroll(sequence: Sequence, email: str, *, first_name: str = "Ada", company: str = "Acme", actor: str = "",
            **fields) -> Enrollment:
     """Upsert the contact and enroll it through the services (step 1 scheduled)."""
-    contact = services.contact_upsert(email=email, first_name=first_name, company=company, fields=fields)
-    return services.enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk, actor=actor)
+    contact = contact_upsert(email=email, first_name=first_name, company=company, fields=fields)
+    return enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk, actor=actor)
 
 
 def mailboxes_create(count: int, *, smtp_port: int, tag: str = "bench", **imap) -> list[Mailbox]:

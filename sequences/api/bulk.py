@@ -20,7 +20,8 @@ from sequences.api.models import BulkEnrollment
 
 from ..models import Enrollment, Sequence
 from ..queues import enqueue_bulk_enrollment
-from ..services import ContactRow, ServiceError, enrollments_create_batch
+from ..services.common import ServiceError
+from ..services.enrollments import ContactRow, enrollments_create_batch
 from .contacts import contact_row
 
 MAX_ROWS = 10_000

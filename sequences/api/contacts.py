@@ -13,8 +13,8 @@ from django.db import IntegrityError, transaction
 
 from ..contact_rows import NAMED, row_check
 from ..models import Contact, Enrollment
-from ..services import ContactRow, ServiceError, enrollment_create
-from ..services.enrollments import _changes
+from ..services.common import ServiceError
+from ..services.enrollments import ContactRow, _changes, enrollment_create
 
 
 class BadRow(ServiceError):

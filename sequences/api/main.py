@@ -13,7 +13,7 @@ from django.http import Http404
 from django.urls import URLPattern
 from ninja import NinjaAPI
 
-from ..services import ServiceError
+from ..services.common import ServiceError
 from .auth import Forbidden, RateLimited, TokenAuth
 from .contacts import BadRow
 from .idempotency import idempotent

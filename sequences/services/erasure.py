@@ -96,14 +96,15 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
 
 def _inbound_blank(email: str, enrollment_ids: list[int]) -> int:
     """Blank the inbound mail from, to or about the person: raw source, subject, body, headers, addresses."""
-    mentioning = [
-        pk for pk, raw, recipients in InboundMessage.objects.values_list("pk", "raw", "recipients").iterator()
-        if email.encode() in bytes(raw or b"").lower() or email in [str(r).lower() for r in recipients or []]
-    ]
+    # The raw source is bytes: read in this process, a row at a time (erasure is rare; raw source is purged
+    # after the retention period).
+    mentioning = [pk for pk, raw in InboundMessage.objects.exclude(raw=b"").values_list("pk", "raw").iterator()
+                  if email.encode() in bytes(raw).lower()]
     rows = InboundMessage.objects.filter(
         Q(enrollment_id__in=enrollment_ids)
         | Q(job__enrollment_id__in=enrollment_ids)
         | Q(from_address=email)
+        | _names_recipient(email)
         | Q(pk__in=mentioning)
     )
     return rows.update(
@@ -119,6 +120,11 @@ def _inbound_blank(email: str, enrollment_ids: list[int]) -> int:
         effect=ERASED,
         parse_error="",
     )
+
+
+def _names_recipient(email: str) -> Q:
+    """Inbound rows whose recipients list holds the address: its JSON text holds it as a quoted string."""
+    return Q(recipients__icontains=json.dumps(email))
 
 
 def _replace_everywhere(email: str) -> int:
@@ -157,7 +163,7 @@ def contact_export(*, email: str) -> dict[str, Any]:
     jobs = SendJob.objects.filter(enrollment_id__in=ids).select_related("step").order_by("id")
     events = TimelineEvent.objects.filter(Q(email=email) | Q(enrollment_id__in=ids)).order_by("at", "id")
     inbound = InboundMessage.objects.filter(
-        Q(enrollment_id__in=ids) | Q(from_address=email) | Q(recipients__contains=[email])
+        Q(enrollment_id__in=ids) | Q(from_address=email) | _names_recipient(email)
     ).order_by("id")
     mentions = re.escape(email)
     return _plain(

@@ -1,7 +1,7 @@
 """Bulk actions on a sequence's enrollments: select, then pause, resume or stop them.
 
 Each enrollment goes through the same service as its own pause, stop or resume
-(`services.enrollment_pause` / `enrollment_stop` / `enrollment_resume`, each its
+(`enrollment_pause` / `enrollment_stop` / `enrollment_resume`, each its
 own short transaction with the enrollment locked), and the summaries are added up:
 the confirmation and the result say what a sequence pause says, for the selection.
 """
@@ -11,9 +11,11 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from .. import services
 from ..models import Enrollment, SendJob, Sequence
 from ..permissions import OPERATE
+from ..services.common import ServiceError
+from ..services.stops import enrollment_pause, enrollment_resume, enrollment_stop
+from ..stop_summary import StopSummary
 from . import rows
 from .access import ui_view
 from .views import _result_key
@@ -34,21 +36,21 @@ def _apply(action: str, enrollments: list[Enrollment], actor: str) -> dict:
         refused = []
         for e in enrollments:
             try:
-                services.enrollment_resume(enrollment_id=e.pk, actor=actor)
-            except services.ServiceError as exc:
+                enrollment_resume(enrollment_id=e.pk, actor=actor)
+            except ServiceError as exc:
                 refused.append(str(exc))
         return {
             "action": "resume",
             "target": f"{len(enrollments) - len(refused)} selected enrollments",
             "refused": refused,
         }
-    summary = services.StopSummary()
+    summary = StopSummary()
     for e in enrollments:
         if action == "pause":
-            summary.add(services.enrollment_pause(enrollment_id=e.pk, actor=actor))
+            summary.add(enrollment_pause(enrollment_id=e.pk, actor=actor))
         else:
             summary.add(
-                services.enrollment_stop(
+                enrollment_stop(
                     enrollment_id=e.pk, reason=Enrollment.StopReason.OPERATOR, actor=actor, source="operator UI, bulk"
                 )
             )

@@ -1,6 +1,6 @@
 """The sequence editor: create and edit a sequence and its steps, reorder and delete steps, export as TOML.
 
-Thin views: the form parses, a service in `services.campaigns` decides and
+Thin views: the form parses, a service in `campaigns` decides and
 writes. Every form on a sequence that people are already in says, before it
 is saved, what will happen to them (`edit_impact`).
 """
@@ -13,11 +13,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 
-from .. import services
 from ..config.export import sequence_export_toml
 from ..labels import duration_words
 from ..models import Enrollment, SendJob, Sequence, Step
 from ..permissions import OPERATE, VIEW
+from ..services import campaigns
+from ..services.campaigns import StepInvalid, sequence_create, sequence_update, step_jobs_refusal, step_save
+from ..services.common import ServiceError
 from .access import ui_view
 from .forms import SequenceForm, StepForm
 
@@ -95,10 +97,10 @@ def sequence_new(request):
     form = SequenceForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            sequence = services.sequence_create(
+            sequence = sequence_create(
                 name=form.cleaned_data["name"], mailbox_id=form.cleaned_data["mailbox"].pk, actor=_actor(request)
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             form.add_error("name", str(exc))
         else:
             messages.success(request, f"Created “{sequence.name}”. Add its first step.")
@@ -113,13 +115,13 @@ def sequence_edit(request, pk: int):
     form = SequenceForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            services.sequence_update(
+            sequence_update(
                 sequence_id=pk,
                 name=form.cleaned_data["name"],
                 mailbox_id=form.cleaned_data["mailbox"].pk,
                 actor=_actor(request),
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, "Saved.")
@@ -138,7 +140,7 @@ def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, s
             "form": form,
             "position": position,
             "impact": edit_impact(sequence, step),
-            "refusal": services.step_jobs_refusal(step) if step else "",
+            "refusal": step_jobs_refusal(step) if step else "",
         },
         status=status,
     )
@@ -149,7 +151,7 @@ def _step_save(request, sequence: Sequence, step: Step | None, form: StepForm):
     if form.is_valid():
         data = form.cleaned_data
         try:
-            saved = services.step_save(
+            saved = step_save(
                 sequence_id=sequence.pk,
                 step_id=step.pk if step else None,
                 subject=data["subject"],
@@ -158,11 +160,11 @@ def _step_save(request, sequence: Sequence, step: Step | None, form: StepForm):
                 thread=data["thread"],
                 actor=_actor(request),
             )
-        except services.StepInvalid as exc:
+        except StepInvalid as exc:
             for name, problems in exc.errors.items():
                 for problem in problems:
                     form.add_error(name if name in form.fields else None, problem)
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             wait = duration_words(saved.wait_seconds)
@@ -202,8 +204,8 @@ def step_edit(request, pk: int):
 def step_delete(request, pk: int):
     step = get_object_or_404(Step, pk=pk)
     try:
-        services.step_delete(step_id=pk, actor=_actor(request))
-    except services.ServiceError as exc:
+        campaigns.step_delete(step_id=pk, actor=_actor(request))
+    except ServiceError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Step {step.position} deleted; the steps after it moved up.")
@@ -215,8 +217,8 @@ def step_move(request, pk: int):
     step = get_object_or_404(Step, pk=pk)
     offset = {"up": -1, "down": 1}.get(request.POST.get("direction", ""), 0)
     try:
-        services.step_move(step_id=pk, offset=offset, actor=_actor(request))
-    except services.ServiceError as exc:
+        campaigns.step_move(step_id=pk, offset=offset, actor=_actor(request))
+    except ServiceError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Step {step.position} moved {request.POST['direction']}.")

@@ -1,8 +1,8 @@
 """Enroll contacts from the browser: upload a CSV, map its columns, see a dry run, then enroll in the background.
 
 The rows are checked as the `enroll` command checks them (`sequences.contact_rows.row_check`) and written by
-the one batch path, `services.enrollments_create_batch` (a refused row changes nothing); the dry run asks the same
-service what it would refuse (`services.enrollments_dry_run`). Suppressed addresses are never
+the one batch path, `enrollments_create_batch` (a refused row changes nothing); the dry run asks the same
+service what it would refuse (`enrollments_dry_run`). Suppressed addresses are never
 enrolled. Each step is a page that can be reloaded: the upload is kept in Redis under a token,
 the mapping and the dry run are a GET, the run is one POST that redirects to the job's status
 page (a second POST of the same upload finds the job it already started).
@@ -25,9 +25,10 @@ from rq.job import Job, JobStatus
 
 from sequences.contact_rows import NAMED, FileRefused, decode, row_check
 
-from .. import services
 from ..models import Sequence
 from ..permissions import OPERATE
+from ..services.common import ServiceError
+from ..services.enrollments import ContactRow, Refusal, enrollments_dry_run
 from .access import ui_view
 
 UPLOAD_TTL = 24 * 3600  # an upload not run within a day is forgotten
@@ -75,7 +76,7 @@ class Upload:
 
 @dataclass
 class Parsed:
-    rows: list[services.ContactRow] = field(default_factory=list)
+    rows: list[ContactRow] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason): rows that cannot be enrolled
 
 
@@ -202,21 +203,21 @@ def enroll_map(request, pk: int, token: str):
 
 
 def dry_run(sequence: Sequence, parsed: Parsed) -> dict:
-    refused = services.enrollments_dry_run(sequence_id=sequence.pk, rows=parsed.rows)
+    refused = enrollments_dry_run(sequence_id=sequence.pk, rows=parsed.rows)
     suppressed = [
         (r.line, refused[r.email].reason)
         for r in parsed.rows
-        if r.email in refused and refused[r.email].kind in (services.Refusal.SUPPRESSED, services.Refusal.ERASED)
+        if r.email in refused and refused[r.email].kind in (Refusal.SUPPRESSED, Refusal.ERASED)
     ]
     enrolled = [
         (r.line, refused[r.email].reason)
         for r in parsed.rows
-        if r.email in refused and refused[r.email].kind == services.Refusal.ALREADY_ENROLLED
+        if r.email in refused and refused[r.email].kind == Refusal.ALREADY_ENROLLED
     ]
     zones = [
         (r.line, refused[r.email].reason)
         for r in parsed.rows
-        if r.email in refused and refused[r.email].kind == services.Refusal.TIMEZONE
+        if r.email in refused and refused[r.email].kind == Refusal.TIMEZONE
     ]
     rejected = sorted(parsed.rejected + zones)
     return {
@@ -302,7 +303,7 @@ def _failure(job: Job, status: JobStatus) -> str:
     name, _, message = lines[-1].partition(": ")
     name = name.rsplit(".", 1)[-1]
     # A ServiceError's message is written for the operator already; any other error is named.
-    return message if name == services.ServiceError.__name__ and message else f"{name}: {message}".rstrip(": ")
+    return message if name == ServiceError.__name__ and message else f"{name}: {message}".rstrip(": ")
 
 
 def _progress(job: Job) -> dict:

@@ -12,7 +12,7 @@ from django.core.validators import validate_email
 from ..config.parse import parse_duration
 from ..models import Suppression
 from ..selectors import suppression_key
-from ..services import ImportRow
+from ..services.suppressions import ImportRow
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 100_000

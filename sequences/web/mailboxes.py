@@ -12,11 +12,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from mailboxes.models import InboundMessage, Mailbox
-from sequences import services
 from sequences.models import SendJob
 from sequences.permissions import OPERATE, VIEW_INBOUND, VIEW_MAILBOX
 from sequences.selectors import jobs_with_labels
 from sequences.sending_mailbox import sends_from
+from sequences.services import stops
+from sequences.services.mailbox_health import mailbox_probe
 from sequences.web import rows
 from sequences.web.access import page_of, query_without_page, ui_view
 
@@ -42,7 +43,7 @@ def mailbox_list(request):
 def mailbox_check(request, pk: int):
     """Try every step of sending (no message is sent); a blocked mailbox whose check passes is unblocked."""
     mailbox = get_object_or_404(Mailbox, pk=pk)
-    result = services.mailbox_probe(mailbox_id=pk, actor=request.user.get_username(), forced=True)
+    result = mailbox_probe(mailbox_id=pk, actor=request.user.get_username(), forced=True)
     request.session["ui-check:mailbox"] = {
         "mailbox": mailbox.name, "text": result.text,
         "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps],
@@ -54,7 +55,7 @@ def mailbox_check(request, pk: int):
 def mailbox_pause(request, pk: int):
     mailbox = get_object_or_404(Mailbox, pk=pk)
     if request.method == "POST":
-        summary = services.mailbox_pause(mailbox_id=pk, actor=request.user.get_username())
+        summary = stops.mailbox_pause(mailbox_id=pk, actor=request.user.get_username())
         request.session["ui-result:mailbox"] = {
             **rows.stop_result(summary, action="pause" if summary.changed else "pause-noop", target=mailbox.name),
             "name": mailbox.name,
@@ -71,7 +72,7 @@ def mailbox_pause(request, pk: int):
 def mailbox_resume(request, pk: int):
     mailbox = get_object_or_404(Mailbox, pk=pk)
     if request.method == "POST":
-        scheduled = services.mailbox_resume(mailbox_id=pk, actor=request.user.get_username())
+        scheduled = stops.mailbox_resume(mailbox_id=pk, actor=request.user.get_username())
         request.session["ui-result:mailbox"] = {"action": "resume", "target": mailbox.name, "scheduled": scheduled}
         return redirect("mailbox_list")
     return render(request, "ui/confirm.html", {

@@ -8,10 +8,11 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from .. import services
 from ..models import Contact, Step
 from ..permissions import OPERATE, VIEW
 from ..previews import TEST_PREFIX, step_preview
+from ..services import campaigns
+from ..services.common import ServiceError
 from .access import ui_view
 from .forms import PreviewForm
 
@@ -67,10 +68,10 @@ def step_send_test(request, pk: int):
         messages.error(request, "Choose the contact to send the test as first.")
         return redirect("step_preview", pk=pk)
     try:
-        reply = services.step_send_test(
+        reply = campaigns.step_send_test(
             step_id=pk, contact_id=contact.pk, to=request.user.email, actor=request.user.get_username()
         )
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(

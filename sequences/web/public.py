@@ -15,8 +15,9 @@ from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from .. import services
 from ..models import Suppression
+from ..services.common import ServiceError
+from ..services.suppressions import suppression_add
 from ..tokens import TokenRefused, unsubscribe_target, unsubscribe_token_read
 
 
@@ -32,12 +33,12 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, "public/unsubscribe_confirm.html", {"email": email})
     one_click = request.POST.get("List-Unsubscribe") == "One-Click"
     try:
-        services.suppression_add(
+        suppression_add(
             value=email, reason=Suppression.Reason.UNSUBSCRIBE, source=f"unsubscribe-link:job {job_id}",
             note="one-click unsubscribe from the mail client (RFC 8058)" if one_click
             else "unsubscribe confirmed on the unsubscribe page",
         )
-    except services.ServiceError:
+    except ServiceError:
         return render(request, "public/unsubscribe_invalid.html", status=400)
     return render(request, "public/unsubscribe_done.html", {"email": email})
 

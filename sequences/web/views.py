@@ -24,7 +24,7 @@ from django.utils import timezone
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from .. import services, tasks
+from .. import tasks
 from ..labels import send_time_words, stop_summary_text
 from ..models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
 from ..permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW, VIEW_ENROLLMENT, VIEW_INCIDENT, VIEW_LEDGER, VIEW_LOG
@@ -38,7 +38,10 @@ from ..selectors import (
     suppressions_current,
 )
 from ..sending_mailbox import enrollment_mailbox
+from ..services import stops, suppressions
+from ..services.common import ServiceError
 from ..services.rotation import sequence_pool
+from ..services.stops import send_job_retry
 from ..states import CANCELABLE
 from . import charts, editor, incidents, results, rows, sendwhen
 from .access import page_of, query_without_page, ui_view
@@ -147,7 +150,7 @@ def sequence_detail(request, pk: int):
 def sequence_pause(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
     if request.method == "POST":
-        summary = services.sequence_pause(sequence_id=sequence.pk, actor=_actor(request))
+        summary = stops.sequence_pause(sequence_id=sequence.pk, actor=_actor(request))
         request.session[_result_key("sequence", pk)] = rows.stop_result(
             summary, action="pause" if summary.changed else "pause-noop", target=sequence.name
         )
@@ -164,7 +167,7 @@ def sequence_pause(request, pk: int):
 def sequence_resume(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
     if request.method == "POST":
-        scheduled = services.sequence_resume(sequence_id=sequence.pk, actor=_actor(request))
+        scheduled = stops.sequence_resume(sequence_id=sequence.pk, actor=_actor(request))
         request.session[_result_key("sequence", pk)] = {"action": "resume", "target": sequence.name,
                                                        "scheduled": scheduled}
         return redirect("sequence_detail", pk=pk)
@@ -239,12 +242,12 @@ def _enrollment_halt(request, pk: int, action: str, halt) -> HttpResponse:
 @ui_view(OPERATE, methods=("GET", "POST"))
 def enrollment_pause(request, pk: int):
     return _enrollment_halt(request, pk, "pause",
-                            lambda actor: services.enrollment_pause(enrollment_id=pk, actor=actor))
+                            lambda actor: stops.enrollment_pause(enrollment_id=pk, actor=actor))
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
 def enrollment_stop(request, pk: int):
-    return _enrollment_halt(request, pk, "stop", lambda actor: services.enrollment_stop(
+    return _enrollment_halt(request, pk, "stop", lambda actor: stops.enrollment_stop(
         enrollment_id=pk, reason=Enrollment.StopReason.OPERATOR, actor=actor, source="operator UI"))
 
 
@@ -253,8 +256,8 @@ def enrollment_resume(request, pk: int):
     enrollment = _enrollment(pk)
     if request.method == "POST":
         try:
-            services.enrollment_resume(enrollment_id=pk, actor=_actor(request))
-        except services.ServiceError as exc:
+            stops.enrollment_resume(enrollment_id=pk, actor=_actor(request))
+        except ServiceError as exc:
             # Refused by the domain (suppressed, completed): say why, never a silent no-op.
             return _enrollment_confirm(request, enrollment, "enrollment_resume", error=str(exc), status=409)
         request.session[_result_key("enrollment", pk)] = {
@@ -270,8 +273,8 @@ def job_retry(request, pk: int):
     """Send a failed step again: a new job, due now, through the final check like any other."""
     job = get_object_or_404(SendJob, pk=pk)
     try:
-        retry = services.send_job_retry(job_id=pk, actor=_actor(request))
-    except services.ServiceError as exc:
+        retry = send_job_retry(job_id=pk, actor=_actor(request))
+    except ServiceError as exc:
         messages.error(request, f"Job {pk} was not retried: {exc}")
     else:
         messages.success(request, f"Job {pk} is retried as job {retry.pk}, due now; it is checked before it is sent.")
@@ -330,11 +333,11 @@ def suppression_add(request):
     form = SuppressionAddForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            entry, summary = services.suppression_add(
+            entry, summary = suppressions.suppression_add(
                 value=form.cleaned_data["value"], reason=form.cleaned_data["reason"], note=form.cleaned_data["note"],
                 source="operator", actor=_actor(request),
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(
@@ -351,9 +354,9 @@ def suppression_lift(request):
     form = SuppressionLiftForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            entry = services.suppression_lift(value=form.cleaned_data["value"], note=form.cleaned_data["note"],
+            entry = suppressions.suppression_lift(value=form.cleaned_data["value"], note=form.cleaned_data["note"],
                                               actor=_actor(request), source="operator")
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Lifted {entry.value}. The earlier entry stays in the history.")
@@ -373,7 +376,7 @@ def suppression_import(request):
         import_rows, invalid = form.rows, form.invalid
         source = f"csv:{form.cleaned_data['file'].name[:100]}"
         if len(import_rows) <= INLINE_IMPORT_ROWS:
-            result = services.suppression_import(rows=import_rows, actor=_actor(request), source=source)
+            result = suppressions.suppression_import(rows=import_rows, actor=_actor(request), source=source)
             result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
             # POST/redirect/GET: the result is kept in the session, so reloading it shows it again
             # instead of importing the file a second time.

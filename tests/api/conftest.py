@@ -81,13 +81,14 @@ def work(queue_name: str = "default") -> None:
 @pytest.fixture
 def world(db):
     """A sequence with two steps, an enrolled contact, a paused one, a suppression; built through the services."""
-    from sequences import services
+    from sequences.services.stops import enrollment_pause
+    from sequences.services.suppressions import suppression_add
     from tests.factories import MailboxFactory, enroll, make_sequence
 
     mailbox = MailboxFactory(name="api-box")
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 3 * 86400), name="API sequence")
     active = enroll(sequence, "active@example.com")
     paused = enroll(sequence, "paused@example.com")
-    services.enrollment_pause(enrollment_id=paused.pk, actor="fixture")
-    services.suppression_add(value="blocked@example.com", reason="manual", note="fixture", actor="fixture")
+    enrollment_pause(enrollment_id=paused.pk, actor="fixture")
+    suppression_add(value="blocked@example.com", reason="manual", note="fixture", actor="fixture")
     return {"mailbox": mailbox, "sequence": sequence, "active": active, "paused": paused}

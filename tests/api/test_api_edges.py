@@ -8,10 +8,10 @@ import pytest
 from django.core.management import call_command
 from openapi_spec_validator import validate
 
-from sequences import services
 from sequences.api.models import ApiToken
 from sequences.models import Contact, Enrollment, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from tests.api.conftest import work
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,7 +106,7 @@ def test_enrollment_labels_say_already_submitted_after_a_stop(api, world, smtp_s
     world["mailbox"].save()
     enrollment = world["active"]
     job = enrollment.jobs.get()
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == SendJob.State.SUBMITTED
     stopped = api("operator").post(f"/api/v1/enrollments/{enrollment.pk}/stop")
     result = stopped.json()["result"]

@@ -16,8 +16,9 @@ import pytest
 
 from inbound.ingest.poll import mailbox_poll
 from proving.harness import mails
-from sequences import services
 from sequences.models import TimelineEvent
+from sequences.services.stops import enrollment_stop
+from sequences.services.suppressions import suppression_add
 from sequences.tasks import webhooks_due
 from sequences.webhooks_out.events import WebhookEvent
 from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -109,9 +110,9 @@ def test_nothing_is_sent_for_mail_that_names_no_message_of_ours(imap_mailbox, do
 
 def test_an_endpoint_hears_only_its_event_types_and_an_event_waits_for_commit(world, receiver, endpoint):
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(event_types=["contact.unsubscribed"])
-    services.enrollment_stop(enrollment_id=world["active"].pk, reason="operator", actor="t")
-    services.suppression_add(value="someone@example.com", reason="unsubscribe", source="t")
-    services.suppression_add(value="@example.net", reason="unsubscribe", source="t")  # a domain: nobody unsubscribed
+    enrollment_stop(enrollment_id=world["active"].pk, reason="operator", actor="t")
+    suppression_add(value="someone@example.com", reason="unsubscribe", source="t")
+    suppression_add(value="@example.net", reason="unsubscribe", source="t")  # a domain: nobody unsubscribed
     assert [d.event_type for d in WebhookDelivery.objects.all()] == ["contact.unsubscribed"]
     work()
     assert [json.loads(r.body)["data"]["email"] for r in receiver.received] == ["someone@example.com"]
@@ -125,7 +126,7 @@ def test_retries_back_off_and_give_up_after_a_day(world, receiver, endpoint, set
     settings.OUTREACH_WEBHOOK_RETRY_BASE_SECONDS = 30
     assert [backoff_seconds(n) for n in (1, 2, 3, 8, 20)] == [30, 60, 120, 3600, 3600]
     receiver.answers = [503] * 10
-    services.suppression_add(value="late@example.com", reason="unsubscribe", source="t")
+    suppression_add(value="late@example.com", reason="unsubscribe", source="t")
     (delivery,) = WebhookDelivery.objects.all()
     assert "retry in 30 s" in webhook_deliver(delivery_id=delivery.pk)
     assert "not due" in webhook_deliver(delivery_id=delivery.pk)  # its retry is not due yet: nothing sent
@@ -142,7 +143,7 @@ def test_a_delivery_without_its_secret_is_not_sent(world, receiver, endpoint, mo
     from sequences.webhooks_out.deliver import webhook_deliver
 
     monkeypatch.delenv(SECRET_ENV)
-    services.suppression_add(value="nosecret@example.com", reason="unsubscribe", source="t")
+    suppression_add(value="nosecret@example.com", reason="unsubscribe", source="t")
     (delivery,) = WebhookDelivery.objects.all()
     assert "no signing secret" in webhook_deliver(delivery_id=delivery.pk)
     assert receiver.received == []

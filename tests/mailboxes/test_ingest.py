@@ -8,9 +8,10 @@ from inbound.ingest.poll import mailbox_poll
 from mailboxes.imap.errors import ImapConnectionError
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
-from sequences import services
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import enrollment_resume
 from tests.factories import enroll, make_sequence
 from tests.races.helpers import Gate, Worker
 
@@ -21,7 +22,7 @@ S = SendJob.State
 def send_first_step(mailbox, email="ada@example.com", steps=2) -> tuple[Enrollment, SendJob]:
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=steps, waits=(0,) + (3600,) * (steps - 1)), email)
     job = enrollment.jobs.get()
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == S.SUBMITTED
     job.refresh_from_db()
     return enrollment, job
@@ -77,7 +78,7 @@ def test_the_same_reply_twice_in_two_folders_and_after_a_rescan_acts_once(imap_m
     assert "copy of inbound" in InboundMessage.objects.exclude(duplicate_of=None).get().effect
 
     # An operator resumes; then the server resets UIDVALIDITY and the folder is rescanned.
-    services.enrollment_resume(enrollment_id=enrollment.pk)
+    enrollment_resume(enrollment_id=enrollment.pk)
     dovecot.reset_uidvalidity("alice", "INBOX")
     result = poll(imap_mailbox)
     assert result.folders["INBOX"]["duplicates"] == 1
@@ -90,7 +91,7 @@ def test_the_same_reply_twice_in_two_folders_and_after_a_rescan_acts_once(imap_m
 def test_reply_first_through_imap_nothing_leaves(imap_mailbox, dovecot, smtp_server):
     enrollment, job = send_first_step(imap_mailbox, steps=2)
     SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).update(scheduled_at=job.submitted_at)
-    (follow_up_id,) = services.dispatch_due()
+    (follow_up_id,) = dispatch_due()
     gate = Gate("claimed")
     worker = Worker(lambda: send_job_process(job_id=follow_up_id, worker_id="w2"))
     worker.start()

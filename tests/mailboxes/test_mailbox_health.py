@@ -15,9 +15,11 @@ from mailboxes.models import Mailbox
 from proving.harness.smtp import Behaviour, SmtpServer
 from proving.harness.stack import free_port
 from proving.harness.tls import make_certificates
-from sequences import services
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.mailbox_health import ProbeResult, mailbox_probe, mailbox_probes_due
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import mailbox_pause, mailbox_resume
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,12 +30,12 @@ RIGHT, WRONG = "right-password-7d1f", "wrong-password-0b2e"
 
 def run_due() -> list[str]:
     """One dispatcher pass and every job it queued, in order, as a worker would run them."""
-    return [send_job_process(job_id=job_id, worker_id="w1").state for job_id in services.dispatch_due()]
+    return [send_job_process(job_id=job_id, worker_id="w1").state for job_id in dispatch_due()]
 
 
-def probe_now(mailbox: Mailbox, **kw) -> services.ProbeResult:
+def probe_now(mailbox: Mailbox, **kw) -> ProbeResult:
     Mailbox.objects.filter(pk=mailbox.pk).update(next_probe_at=db_now() - timedelta(seconds=1))
-    return services.mailbox_probe(mailbox_id=mailbox.pk, **kw)
+    return mailbox_probe(mailbox_id=mailbox.pk, **kw)
 
 
 def enroll_many(mailbox: Mailbox, n: int, steps: int = 1) -> list[Enrollment]:
@@ -71,7 +73,7 @@ def test_a_wrong_password_blocks_the_mailbox_fails_nothing_and_all_go_out_once_f
     assert auth_server.auth_attempts == 2
     mailbox.refresh_from_db()
     assert mailbox.blocked_probes == 1 and mailbox.next_probe_at - db_now() > first_wait
-    assert services.mailbox_probe(mailbox_id=mailbox.pk).outcome == "not due"
+    assert mailbox_probe(mailbox_id=mailbox.pk).outcome == "not due"
     assert auth_server.auth_attempts == 2
 
     monkeypatch.setenv(SECRET_ENV, RIGHT)
@@ -139,7 +141,7 @@ def test_an_untrusted_certificate_blocks_with_a_hint_and_ca_file_fixes_it(tmp_pa
         assert "unknown CA" in mailbox.blocked_reason and "set ca_file" in mailbox.blocked_reason
 
         Mailbox.objects.filter(pk=mailbox.pk).update(ca_file=str(certs.ca_file))
-        assert services.mailbox_probe(mailbox_id=mailbox.pk, forced=True, actor="ops").outcome == "unblocked"
+        assert mailbox_probe(mailbox_id=mailbox.pk, forced=True, actor="ops").outcome == "unblocked"
         assert run_due() == [S.SUBMITTED, S.SUBMITTED]
         assert len(server.received) == 2
 
@@ -177,12 +179,12 @@ def test_an_operator_pause_and_a_block_are_different_states_and_resume_probes(au
     mailbox = MailboxFactory(smtp_port=auth_server.port, smtp_username="sales", smtp_password_env=SECRET_ENV)
     enroll_many(mailbox, 1)
     run_due()
-    services.mailbox_pause(mailbox_id=mailbox.pk, actor="ops")
+    mailbox_pause(mailbox_id=mailbox.pk, actor="ops")
     mailbox.refresh_from_db()
     assert (mailbox.sending_status, mailbox.blocked_at is not None) == ("paused", True)
     monkeypatch.setenv(SECRET_ENV, RIGHT)
-    services.mailbox_resume(mailbox_id=mailbox.pk, actor="ops")
-    assert mailbox.pk in services.mailbox_probes_due()  # resuming asks for a probe at the next pass
+    mailbox_resume(mailbox_id=mailbox.pk, actor="ops")
+    assert mailbox.pk in mailbox_probes_due()  # resuming asks for a probe at the next pass
 
 
 def test_mailbox_check_prints_each_step_with_the_servers_words_and_a_hint(auth_server, monkeypatch, capsys):

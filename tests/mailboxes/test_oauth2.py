@@ -27,9 +27,10 @@ from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
 from proving.harness.smtp import SmtpServer
 from proving.harness.stack import database_dump
-from sequences import services
 from sequences.models import Enrollment, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.mailbox_health import mailbox_probe
+from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,7 +91,7 @@ def run_due() -> list[str]:
     """Send what is due, each message on a connection of its own, as separate worker processes would: a kept
     connection (mailboxes.transports.smtp.POOL) logged in once and needs no token for its next message."""
     states = []
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         states.append(send_job_process(job_id=job_id, worker_id="w1").state)
         POOL.close_all()
     return states
@@ -178,7 +179,7 @@ def test_a_revoked_token_blocks_the_mailbox_fails_no_job_and_a_new_grant_sends_e
 
     # The probe asks the token endpoint first: no login is attempted at the SMTP server with a dead grant.
     Mailbox.objects.filter(pk=box.pk).update(next_probe_at=db_now() - timedelta(seconds=1))
-    assert services.mailbox_probe(mailbox_id=box.pk).outcome == "still blocked"
+    assert mailbox_probe(mailbox_id=box.pk).outcome == "still blocked"
     assert smtp.auth_attempts == 2
 
     # IMAP: the poll reports the mailbox's login failure, with the hint; nothing is fetched.
@@ -188,7 +189,7 @@ def test_a_revoked_token_blocks_the_mailbox_fails_no_job_and_a_new_grant_sends_e
     oauth.refresh_token = oauth.grant(USER)  # the operator consented again and set the new refresh token
     monkeypatch.setenv(REFRESH_ENV, oauth.refresh_token)
     Mailbox.objects.filter(pk=box.pk).update(next_probe_at=db_now() - timedelta(seconds=1))
-    result = services.mailbox_probe(mailbox_id=box.pk)
+    result = mailbox_probe(mailbox_id=box.pk)
     assert result.outcome == "unblocked" and result.released == 5
     assert run_due() == [S.SUBMITTED] * 5
     recipients = [r.recipients[0] for r in smtp.received]

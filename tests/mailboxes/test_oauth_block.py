@@ -22,9 +22,10 @@ from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
 from proving.harness.oauth import OAuthServer
 from proving.harness.smtp import SmtpServer
-from sequences import services
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.mailbox_health import ProbeResult, mailbox_probe
+from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,7 +81,7 @@ def box(oauth, smtp, imap) -> Mailbox:
 def run_due() -> list[str]:
     """One dispatcher pass and every job it queued, each on a connection of its own, as a worker would run them."""
     states = []
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         states.append(send_job_process(job_id=job_id, worker_id="w1").state)
         POOL.close_all()
     return states
@@ -99,9 +100,9 @@ def poll_refused(mailbox: Mailbox) -> str:
     return str(excinfo.value)
 
 
-def probe_now(mailbox: Mailbox) -> services.ProbeResult:
+def probe_now(mailbox: Mailbox) -> ProbeResult:
     Mailbox.objects.filter(pk=mailbox.pk).update(next_probe_at=db_now() - timedelta(seconds=1))
-    return services.mailbox_probe(mailbox_id=mailbox.pk)
+    return mailbox_probe(mailbox_id=mailbox.pk)
 
 
 def test_a_refresh_token_refused_at_the_imap_poll_blocks_sending_and_no_smtp_login_is_tried(

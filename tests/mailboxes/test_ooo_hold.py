@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from inbound.ingest.record import inbound_record
 from proving.harness import mails
-from sequences import services
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from sequences.timeline import Event
 from tests.factories import MailboxFactory, enroll, make_sequence
 
@@ -22,7 +22,7 @@ S = SendJob.State
 def first_sent(mailbox, email="ada@example.com") -> SendJob:
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600)), email)
     job = enrollment.jobs.get()
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == S.SUBMITTED
     return SendJob.objects.select_related("enrollment__sequence").get(pk=job.pk)
 
@@ -62,7 +62,7 @@ def test_back_on_a_date_holds_every_live_job_of_the_person_until_the_day_after(m
     hold = TimelineEvent.objects.filter(kind=Event.OUT_OF_OFFICE_HOLD, enrollment=sent.enrollment).get()
     assert hold.data["return_date"] == back.isoformat() and hold.data["sentence"] == sentence
     assert result.effect.startswith(f"auto-reply: back on {back.isoformat()} (“{sentence}”); 2 jobs held until ")
-    assert services.dispatch_due() == [], "nothing is due before the person is back"
+    assert dispatch_due() == [], "nothing is due before the person is back"
     assert Enrollment.objects.filter(status=Enrollment.Status.ACTIVE).count() == 2, "held, never paused forever"
 
 

@@ -8,9 +8,9 @@ import django_rq
 from rq import SimpleWorker
 
 from proving.harness.provider_api import ProviderApi
-from sequences import services
 from sequences.models import Enrollment, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory
 
 KEY_ENV = "OUTREACH_SECRET_TEST_ESP_KEY"
@@ -33,7 +33,7 @@ def esp_mailbox(provider_api: ProviderApi, esp: str = "sendgrid", ahead_minutes:
 
 def send_next(enrollment: Enrollment, worker: str = "w1"):
     """Dispatch and process the enrollment's next due job; returns (job, outcome)."""
-    job_ids = services.dispatch_due()
+    job_ids = dispatch_due()
     (job_id,) = [j for j in job_ids if SendJob.objects.filter(pk=j, enrollment=enrollment).exists()]
     outcome = send_job_process(job_id=job_id, worker_id=worker)
     return SendJob.objects.get(pk=job_id), outcome

@@ -11,10 +11,12 @@ from mailboxes.transports.base import OutcomeUnknown, TransientError
 from mailboxes.transports.esp import EspConfig, EspTransport
 from proving.harness.provider_api import API_KEY
 from proving.harness.stack import free_port
-from sequences import checkpoints, services
+from sequences import checkpoints
 from sequences.labels import job_label
 from sequences.models import SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import enrollment_stop
 from tests.factories import enroll, make_sequence
 from tests.providers.helpers import esp_mailbox, send_next
 from tests.races.helpers import Worker
@@ -81,12 +83,12 @@ def test_a_slow_provider_holds_no_lock_a_stop_needs(provider_api):
     checkpoints.install("authorized", lambda job_id: seen.append(connection.in_atomic_block))
     answer = threading.Event()
     behaviour = provider_api.behave("sendgrid.send", hold=answer)
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     sender = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1"))
     sender.start()
     assert behaviour.arrived.wait(10), "the hand-off never reached the provider"
 
-    stopper = Worker(lambda: services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied"))
+    stopper = Worker(lambda: enrollment_stop(enrollment_id=enrollment.pk, reason="replied"))
     stopper.start()
     summary = stopper.outcome(timeout=5)  # finishes while the provider still holds its answer
     answer.set()
@@ -112,7 +114,7 @@ def test_a_timeout_of_the_hand_off_is_unknown_and_never_resent(provider_api, set
     anymail_id = sent.body["personalizations"][0]["custom_args"]["anymail_id"]
     assert "no answer to the hand-off" in job.error and anymail_id in job.error
     assert job_label(job).startswith("Outcome unknown — may have been sent")
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
     assert enrollment.jobs.count() == 1
     assert len(provider_api.received("sendgrid.send")) == 1
 
@@ -136,8 +138,8 @@ def test_429_and_5xx_are_retried_later_through_the_guard(provider_api, settings,
 
     assert outcome.state == S.SCHEDULED and str(status) in outcome.detail
     # The retry re-enters the guard: a reply committed meanwhile cancels it.
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
-    assert services.dispatch_due() == []
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    assert dispatch_due() == []
     job.refresh_from_db()
     assert (job.state, job.cancel_reason) == (S.CANCELED, "replied")
 
@@ -151,7 +153,7 @@ def test_a_4xx_fails_the_job_without_suppressing(provider_api):
 
     assert outcome.state == S.FAILED and "400" in job.error
     assert not Suppression.objects.exists()
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
 
 
 def test_a_wrong_api_key_blocks_the_mailbox_and_fails_no_job(provider_api, monkeypatch):

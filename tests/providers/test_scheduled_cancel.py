@@ -8,10 +8,19 @@ import django_rq
 import pytest
 from django.urls import reverse
 
-from sequences import services
 from sequences.labels import job_label, stamp
 from sequences.models import SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import (
+    enrollment_pause,
+    enrollment_resume,
+    enrollment_stop,
+    mailbox_pause,
+    sequence_pause,
+    sequence_resume,
+)
+from sequences.services.suppressions import suppression_add
 from sequences.tasks import provider_cancel
 from tests.factories import enroll, make_sequence
 from tests.providers.helpers import esp_mailbox, run_default_queue, send_next
@@ -57,13 +66,13 @@ def test_a_sendgrid_scheduled_send_records_batch_send_at_and_cancelable_until(pr
     event = TimelineEvent.objects.get(job=job, kind="job_submitted")
     assert event.data["provider_schedule_id"] == job.provider_schedule_id
     assert event.data["cancelable_until"] == job.cancelable_until.isoformat()
-    assert services.dispatch_due() == []  # the step after it waits for its own time
+    assert dispatch_due() == []  # the step after it waits for its own time
 
 
 def test_stop_then_sendgrid_confirms_the_cancel(provider_api):
     enrollment, job = scheduled_at_provider(provider_api)
 
-    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    summary = enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
 
     assert summary.submitted == 2  # counted as submitted until the provider confirms
     job.refresh_from_db()
@@ -89,7 +98,7 @@ def test_stop_past_cancelable_until_is_refused_without_claiming_a_cancel(provide
     enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5)
     assert job.cancelable_until < job.submitted_at
 
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="unsubscribed")
+    enrollment_stop(enrollment_id=enrollment.pk, reason="unsubscribed")
     run_default_queue()
 
     job.refresh_from_db()
@@ -105,7 +114,7 @@ def test_a_provider_500_is_a_failed_cancel(provider_api):
     enrollment, job = scheduled_at_provider(provider_api)
     provider_api.behave("sendgrid.cancel", status=500)
 
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     run_default_queue()
 
     job.refresh_from_db()
@@ -119,7 +128,7 @@ def test_a_cancel_that_times_out_is_failed_never_confirmed(provider_api, setting
     settings.ANYMAIL = settings.ANYMAIL | {"REQUESTS_TIMEOUT": 0.3}
     provider_api.behave("sendgrid.cancel", delay=2)
 
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     run_default_queue()
 
     job.refresh_from_db()
@@ -134,7 +143,7 @@ def test_brevo_scheduled_send_is_deleted_by_message_id(provider_api):
     assert job.provider_schedule_id == job.provider_message_id
     assert job.cancelable_until == job.provider_send_at  # no lead time documented
 
-    services.suppression_add(value="ada@example.com", reason="complaint", source="test")
+    suppression_add(value="ada@example.com", reason="complaint", source="test")
     run_default_queue()
 
     (delete,) = provider_api.received("brevo.cancel")
@@ -148,7 +157,7 @@ def test_brevo_not_finding_the_scheduled_message_is_a_failed_cancel(provider_api
     enrollment, job = scheduled_at_provider(provider_api, esp="brevo")
     provider_api.scheduled.clear()  # as if Brevo had already sent it
 
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     run_default_queue()
 
     job.refresh_from_db()
@@ -157,9 +166,9 @@ def test_brevo_not_finding_the_scheduled_message_is_a_failed_cancel(provider_api
 
 def test_a_second_stop_and_a_duplicate_rq_job_ask_the_provider_once(provider_api):
     enrollment, job = scheduled_at_provider(provider_api)
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
-    services.suppression_add(value="ada@example.com", reason="unsubscribe", source="test")
-    services.mailbox_pause(mailbox_id=enrollment.sequence.mailbox_id)
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    suppression_add(value="ada@example.com", reason="unsubscribe", source="test")
+    mailbox_pause(mailbox_id=enrollment.sequence.mailbox_id)
 
     run_default_queue()
     assert provider_cancel(job.pk) == "confirmed"  # Redis delivered it twice: the database decides
@@ -174,12 +183,12 @@ def test_a_stop_during_the_scheduled_hand_off_still_asks_the_provider(provider_a
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 1800)), "race@example.com")
     send_next(enrollment)
     gate = Gate("authorized")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     sender = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1"))
     sender.start()
     gate.wait()
 
-    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    summary = enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     gate.release()
 
     assert summary.in_flight == 1
@@ -197,7 +206,7 @@ def test_no_early_hand_off_to_a_provider_without_a_cancel_api(provider_api):
     mailbox = esp_mailbox(provider_api, "postmark", ahead_minutes=60)
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1, waits=(1800,)), "later@example.com")
 
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
     assert enrollment.jobs.get().state == S.SCHEDULED
 
 
@@ -206,19 +215,19 @@ def test_by_default_an_esp_mailbox_hands_off_at_send_time(provider_api):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 1800)), "default@example.com")
     send_next(enrollment)
 
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
     assert enrollment.jobs.get(step__position=2).state == S.SCHEDULED
 
 
 def test_resume_after_a_confirmed_cancel_schedules_that_step_again(provider_api):
     """The provider never sent the canceled message: a resume must not count it as sent."""
     enrollment, job = scheduled_at_provider(provider_api, steps=3)
-    services.enrollment_pause(enrollment_id=enrollment.pk)
+    enrollment_pause(enrollment_id=enrollment.pk)
     run_default_queue()
     job.refresh_from_db()
     assert job.provider_cancel_status == "confirmed"
 
-    resumed = services.enrollment_resume(enrollment_id=enrollment.pk)
+    resumed = enrollment_resume(enrollment_id=enrollment.pk)
 
     assert resumed.status == "active"
     again = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).get()
@@ -227,12 +236,12 @@ def test_resume_after_a_confirmed_cancel_schedules_that_step_again(provider_api)
 
 def test_resume_after_a_refused_cancel_counts_the_message_as_sent(provider_api):
     enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5, steps=3)  # past cancelable_until
-    services.enrollment_pause(enrollment_id=enrollment.pk)
+    enrollment_pause(enrollment_id=enrollment.pk)
     run_default_queue()
     job.refresh_from_db()
     assert job.provider_cancel_status == "refused"
 
-    services.enrollment_resume(enrollment_id=enrollment.pk)
+    enrollment_resume(enrollment_id=enrollment.pk)
 
     (after,) = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED)
     assert after.step.position == 3  # step 2 may still leave: it counts as sent
@@ -241,8 +250,8 @@ def test_resume_after_a_refused_cancel_counts_the_message_as_sent(provider_api):
 def test_resume_while_the_cancel_is_pending_waits_for_the_providers_answer(provider_api):
     """Resumed before the provider answered: nothing is scheduled until the answer says what happened."""
     enrollment, job = scheduled_at_provider(provider_api, steps=3)
-    services.enrollment_pause(enrollment_id=enrollment.pk)
-    services.enrollment_resume(enrollment_id=enrollment.pk)  # the cancel request is still in the queue
+    enrollment_pause(enrollment_id=enrollment.pk)
+    enrollment_resume(enrollment_id=enrollment.pk)  # the cancel request is still in the queue
 
     assert not SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).exists()
 
@@ -256,8 +265,8 @@ def test_resume_while_the_cancel_is_pending_waits_for_the_providers_answer(provi
 
 def test_resume_while_the_cancel_is_pending_then_refused_goes_on_to_the_next_step(provider_api):
     enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5, steps=3)  # past cancelable_until
-    services.enrollment_pause(enrollment_id=enrollment.pk)
-    services.enrollment_resume(enrollment_id=enrollment.pk)
+    enrollment_pause(enrollment_id=enrollment.pk)
+    enrollment_resume(enrollment_id=enrollment.pk)
     assert not SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).exists()
 
     run_default_queue()  # refused: step 2 may still leave at its send time
@@ -271,14 +280,14 @@ def test_a_sequence_pause_that_cancels_the_last_message_reopens_the_completed_en
     """Two steps, the second at the provider: the enrollment is completed until that message is canceled."""
     enrollment, job = scheduled_at_provider(provider_api)
     assert enrollment.__class__.objects.get(pk=enrollment.pk).status == "completed"
-    services.sequence_pause(sequence_id=enrollment.sequence_id)
+    sequence_pause(sequence_id=enrollment.sequence_id)
     run_default_queue()  # confirmed
 
     enrollment.refresh_from_db()
     assert enrollment.status == "active"  # in a paused sequence: nothing scheduled yet
     assert not SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).exists()
 
-    services.sequence_resume(sequence_id=enrollment.sequence_id)
+    sequence_resume(sequence_id=enrollment.sequence_id)
 
     again = SendJob.objects.filter(enrollment=enrollment, state=S.SCHEDULED).get()
     assert again.step_id == job.step_id
@@ -286,7 +295,7 @@ def test_a_sequence_pause_that_cancels_the_last_message_reopens_the_completed_en
 
 def test_a_sequence_pause_past_cancelable_until_leaves_the_enrollment_completed(provider_api):
     enrollment, job = scheduled_at_provider(provider_api, wait_minutes=5)
-    services.sequence_pause(sequence_id=enrollment.sequence_id)
+    sequence_pause(sequence_id=enrollment.sequence_id)
     run_default_queue()  # refused: the message may still leave
 
     enrollment.refresh_from_db()
@@ -295,7 +304,7 @@ def test_a_sequence_pause_past_cancelable_until_leaves_the_enrollment_completed(
 
 def test_the_resume_page_says_the_next_step_waits_for_the_providers_answer(provider_api, client, django_user_model):
     enrollment, job = scheduled_at_provider(provider_api, steps=3)
-    services.enrollment_pause(enrollment_id=enrollment.pk)
+    enrollment_pause(enrollment_id=enrollment.pk)
     client.force_login(django_user_model.objects.create_superuser("op", password="x"))
 
     page = client.post(reverse("enrollment_resume", args=[enrollment.pk]), follow=True).content.decode()

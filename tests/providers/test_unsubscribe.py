@@ -8,10 +8,10 @@ from urllib.parse import urlsplit
 import pytest
 from django.test import Client
 
-from sequences import services
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from sequences.tokens import unsubscribe_url
 from tests.factories import enroll, make_sequence
 
@@ -45,7 +45,7 @@ def snapshot():
 def sent_job(mailbox, email: str) -> SendJob:
     """The first job of a new enrollment of EMAIL, submitted to the test SMTP server: what a token names."""
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), email)
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
     return SendJob.objects.get(pk=job_id, enrollment=enrollment)
 
@@ -55,7 +55,7 @@ def test_the_button_in_a_sent_message_unsubscribes_stops_every_enrollment_and_ca
     enrollment = enroll(sequence, "ada@example.com")
     other_sequence = enroll(make_sequence(mailbox=mailbox, steps=1, waits=(3600,)), "ada@example.com")
     bystander = enroll(make_sequence(mailbox=mailbox, steps=1), "bob@example.com")
-    services.dispatch_due()
+    dispatch_due()
     first = enrollment.jobs.get(step__position=1)
     assert send_job_process(job_id=first.pk, worker_id="w1").state == S.SUBMITTED
 
@@ -90,7 +90,7 @@ def test_the_button_in_a_sent_message_unsubscribes_stops_every_enrollment_and_ca
     stopped = TimelineEvent.objects.get(kind="enrollment_stopped", enrollment=enrollment)
     assert stopped.data["source"] == f"unsubscribe-link:job {first.pk}"
     assert (stopped.data["canceled"], stopped.data["submitted"]) == (1, 1)
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
 
 
 def test_get_shows_a_button_and_changes_nothing(mailbox):

@@ -13,10 +13,12 @@ from __future__ import annotations
 import pytest
 
 from proving import variants
-from sequences import services
 from sequences.labels import job_label, reason_sentence
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import enrollment_pause, enrollment_stop, mailbox_pause, sequence_pause
+from sequences.services.suppressions import suppression_add
 from tests.factories import enroll, make_sequence
 from tests.races.helpers import Gate, Worker
 
@@ -27,22 +29,22 @@ S = SendJob.State
 def stop_by(kind: str, enrollment: Enrollment):
     """Commit a stop of `kind` that reaches this enrollment; returns the expected cancel reason."""
     if kind == "stop":
-        services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+        enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
         return "replied"
     if kind == "pause_enrollment":
-        services.enrollment_pause(enrollment_id=enrollment.pk)
+        enrollment_pause(enrollment_id=enrollment.pk)
         return "enrollment_paused"
     if kind == "pause_sequence":
-        services.sequence_pause(sequence_id=enrollment.sequence_id)
+        sequence_pause(sequence_id=enrollment.sequence_id)
         return "sequence_paused"
     if kind == "pause_mailbox":
-        services.mailbox_pause(mailbox_id=enrollment.sequence.mailbox_id)
+        mailbox_pause(mailbox_id=enrollment.sequence.mailbox_id)
         return "mailbox_paused"
     if kind == "suppress_address":
-        services.suppression_add(value=enrollment.contact.email, reason="unsubscribe", source="test")
+        suppression_add(value=enrollment.contact.email, reason="unsubscribe", source="test")
         return "unsubscribed"
     if kind == "suppress_domain":
-        services.suppression_add(value="@" + enrollment.contact.domain, reason="manual", note="test")
+        suppression_add(value="@" + enrollment.contact.domain, reason="manual", note="test")
         return "suppressed"
     raise AssertionError(kind)
 
@@ -68,7 +70,7 @@ STOPS = ["stop", "pause_enrollment", "pause_sequence", "pause_mailbox", "suppres
 @pytest.mark.parametrize("kind", STOPS)
 def test_reply_first_nothing_leaves(kind, checkpoint, mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "prospect@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     gate = Gate(checkpoint)
     worker = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1"))
     worker.start()
@@ -90,7 +92,7 @@ def test_reply_first_nothing_leaves(kind, checkpoint, mailbox, smtp_server):
 @pytest.mark.parametrize("kind", STOPS)
 def test_send_first_one_message_labelled_cannot_recall(kind, mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=3), "prospect@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     gate = Gate("authorized")
     worker = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1"))
     worker.start()
@@ -106,18 +108,18 @@ def test_send_first_one_message_labelled_cannot_recall(kind, mailbox, smtp_serve
     assert job.authorized_at < stop_event.at, "authorization committed before the stop"
     assert job_label(job).startswith("Already submitted at ") and job_label(job).endswith("cannot recall")
     # No later step may follow, whatever the stop was: the record of the submission saw the stop.
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
     assert not SendJob.objects.filter(enrollment=enrollment).exclude(pk=job_id).exists()
     assert_stopped(kind, enrollment, reason)
 
 
 def test_send_first_after_submission_cancels_the_scheduled_follow_up(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=3, waits=(0, 3600, 3600)), "prospect@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
     follow_up = SendJob.objects.get(enrollment=enrollment, state=S.SCHEDULED)
 
-    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    summary = enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
 
     assert (summary.canceled, summary.submitted, summary.in_flight) == (1, 1, 0)
     follow_up.refresh_from_db()
@@ -126,7 +128,7 @@ def test_send_first_after_submission_cancels_the_scheduled_follow_up(mailbox, sm
     assert job_label(first).startswith("Already submitted at ")
     assert len(smtp_server.received) == 1
     # Stopping twice changes nothing.
-    again = services.enrollment_stop(enrollment_id=enrollment.pk, reason="unsubscribed")
+    again = enrollment_stop(enrollment_id=enrollment.pk, reason="unsubscribed")
     assert not again.changed
     enrollment.refresh_from_db()
     assert enrollment.stop_reason == "replied"
@@ -134,12 +136,12 @@ def test_send_first_after_submission_cancels_the_scheduled_follow_up(mailbox, sm
 
 def test_the_stop_reports_a_job_in_flight_it_cannot_recall(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "prospect@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     gate = Gate("authorized")
     worker = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1"))
     worker.start()
     gate.wait()
-    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    summary = enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     gate.release()
     worker.outcome()
     assert (summary.canceled, summary.in_flight) == (0, 1)
@@ -150,13 +152,13 @@ def test_the_stop_reports_a_job_in_flight_it_cannot_recall(mailbox, smtp_server)
 def test_without_the_final_check_the_reply_first_race_sends(mailbox, smtp_server):
     """The same reply-first scenario with the guard bypassed: the message leaves after the stop."""
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "prospect@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     gate = Gate("claimed")
     worker = Worker(lambda: send_job_process(job_id=job_id, worker_id="w1",
                                              authorize=variants.send_job_authorize_unchecked))
     worker.start()
     gate.wait()
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     gate.release()
     worker.outcome()
     assert len(smtp_server.received) == 1, "the bypassed guard should let the message leave"

@@ -23,10 +23,12 @@ from dataclasses import dataclass
 import pytest
 
 from proving.variants import send_job_authorize_unchecked
-from sequences import services
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due, send_job_authorize
+from sequences.services.stops import enrollment_pause, enrollment_stop
+from sequences.services.suppressions import suppression_add
 from tests.factories import enroll, make_sequence
 from tests.races.helpers import Gate, Worker
 
@@ -73,11 +75,11 @@ def plans(seed: int) -> list[Plan]:
 
 def commit_stop(plan: Plan, enrollment: Enrollment) -> None:
     if plan.kind == "stop":
-        services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+        enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     elif plan.kind == "pause":
-        services.enrollment_pause(enrollment_id=enrollment.pk)
+        enrollment_pause(enrollment_id=enrollment.pk)
     else:
-        services.suppression_add(value=plan.email, reason="unsubscribe", source="test")
+        suppression_add(value=plan.email, reason="unsubscribe", source="test")
 
 
 def run_plan(mailbox, *, seed: int, authorize) -> tuple[list[Plan], dict[str, int]]:
@@ -89,7 +91,7 @@ def run_plan(mailbox, *, seed: int, authorize) -> tuple[list[Plan], dict[str, in
         enrollment = enroll(sequence, plan.email)
         ids[plan.email] = enrollment.pk
         for step in range(1, STEPS + 1):
-            due = services.dispatch_due()
+            due = dispatch_due()
             if not due:
                 break  # stopped: nothing more to send
             (job_id,) = due
@@ -132,7 +134,7 @@ def audit(smtp_server) -> dict:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_guarded_pipeline_never_sends_after_a_stop(seed, mailbox, smtp_server):
-    the_plans, ids = run_plan(mailbox, seed=seed, authorize=services.send_job_authorize)
+    the_plans, ids = run_plan(mailbox, seed=seed, authorize=send_job_authorize)
     result = audit(smtp_server)
 
     assert result["violations"] == []

@@ -11,9 +11,9 @@ from mailboxes.models import Mailbox
 from mailboxes.transports.esp import EspConfig
 from mailboxes.transports.smtp import SmtpConfig
 from proving.harness.provider_api import ProviderApi
-from sequences import services
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.providers.helpers import esp_mailbox, send_next
 
@@ -78,7 +78,7 @@ def test_a_row_naming_another_variable_sends_nothing_and_says_why(smtp_server, m
     monkeypatch.setenv("DJANGO_SECRET_KEY", "the-signing-key-itself")
     mailbox = MailboxFactory(smtp_port=smtp_server.port, smtp_username="u", smtp_password_env="DJANGO_SECRET_KEY")
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "ada@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
 
     outcome = send_job_process(job_id=job_id, worker_id="w1")
 

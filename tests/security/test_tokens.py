@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from sequences import services
 from sequences.models import Enrollment, SendJob, Suppression
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from sequences.tokens import unsubscribe_token
 from tests.factories import enroll, make_sequence
 
@@ -25,7 +25,7 @@ def sent(mailbox):
     sequence = make_sequence(mailbox=mailbox, steps=1)
     ada = enroll(sequence, "ada@example.com")
     others = [enroll(sequence, "bob@example.com"), enroll(sequence, "carol@example.com")]
-    services.dispatch_due()
+    dispatch_due()
     job = ada.jobs.get()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == SendJob.State.SUBMITTED
     return job, others

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from sequences import services
 from sequences.labels import stop_summary_lines
 from sequences.models import Enrollment, OperatorAction, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.suppressions import suppression_add
+from sequences.stop_summary import StopSummary
 from tests.factories import enroll, make_sequence
 from tests.ui import conftest as ui
 
@@ -19,7 +21,7 @@ E = Enrollment.Status
 
 
 def test_the_summary_keeps_in_flight_now_apart_from_handed_off_earlier():
-    lines = stop_summary_lines(services.StopSummary(canceled=3, in_flight=1, submitted=2))
+    lines = stop_summary_lines(StopSummary(canceled=3, in_flight=1, submitted=2))
     assert lines == [
         "3 jobs canceled — never sent",
         "1 job in flight now (authorized, being handed off) — cannot recall",
@@ -32,7 +34,7 @@ def three(mailbox):
     """Three enrollments of a two-step sequence; the first one's step 1 was sent (long finished)."""
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600), name="Bulk")
     sent = enroll(sequence, "sent@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w").state == S.SUBMITTED
     return sequence, [sent, enroll(sequence, "waiting@example.com"), enroll(sequence, "other@example.com")]
 
@@ -71,7 +73,7 @@ def test_bulk_resume_lists_what_it_refused_and_bulk_stop_is_idempotent(client, u
     client.post(url, {"action": "stop", "ids": [waiting.pk, other.pk]})
     again = client.post(url, {"action": "stop", "ids": [waiting.pk, other.pk]}, follow=True).content.decode()
     assert "Nothing changed:" in again
-    services.suppression_add(value="other@example.com", reason="manual", note="asked", actor="ops")
+    suppression_add(value="other@example.com", reason="manual", note="asked", actor="ops")
     page = client.post(url, {"action": "resume", "ids": [waiting.pk, other.pk]}, follow=True).content.decode()
     assert "Resumed 1 selected enrollments." in page
     assert "other@example.com is suppressed (manual); lift it first" in page

@@ -155,12 +155,12 @@ def test_pause_names_what_it_cannot_find():
 
 def test_suppress_says_what_had_already_been_submitted(mailbox, smtp_server):
     """Mail that already left is reported as such, never folded into "stopped"."""
-    from sequences import services
     from sequences.pipeline import send_job_process
+    from sequences.services.sending import dispatch_due
     from tests.factories import enroll, make_sequence
 
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600)), "grace@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w").state == SendJob.State.SUBMITTED
 
     out = run("suppress", "grace@example.com", "--reason", "manual", "--note", "asked by phone")

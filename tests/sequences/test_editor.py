@@ -13,13 +13,24 @@ from django.utils import timezone
 
 from db.sql import db_now
 from mailboxes.models import Mailbox
-from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.export import sequence_export_toml
 from sequences.config.parse import parse, parse_duration
 from sequences.labels import duration_words, reason_sentence
 from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Step
+from sequences.services.campaigns import (
+    StepInvalid,
+    sequence_create,
+    sequence_update,
+    step_delete,
+    step_move,
+    step_save,
+)
+from sequences.services.common import ServiceError
 from sequences.services.scheduling import schedule_step
+from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
+from sequences.services.stops import enrollment_stop, sequence_pause
+from sequences.services.suppressions import suppression_add
 from sequences.web import results, sendwhen
 from sequences.web.editor import edit_impact
 from tests.factories import MailboxFactory, enroll, make_sequence
@@ -70,19 +81,19 @@ def test_durations_and_reasons_read_as_words():
 
 def test_steps_are_validated_and_thread_defaults_are_kept(users):
     mailbox = MailboxFactory()
-    sequence = services.sequence_create(name="Launch", mailbox_id=mailbox.pk, actor="op")
-    with pytest.raises(services.StepInvalid) as excinfo:
-        services.step_save(sequence_id=sequence.pk, step_id=None, subject="", body="Hi {{ first_name",
+    sequence = sequence_create(name="Launch", mailbox_id=mailbox.pk, actor="op")
+    with pytest.raises(StepInvalid) as excinfo:
+        step_save(sequence_id=sequence.pk, step_id=None, subject="", body="Hi {{ first_name",
                            wait_seconds=0, thread=True, actor="op")
     assert "the first step needs a subject" in excinfo.value.errors["subject"]
     assert "{{ without its }}" in excinfo.value.errors["body"][0]
-    first = services.step_save(sequence_id=sequence.pk, step_id=None, subject="Hi {{ first_name }}", body="Hello",
+    first = step_save(sequence_id=sequence.pk, step_id=None, subject="Hi {{ first_name }}", body="Hello",
                                wait_seconds=0, thread=True, actor="op")
     assert (first.position, first.thread) == (1, False)  # step 1 starts the thread
-    with pytest.raises(services.StepInvalid, match="starts a new thread needs a subject"):
-        services.step_save(sequence_id=sequence.pk, step_id=None, subject="", body="Again", wait_seconds=60,
+    with pytest.raises(StepInvalid, match="starts a new thread needs a subject"):
+        step_save(sequence_id=sequence.pk, step_id=None, subject="", body="Again", wait_seconds=60,
                            thread=False, actor="op")
-    second = services.step_save(sequence_id=sequence.pk, step_id=None, subject="", body="Again", wait_seconds=60,
+    second = step_save(sequence_id=sequence.pk, step_id=None, subject="", body="Again", wait_seconds=60,
                                 thread=True, actor="op")
     assert (second.position, second.thread, second.wait_seconds) == (2, True, 60)
     assert OperatorAction.objects.filter(action="step_add", target_id=sequence.pk).count() == 2
@@ -91,16 +102,16 @@ def test_steps_are_validated_and_thread_defaults_are_kept(users):
 def test_a_step_with_sent_mail_cannot_be_deleted_or_moved_and_says_why():
     sequence = make_sequence(mailbox=MailboxFactory(), steps=3, waits=(0, 3600, 3600))
     enrollment = enroll(sequence, "ada@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     submit(job_id)
     step1, step2, step3 = sequence.steps.order_by("position")
-    with pytest.raises(services.ServiceError, match="1 email of it was already sent"):
-        services.step_delete(step_id=step1.pk, actor="op")
-    with pytest.raises(services.ServiceError, match="1 person has it scheduled. Pause the sequence first"):
-        services.step_delete(step_id=step2.pk, actor="op")
-    with pytest.raises(services.ServiceError, match="Step 2 cannot be deleted or moved"):
-        services.step_move(step_id=step3.pk, offset=-1, actor="op")
-    services.step_delete(step_id=step3.pk, actor="op")  # nobody reached it
+    with pytest.raises(ServiceError, match="1 email of it was already sent"):
+        step_delete(step_id=step1.pk, actor="op")
+    with pytest.raises(ServiceError, match="1 person has it scheduled. Pause the sequence first"):
+        step_delete(step_id=step2.pk, actor="op")
+    with pytest.raises(ServiceError, match="Step 2 cannot be deleted or moved"):
+        step_move(step_id=step3.pk, offset=-1, actor="op")
+    step_delete(step_id=step3.pk, actor="op")  # nobody reached it
     assert list(sequence.steps.values_list("position", flat=True)) == [1, 2]
     assert enrollment.jobs.count() == 2
 
@@ -108,12 +119,12 @@ def test_a_step_with_sent_mail_cannot_be_deleted_or_moved_and_says_why():
 def test_steps_nobody_reached_are_reordered_and_renumbered_on_delete():
     sequence = make_sequence(mailbox=MailboxFactory(), steps=1)
     for body in ("two", "three", "four"):
-        services.step_save(sequence_id=sequence.pk, step_id=None, subject=f"S {body}", body=body, wait_seconds=60,
+        step_save(sequence_id=sequence.pk, step_id=None, subject=f"S {body}", body=body, wait_seconds=60,
                            thread=True, actor="op")
     four = sequence.steps.get(body="four")
-    services.step_move(step_id=four.pk, offset=-1, actor="op")
+    step_move(step_id=four.pk, offset=-1, actor="op")
     assert list(sequence.steps.order_by("position").values_list("body", flat=True))[1:] == ["two", "four", "three"]
-    services.step_delete(step_id=sequence.steps.get(body="two").pk, actor="op")
+    step_delete(step_id=sequence.steps.get(body="two").pk, actor="op")
     assert list(sequence.steps.order_by("position").values_list("position", "body")) == [
         (1, "Step 1 for {{ first_name }} at {{ company }}."), (2, "four"), (3, "three")]
 
@@ -122,26 +133,26 @@ def test_the_mailbox_of_a_sequence_with_mail_on_its_way_changes_only_when_paused
     sequence = make_sequence(mailbox=MailboxFactory(), steps=1, name="Old")
     enroll(sequence, "ada@example.com")
     other = MailboxFactory()
-    with pytest.raises(services.ServiceError, match="Pause the sequence first"):
-        services.sequence_update(sequence_id=sequence.pk, name="Old", mailbox_id=other.pk, actor="op")
-    services.sequence_pause(sequence_id=sequence.pk, actor="op")
-    services.sequence_update(sequence_id=sequence.pk, name="New", mailbox_id=other.pk, actor="op")
+    with pytest.raises(ServiceError, match="Pause the sequence first"):
+        sequence_update(sequence_id=sequence.pk, name="Old", mailbox_id=other.pk, actor="op")
+    sequence_pause(sequence_id=sequence.pk, actor="op")
+    sequence_update(sequence_id=sequence.pk, name="New", mailbox_id=other.pk, actor="op")
     sequence.refresh_from_db()
     assert (sequence.name, sequence.mailbox_id) == ("New", other.pk)
-    with pytest.raises(services.ServiceError, match="already exists"):
-        services.sequence_create(name="New", mailbox_id=other.pk, actor="op")
+    with pytest.raises(ServiceError, match="already exists"):
+        sequence_create(name="New", mailbox_id=other.pk, actor="op")
 
 
 def test_editing_a_live_sequence_says_what_happens_to_the_people_in_it():
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 0))
     for n in range(3):
         enroll(sequence, f"p{n}@example.com")
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         submit(job_id)
     done = enroll(sequence, "done@example.com")
-    services.dispatch_due()  # the three step-2 jobs and done's step 1, queued
+    dispatch_due()  # the three step-2 jobs and done's step 1, queued
     submit(done.jobs.get().pk)
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     submit(job_id)
     done.refresh_from_db()
     assert done.status == Enrollment.Status.COMPLETED
@@ -199,11 +210,11 @@ def test_staff_may_read_and_export_but_not_edit(users):
 def test_export_then_load_into_an_empty_database_gives_identical_steps():
     mailbox = MailboxFactory(name="sales", window_days="mon,tue", window_start=time(9), window_end=time(17),
                              window_timezone="Europe/Berlin", smtp_password_env="OUTREACH_SECRET_SALES_SMTP")
-    sequence = services.sequence_create(name='Q3 "launch" — ünïcode', mailbox_id=mailbox.pk, actor="op")
+    sequence = sequence_create(name='Q3 "launch" — ünïcode', mailbox_id=mailbox.pk, actor="op")
     bodies = ['Hi {{ first_name|default:"there" }},\n\n\tTabbed "quoted" \\ backslash\n', 'ends with a quote"',
               "one line", "\nstarts with a newline\r\nand a CRLF"]
     for n, body in enumerate(bodies, 1):
-        services.step_save(sequence_id=sequence.pk, step_id=None, subject=f"Subject {n}" if n != 2 else "",
+        step_save(sequence_id=sequence.pk, step_id=None, subject=f"Subject {n}" if n != 2 else "",
                            body=body, wait_seconds=(0, 259200, 5400, 61)[n - 1], thread=n != 3, actor="op")
     text = sequence_export_toml(sequence)
     tomllib.loads(text)
@@ -243,20 +254,20 @@ def _by_step(sequence):
 def test_per_step_results_count_sends_outcomes_and_final_check_cancels(django_assert_num_queries):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 0))
     people = [enroll(sequence, f"p{n}@example.com") for n in range(4)]
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         submit(job_id)
-    services.enrollment_stop(enrollment_id=people[0].pk, reason=Enrollment.StopReason.REPLIED, actor="")
-    services.suppression_add(value=people[1].contact.email, reason="unsubscribe", source="test")
-    for job_id in services.dispatch_due():
+    enrollment_stop(enrollment_id=people[0].pk, reason=Enrollment.StopReason.REPLIED, actor="")
+    suppression_add(value=people[1].contact.email, reason="unsubscribe", source="test")
+    for job_id in dispatch_due():
         submit(job_id)
-    services.enrollment_stop(enrollment_id=people[2].pk, reason=Enrollment.StopReason.COMPLAINED, actor="")
+    enrollment_stop(enrollment_id=people[2].pk, reason=Enrollment.StopReason.COMPLAINED, actor="")
     late = enroll(sequence, "late@example.com")
     step2 = sequence.steps.get(position=2)
     with transaction.atomic():  # step 2 scheduled before step 1 was sent: the final check cancels it
         schedule_step(Enrollment.objects.select_for_update().get(pk=late.pk), step=step2, at=db_now(), reason="t")
-    services.dispatch_due()
-    job = services.send_job_claim(job_id=late.jobs.get(step=step2).pk, worker_id="w")
-    decision = services.send_job_authorize(job_id=job.pk, worker_id="w", version=job.version)
+    dispatch_due()
+    job = send_job_claim(job_id=late.jobs.get(step=step2).pk, worker_id="w")
+    decision = send_job_authorize(job_id=job.pk, worker_id="w", version=job.version)
     assert (decision.outcome, decision.reason) == ("canceled", "previous_step_not_submitted")
     counts = _by_step(sequence)
     assert (counts[1].sent, counts[1].replied, counts[1].unsubscribed, counts[1].final_check) == (4, 1, 1, 0)
@@ -266,7 +277,7 @@ def test_per_step_results_count_sends_outcomes_and_final_check_cancels(django_as
     with django_assert_num_queries(3):
         results.step_results(sequence)
     for _ in range(4):
-        services.step_save(sequence_id=sequence.pk, step_id=None, subject="s", body="b", wait_seconds=0,
+        step_save(sequence_id=sequence.pk, step_id=None, subject="s", body="b", wait_seconds=0,
                            thread=False, actor="")
     with django_assert_num_queries(3):
         assert len(results.step_results(sequence)) == 6
@@ -286,7 +297,7 @@ def test_what_will_send_when_explains_each_wait_in_sentences():
     mailbox = MailboxFactory(daily_cap=1)
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 259200))
     ada = enroll(sequence, "ada@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     submit(job_id)
     rows, total = _reasons(SendJob.objects.filter(enrollment=ada))
     assert total == 1
@@ -316,7 +327,7 @@ def test_what_will_send_when_explains_each_wait_in_sentences():
 def test_the_sequence_and_enrollment_pages_show_what_will_send_when(users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 14400))
     ada = enroll(sequence, "ada@example.com")
-    submit(services.dispatch_due()[0])
+    submit(dispatch_due()[0])
     client = operator_client(users)
     for url in (reverse("sequence_detail", args=[sequence.pk]), reverse("enrollment_detail", args=[ada.pk])):
         page = client.get(url).content.decode()
@@ -329,9 +340,9 @@ def test_when_nothing_is_on_its_way_the_pages_say_why(users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=1)
     ada = enroll(sequence, "ada@example.com")
     client = operator_client(users)
-    services.sequence_pause(sequence_id=sequence.pk, actor="op")
+    sequence_pause(sequence_id=sequence.pk, actor="op")
     page = client.get(reverse("sequence_detail", args=[sequence.pk])).content.decode()
     assert "No email is on its way: the sequence is paused; resuming it schedules the next step" in page
-    services.enrollment_stop(enrollment_id=ada.pk, reason=Enrollment.StopReason.REPLIED, actor="op")
+    enrollment_stop(enrollment_id=ada.pk, reason=Enrollment.StopReason.REPLIED, actor="op")
     page = client.get(reverse("enrollment_detail", args=[ada.pk])).content.decode()
     assert "No email is on its way: stopped — the person replied." in page

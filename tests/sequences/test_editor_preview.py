@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 
 from mailboxes.models import Mailbox
-from sequences import services
 from sequences.models import OperatorAction, SendJob
+from sequences.services.stops import mailbox_pause
 from sequences.web import results
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui import conftest as ui_fixtures
@@ -97,7 +97,7 @@ def test_a_test_that_cannot_be_rendered_or_whose_mailbox_is_paused_is_not_sent(u
     nocity = sequence.enrollments.get(contact__email="nocity@example.com").contact
     response = client.post(reverse("step_send_test", args=[step.pk]), {"contact": nocity.pk}, follow=True)
     assert "The test was not sent: Body: missing value for fields.city" in response.content.decode()
-    services.mailbox_pause(mailbox_id=sequence.mailbox_id, actor="op")
+    mailbox_pause(mailbox_id=sequence.mailbox_id, actor="op")
     full = sequence.enrollments.get(contact__email="full@example.com").contact
     response = client.post(reverse("step_send_test", args=[step.pk]), {"contact": full.pk}, follow=True)
     assert "is paused: nothing leaves it, tests included" in response.content.decode()

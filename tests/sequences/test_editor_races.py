@@ -9,9 +9,10 @@ import pytest
 from django.db import connection, transaction
 
 from db.sql import db_now
-from sequences import services
 from sequences.locks import enrollment_lock
 from sequences.models import SendJob, Step
+from sequences.services.campaigns import step_delete
+from sequences.services.common import ServiceError
 from sequences.services.scheduling import schedule_step
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.races.helpers import Worker
@@ -51,13 +52,13 @@ def test_deleting_a_step_waits_for_the_enrollment_that_is_scheduling_it():
     scheduler = Worker(record_of_a_submission)
     scheduler.start()
     assert locked.wait(20)
-    deleter = Worker(lambda: services.step_delete(step_id=step2.pk, actor="op"))
+    deleter = Worker(lambda: step_delete(step_id=step2.pk, actor="op"))
     deleter.start()
     _wait_until_blocked_or_done(deleter)
     release.set()
 
     job_id = scheduler.outcome()  # the scheduler's record commits: it never fails for the editor's sake
-    with pytest.raises(services.ServiceError, match="1 person has it scheduled"):
+    with pytest.raises(ServiceError, match="1 person has it scheduled"):
         deleter.outcome()
     assert Step.objects.filter(pk=step2.pk).exists()
     assert SendJob.objects.get(pk=job_id).step_id == step2.pk

@@ -7,8 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from sequences import services
 from sequences.models import Contact, Enrollment, SendJob, TimelineEvent
+from sequences.services.sending import dispatch_due
 from tests.factories import enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -108,4 +108,4 @@ def test_the_batch_writes_what_one_enrollment_writes(tmp_path, sequence, mailbox
     job = enrollment.jobs.get()
     assert job.message_id.endswith("@" + mailbox.address.split("@")[1] + ">")
     assert SendJob.objects.filter(enrollment__sequence=sequence, state="scheduled").count() == 25
-    assert services.dispatch_due()  # the scheduled jobs are what the dispatcher picks up
+    assert dispatch_due()  # the scheduled jobs are what the dispatcher picks up

@@ -12,10 +12,13 @@ from django.db import connection
 from inbound.ingest.record import inbound_record
 from proving.harness import mails
 from proving.harness.stack import database_dump
-from sequences import services
 from sequences.digests import address_digest
 from sequences.models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.common import ServiceError
+from sequences.services.enrollments import contact_upsert, enrollment_create
+from sequences.services.sending import dispatch_due
+from sequences.services.suppressions import suppression_add
 from tests.factories import make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,21 +29,21 @@ TRACES = ("zebulon", "quixot", "kazoo", "erasmo")  # the address, the names, a c
 
 def person_with_history(mailbox) -> tuple[Enrollment, SendJob]:
     """Zebulon: enrolled in two sequences, mailed once, replied (with his name in it), then suppressed by an admin."""
-    contact = services.contact_upsert(
+    contact = contact_upsert(
         email=EMAIL.upper(),
         first_name="Zebulon",
         last_name="Quixotic",
         company="Erasmo Ltd",
         fields={"hobby": "kazoo orchestra"},
     )
-    first = services.enrollment_create(
+    first = enrollment_create(
         sequence_id=make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600)).pk, contact_id=contact.pk, actor="ops"
     )
-    services.enrollment_create(
+    enrollment_create(
         sequence_id=make_sequence(mailbox=mailbox, steps=1, waits=(7200,)).pk, contact_id=contact.pk, actor="ops"
     )
     job = first.jobs.get()
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == S.SUBMITTED
     job.refresh_from_db()
     raw = mails.reply(
@@ -50,7 +53,7 @@ def person_with_history(mailbox) -> tuple[Enrollment, SendJob]:
         body="Call me on Monday. Zebulon Quixotic, Erasmo Ltd",
     )
     inbound_record(mailbox_id=mailbox.pk, folder="INBOX", uidvalidity=1, fetched=mails.fetched(raw, uid=1))
-    services.suppression_add(value=EMAIL, reason="manual", note=f"{EMAIL} asked us to stop", actor="ops")
+    suppression_add(value=EMAIL, reason="manual", note=f"{EMAIL} asked us to stop", actor="ops")
     return first, job
 
 
@@ -71,8 +74,8 @@ def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remai
         call_command("enroll", "--sequence", first.sequence.name, str(csv), stdout=io.StringIO(), stderr=errors)
     assert "erased" in errors.getvalue() and EMAIL not in errors.getvalue()
     assert Contact.objects.filter(email="new.person@example.com").exists()
-    with pytest.raises(services.ServiceError, match="erased"):
-        services.contact_upsert(email=EMAIL)
+    with pytest.raises(ServiceError, match="erased"):
+        contact_upsert(email=EMAIL)
 
     dump = database_dump(connection.settings_dict).lower()
     for trace in TRACES:
@@ -86,12 +89,12 @@ def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remai
 
 
 def test_the_final_check_refuses_an_erased_address(mailbox):
-    contact = services.contact_upsert(email="late@example.com", first_name="Late", company="Acme")
-    enrollment = services.enrollment_create(
+    contact = contact_upsert(email="late@example.com", first_name="Late", company="Acme")
+    enrollment = enrollment_create(
         sequence_id=make_sequence(mailbox=mailbox, steps=1).pk, contact_id=contact.pk
     )
     ErasedAddress.objects.create(digest=address_digest("late@example.com"))  # erased while its job waits
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     outcome = send_job_process(job_id=job_id, worker_id="w1")
     assert (outcome.state, outcome.detail) == ("canceled", "suppressed")
     assert enrollment.jobs.get().cancel_reason == "suppressed"

@@ -10,11 +10,13 @@ from rq.worker import SimpleWorker
 from inbound.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
-from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.models import OperatorAction, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.guardrails import Figures, guardrail_crossed, guardrail_figures, guardrail_record
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import mailbox_resume
 from sequences.timeline import Event
 from tests.factories import MailboxFactory, enroll, make_sequence
 
@@ -27,7 +29,7 @@ def sent_to(mailbox: Mailbox, count: int) -> list[SendJob]:
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 0))
     for i in range(count):
         enroll(sequence, f"p{i}@example.com")
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
     return list(SendJob.objects.filter(enrollment__sequence=sequence, step__position=1).order_by("id"))
 
@@ -71,7 +73,7 @@ def test_a_bounce_rate_over_the_limit_pauses_the_mailbox_and_the_final_check_can
     assert log.target == f"mailbox {mailbox.name}" and log.result["reason"] == mailbox.guardrail_reason
 
     # The pause committed with the bounce: the next follow-up meets it in the final check.
-    queued = services.dispatch_due()
+    queued = dispatch_due()
     assert len(queued) == 3, "the three follow-ups still pending were due"
     outcome = send_job_process(job_id=queued[0], worker_id="w2")
     assert (outcome.state, outcome.detail) == ("canceled", "mailbox_paused")
@@ -88,7 +90,7 @@ def test_an_operators_resume_silences_the_guardrail_for_the_stated_period(smtp_s
     mailbox = MailboxFactory(smtp_port=smtp_server.port, guardrail_bounce_min_sends=4, guardrail_silence_seconds=3600)
     first = sent_to(mailbox, 4)
     bounce(first[0], uid=1)
-    services.mailbox_resume(mailbox_id=mailbox.pk, actor="ops")
+    mailbox_resume(mailbox_id=mailbox.pk, actor="ops")
     mailbox.refresh_from_db()
     assert not mailbox.paused and mailbox.guardrail_paused_at is None
     assert mailbox.guardrail_silenced_until is not None
@@ -106,7 +108,7 @@ def test_below_the_minimum_sample_nothing_pauses(smtp_server, redis_conn):
     bounce(first[0], uid=1)
     mailbox.refresh_from_db()
     assert not mailbox.paused
-    figures = services.guardrail_figures(mailbox)
+    figures = guardrail_figures(mailbox)
     assert (figures.sends, figures.hard_bounces) == (4, 1)
 
 
@@ -114,8 +116,8 @@ def test_the_same_bounce_reported_twice_counts_once(smtp_server, redis_conn):
     mailbox = MailboxFactory(smtp_port=smtp_server.port)
     first = sent_to(mailbox, 2)
     bounce(first[0], uid=1)
-    services.guardrail_record(email=first[0].enrollment.contact.email, kind="hard_bounce")
-    assert services.guardrail_figures(mailbox).hard_bounces == 1
+    guardrail_record(email=first[0].enrollment.contact.email, kind="hard_bounce")
+    assert guardrail_figures(mailbox).hard_bounces == 1
 
 
 def test_complaint_rate_and_thresholds_are_toml_keys(db):
@@ -142,8 +144,8 @@ silence_after_resume = "12h"
         mailbox.guardrail_complaint_min_deliveries,
         mailbox.guardrail_silence_seconds,
     ) == (14, 2.5, 100, 0.3, 500, 43200)
-    figures = services.Figures(window_days=7, sends=1000, deliveries=1000, hard_bounces=0, complaints=3)
-    assert services.guardrail_crossed(mailbox, figures) == (
+    figures = Figures(window_days=7, sends=1000, deliveries=1000, hard_bounces=0, complaints=3)
+    assert guardrail_crossed(mailbox, figures) == (
         "complaint rate 0.30 % (3 of 1000 deliveries in the last 7 days) is at or above the limit of 0.3 %"
     )
 

@@ -31,6 +31,7 @@ def _plan_for_kinds(kinds: tuple[str, ...]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
+@pytest.mark.postgresql("reads pg_indexes: the indexes PostgreSQL builds")
 def test_the_hot_tables_carry_no_prefix_index_and_no_index_another_one_leads_with():
     for model in (SendJob, TimelineEvent, InboundMessage, Enrollment, DailySendCount):
         indexes = _indexes(model)
@@ -42,6 +43,7 @@ def test_the_hot_tables_carry_no_prefix_index_and_no_index_another_one_leads_wit
         assert not (single & led), (model, single & led)
 
 
+@pytest.mark.postgresql("asks PostgreSQL's planner whether each search can use the partial index")
 def test_the_timeline_kind_index_holds_only_the_kinds_a_page_finds_by_kind_alone():
     """Every `kind IN (...)` of the enrollment page's timeline can be read from the partial index."""
     mailbox = MailboxFactory()

@@ -13,11 +13,11 @@ from django.contrib.admin.sites import site
 from django.test import RequestFactory
 
 from proving.harness.smtp import SmtpServer
-from sequences import services
 from sequences.labels import job_label
 from sequences.messages import step_validate
 from sequences.models import Enrollment, SendJob, Step, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due, leases_sweep
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +25,7 @@ S = SendJob.State
 
 
 def run_first(enrollment: Enrollment):
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     return send_job_process(job_id=job_id, worker_id="w1"), SendJob.objects.get(pk=job_id)
 
 
@@ -102,8 +102,8 @@ def test_a_missing_value_fails_the_job_with_a_reason_and_sends_nothing(mailbox, 
     event = TimelineEvent.objects.get(job=job, kind="job_prepare_failed")
     assert event.data["error"] == "missing value for company"
     # Final: the sweeper has nothing to requeue, and the enrollment does not go on past the failed step.
-    assert services.leases_sweep()["requeued"] == 0
-    assert services.dispatch_due() == []
+    assert leases_sweep()["requeued"] == 0
+    assert dispatch_due() == []
     assert SendJob.objects.filter(enrollment=enrollment).count() == 1
 
 

@@ -6,9 +6,9 @@ import pytest
 
 from inbound.ingest.record import inbound_record
 from proving.harness import mails
-from sequences import services
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from sequences.web.rows import stop_summary_of
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.races.helpers import Gate, Worker
@@ -20,7 +20,7 @@ R = Enrollment.StopReason
 
 def send_step_one(enrollment: Enrollment) -> SendJob:
     job = enrollment.jobs.get()
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=job.pk, worker_id="w1").state == S.SUBMITTED
     return SendJob.objects.select_related("enrollment__sequence").get(pk=job.pk)
 
@@ -47,7 +47,7 @@ def test_a_reply_in_sequence_a_stops_the_claimed_job_in_sequence_b_of_another_ma
     in_a = enroll(make_sequence(mailbox=sales, steps=2, waits=(0, 3600), name="Q3 outreach"), "jane@acme.test")
     sent = send_step_one(in_a)
     in_b = enroll(make_sequence(mailbox=partners, steps=2, name="Partners"), "jane@acme.test")
-    (b_job_id,) = services.dispatch_due()
+    (b_job_id,) = dispatch_due()
 
     # Sequence B's worker has claimed and prepared its message when the reply to sequence A is committed.
     gate = Gate("prepared")

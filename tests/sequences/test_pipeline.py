@@ -7,9 +7,19 @@ import io
 import pytest
 from django.db import connection
 
-from sequences import checkpoints, services
+from sequences import checkpoints
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.common import ServiceError
+from sequences.services.doctor import enrollments_doctor
+from sequences.services.sending import (
+    dispatch_due,
+    leases_sweep,
+    send_job_authorize,
+    send_job_claim,
+    send_job_record_retry,
+)
+from sequences.services.stops import enrollment_stop, send_job_retry
 from tests.factories import enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,7 +27,7 @@ S = SendJob.State
 
 
 def queue_and_run(job_id: int, worker: str = "w1"):
-    assert services.dispatch_due() and True
+    assert dispatch_due() and True
     return send_job_process(job_id=job_id, worker_id=worker)
 
 
@@ -30,7 +40,7 @@ def test_two_steps_are_sent_threaded_and_the_enrollment_completes(mailbox, smtp_
     enrollment = enroll(sequence, "Ada@Example.com", first_name="Ada", company="Acme")
 
     for _ in range(2):
-        (job_id,) = services.dispatch_due()
+        (job_id,) = dispatch_due()
         assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
 
     first, second = smtp_server.received
@@ -56,14 +66,14 @@ def test_no_transaction_is_open_at_the_hand_off(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "b@example.com")
     seen = []
     checkpoints.install("authorized", lambda job_id: seen.append(connection.in_atomic_block))
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=first_job(enrollment).pk, worker_id="w1").state == S.SUBMITTED
     assert seen == [False]
 
 
 def test_a_duplicate_delivery_of_the_same_rq_job_sends_once(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "dup@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w1").state == S.SUBMITTED
     assert send_job_process(job_id=job_id, worker_id="w2").state == "noop"
     assert len(smtp_server.received) == 1
@@ -75,14 +85,14 @@ def test_451_at_rcpt_is_retried_later_through_the_guard(mailbox, smtp_server, se
     settings.OUTREACH_RETRY_BASE_SECONDS = 0
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "later@example.com")
     smtp_server.behaviour.rcpt_reply = "451 4.3.0 try again later"
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     outcome = send_job_process(job_id=job_id, worker_id="w1")
     assert outcome.state == S.SCHEDULED and "451" in outcome.detail
     assert smtp_server.received == []
 
     # The retry re-enters the guard: a stop committed meanwhile cancels it.
-    services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
-    assert services.dispatch_due() == []
+    enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    assert dispatch_due() == []
     job = SendJob.objects.get(pk=job_id)
     assert job.state == S.CANCELED and job.cancel_reason == "replied" and job.attempts == 1
 
@@ -95,14 +105,14 @@ def test_a_stop_committed_between_a_4xx_and_the_retry_record_leaves_no_live_job(
     and cancels the job it would otherwise schedule again.
     """
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "raced@example.com")
-    (job_id,) = services.dispatch_due()
-    job = services.send_job_claim(job_id=job_id, worker_id="w1")
-    assert services.send_job_authorize(job_id=job_id, worker_id="w1", version=job.version).outcome == "authorized"
+    (job_id,) = dispatch_due()
+    job = send_job_claim(job_id=job_id, worker_id="w1")
+    assert send_job_authorize(job_id=job_id, worker_id="w1", version=job.version).outcome == "authorized"
     # ... the transport answers 451 4.3.0 here; before the worker records it, the reply's stop commits:
-    summary = services.enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
+    summary = enrollment_stop(enrollment_id=enrollment.pk, reason="replied")
     assert (summary.canceled, summary.in_flight) == (0, 1)
 
-    state = services.send_job_record_retry(job_id=job_id, worker_id="w1", error="451 4.3.0 try again later")
+    state = send_job_record_retry(job_id=job_id, worker_id="w1", error="451 4.3.0 try again later")
 
     assert state == S.CANCELED
     job = SendJob.objects.get(pk=job_id)
@@ -111,7 +121,7 @@ def test_a_stop_committed_between_a_4xx_and_the_retry_record_leaves_no_live_job(
     assert not live.exists()
     kinds = list(TimelineEvent.objects.filter(job=job).values_list("kind", flat=True))
     assert kinds[-2:] == ["job_retry_scheduled", "job_canceled"]
-    assert services.dispatch_due() == [] and smtp_server.received == []
+    assert dispatch_due() == [] and smtp_server.received == []
 
 
 def test_retries_are_bounded(mailbox, smtp_server, settings):
@@ -121,7 +131,7 @@ def test_retries_are_bounded(mailbox, smtp_server, settings):
     smtp_server.behaviour.rcpt_reply = "451 4.3.0 try again later"
     states = []
     for _ in range(2):
-        (job_id,) = services.dispatch_due()
+        (job_id,) = dispatch_due()
         states.append(send_job_process(job_id=job_id, worker_id="w1").state)
     assert states == [S.SCHEDULED, S.FAILED]
     assert "gave up after 2 attempts" in SendJob.objects.get(pk=job_id).error
@@ -132,7 +142,7 @@ def test_550_user_unknown_fails_and_suppresses_the_address(mailbox, smtp_server)
     enrollment = enroll(sequence, "nobody@example.com")
     other = enroll(make_sequence(mailbox=mailbox, steps=1), "nobody@example.com")
     smtp_server.behaviour.rcpt_reply = "550 5.1.1 <nobody@example.com>: user unknown"
-    job_ids = services.dispatch_due()
+    job_ids = dispatch_due()
     outcome = send_job_process(job_id=first_job(enrollment).pk, worker_id="w1")
     assert outcome.state == S.FAILED
     assert smtp_server.received == []
@@ -149,7 +159,7 @@ def test_550_user_unknown_fails_and_suppresses_the_address(mailbox, smtp_server)
 def test_550_policy_refusal_fails_without_suppressing(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "policy@example.com")
     smtp_server.behaviour.rcpt_reply = "550 5.7.1 <policy@example.com>: Recipient address rejected: Access denied"
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=first_job(enrollment).pk, worker_id="w1").state == S.FAILED
     assert not Suppression.objects.exists()
 
@@ -158,47 +168,47 @@ def test_a_timeout_after_data_is_an_unknown_outcome_never_resent(mailbox, smtp_s
     settings.OUTREACH_SMTP_TIMEOUT = 0.5
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "slow@example.com")
     smtp_server.behaviour.data_delay = 1.5
-    services.dispatch_due()
+    dispatch_due()
     outcome = send_job_process(job_id=first_job(enrollment).pk, worker_id="w1")
     assert outcome.state == S.UNKNOWN
     job = first_job(enrollment)
     assert "during DATA" in job.error
     # Nothing is scheduled after an unknown outcome, and nothing is retried.
-    assert services.dispatch_due() == []
+    assert dispatch_due() == []
     assert enrollment.jobs.count() == 1
 
 
 def test_a_dropped_connection_during_data_is_unknown(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "drop@example.com")
     smtp_server.behaviour.drop_in_data = True
-    services.dispatch_due()
+    dispatch_due()
     assert send_job_process(job_id=first_job(enrollment).pk, worker_id="w1").state == S.UNKNOWN
 
 
 def test_a_worker_lost_after_authorization_becomes_unknown_and_is_not_resent(mailbox, smtp_server, settings):
     enroll(make_sequence(mailbox=mailbox, steps=1), "lost@example.com")
-    (job_id,) = services.dispatch_due()
-    job = services.send_job_claim(job_id=job_id, worker_id="dead-worker")
-    assert services.send_job_authorize(job_id=job_id, worker_id="dead-worker", version=job.version).outcome == "authorized"
+    (job_id,) = dispatch_due()
+    job = send_job_claim(job_id=job_id, worker_id="dead-worker")
+    assert send_job_authorize(job_id=job_id, worker_id="dead-worker", version=job.version).outcome == "authorized"
     # The worker dies here. Its lease runs out:
     SendJob.objects.filter(pk=job_id).update(lease_until="2000-01-01T00:00:00Z")
-    result = services.leases_sweep()
+    result = leases_sweep()
     assert result["unknown"] == 1
     job = SendJob.objects.get(pk=job_id)
     assert job.state == S.UNKNOWN and "dead-worker" in job.error
     event = TimelineEvent.objects.get(job=job, kind="worker_lost")
     assert event.data["message_id"] == job.message_id
-    assert services.dispatch_due() == [] and smtp_server.received == []
+    assert dispatch_due() == [] and smtp_server.received == []
 
 
 def test_a_lost_claim_is_handed_out_again_and_the_stale_worker_cannot_authorize(mailbox, smtp_server):
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "claim@example.com")
-    (job_id,) = services.dispatch_due()
-    stale = services.send_job_claim(job_id=job_id, worker_id="slow-worker")
+    (job_id,) = dispatch_due()
+    stale = send_job_claim(job_id=job_id, worker_id="slow-worker")
     SendJob.objects.filter(pk=job_id).update(lease_until="2000-01-01T00:00:00Z")
-    assert services.leases_sweep()["requeued"] == 1
+    assert leases_sweep()["requeued"] == 1
     assert send_job_process(job_id=job_id, worker_id="w2").state == S.SUBMITTED
-    late = services.send_job_authorize(job_id=job_id, worker_id="slow-worker", version=stale.version)
+    late = send_job_authorize(job_id=job_id, worker_id="slow-worker", version=stale.version)
     assert late.outcome == "lost"
     assert len(smtp_server.received) == 1
     assert first_job(enrollment).worker_id == "w2"
@@ -210,7 +220,7 @@ def test_outside_the_sending_window_the_job_waits(mailbox, smtp_server):
     mailbox.window_start, mailbox.window_end = time(0, 0), time(0, 0, 1)
     mailbox.save(update_fields=["window_start", "window_end"])
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=1), "window@example.com")
-    services.dispatch_due()
+    dispatch_due()
     outcome = send_job_process(job_id=first_job(enrollment).pk, worker_id="w1")
     assert (outcome.state, outcome.detail) == ("deferred", "outside_sending_window")
     job = first_job(enrollment)
@@ -224,7 +234,7 @@ def test_daily_cap_defers_the_job_past_the_cap(mailbox, smtp_server):
     sequence = make_sequence(mailbox=mailbox, steps=1)
     enroll(sequence, "one@example.com")
     enroll(sequence, "two@example.com")
-    outcomes = [send_job_process(job_id=j, worker_id="w1") for j in services.dispatch_due()]
+    outcomes = [send_job_process(job_id=j, worker_id="w1") for j in dispatch_due()]
     assert [o.state for o in outcomes] == [S.SUBMITTED, "deferred"]
     assert outcomes[1].detail == "daily_cap_reached"
     assert len(smtp_server.received) == 1
@@ -235,7 +245,7 @@ def test_a_failed_step_stops_the_enrollment_and_a_retry_sends_it_and_continues(m
 
     enrollment = enroll(make_sequence(mailbox=mailbox, steps=2), "content@example.com")
     smtp_server.behaviour.data_reply = "554 5.6.0 message content rejected"
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w1").state == S.FAILED
     enrollment.refresh_from_db()
     assert (enrollment.status, enrollment.stop_reason) == (Enrollment.Status.STOPPED, "failed")
@@ -247,13 +257,13 @@ def test_a_failed_step_stops_the_enrollment_and_a_retry_sends_it_and_continues(m
     enrollment.refresh_from_db()
     assert enrollment.status == Enrollment.Status.ACTIVE
     for _ in range(2):
-        (due,) = services.dispatch_due()
+        (due,) = dispatch_due()
         assert send_job_process(job_id=due, worker_id="w1").state == S.SUBMITTED
     enrollment.refresh_from_db()
     assert enrollment.status == Enrollment.Status.COMPLETED
     assert len(smtp_server.received) == 2
-    with pytest.raises(services.ServiceError, match="retried already"):
-        services.send_job_retry(job_id=job_id)
+    with pytest.raises(ServiceError, match="retried already"):
+        send_job_retry(job_id=job_id)
 
 
 def test_doctor_leaves_no_active_enrollment_without_a_job_or_a_reason(mailbox, smtp_server):
@@ -273,4 +283,4 @@ def test_doctor_leaves_no_active_enrollment_without_a_job_or_a_reason(mailbox, s
     failed.refresh_from_db()
     assert (failed.status, failed.stop_reason) == (Enrollment.Status.STOPPED, "failed")
     assert SendJob.objects.filter(enrollment=idle, state=S.SCHEDULED).count() == 1
-    assert services.enrollments_doctor(repair=False) == []
+    assert enrollments_doctor(repair=False) == []

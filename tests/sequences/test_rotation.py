@@ -17,13 +17,14 @@ from inbound.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails
 from proving.harness.smtp import SmtpServer
-from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.config.validate import ConfigError
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.pipeline import send_job_process
-from sequences.services.sending import HELD
+from sequences.services.mailbox_health import mailbox_probe
+from sequences.services.sending import HELD, dispatch_due
+from sequences.services.stops import mailbox_pause, mailbox_resume
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,7 +34,7 @@ RIGHT, WRONG = "right-password-51c2", "wrong-password-9e04"
 
 
 def run_due() -> list[str]:
-    return [send_job_process(job_id=job_id, worker_id="w1").state for job_id in services.dispatch_due()]
+    return [send_job_process(job_id=job_id, worker_id="w1").state for job_id in dispatch_due()]
 
 
 def pooled(*mailboxes: Mailbox, steps: int = 2) -> Sequence:
@@ -94,7 +95,7 @@ def test_a_blocked_mailbox_gets_no_new_enrollments_and_its_running_one_waits_the
     # The held follow-up never moved to b: it waits for a, and leaves from a once a can send again.
     monkeypatch.setenv(SECRET_ENV, RIGHT)
     Mailbox.objects.filter(pk=a.pk).update(next_probe_at=db_now() - timedelta(seconds=1))
-    assert services.mailbox_probe(mailbox_id=a.pk).outcome == "unblocked"
+    assert mailbox_probe(mailbox_id=a.pk).outcome == "unblocked"
     assert run_due() == [S.SUBMITTED] * 4  # first's step 2 from a; the later ones' step 2 from b
     first.refresh_from_db()
     assert first.mailbox == a and first.status == Enrollment.Status.COMPLETED
@@ -110,12 +111,12 @@ def test_a_paused_mailbox_gets_no_new_enrollments_and_its_running_one_resumes_on
     first = enroll(sequence, "first@example.com")
     assert run_due() == [S.SUBMITTED]
 
-    services.mailbox_pause(mailbox_id=a.pk, actor="ops")
+    mailbox_pause(mailbox_id=a.pk, actor="ops")
     assert first.jobs.get(step__position=2).cancel_reason == "mailbox_paused"
     assert enroll(sequence, "new@example.com").mailbox == b
     assert run_due() == [S.SUBMITTED]  # only new@, from b
 
-    assert services.mailbox_resume(mailbox_id=a.pk, actor="ops") == 1
+    assert mailbox_resume(mailbox_id=a.pk, actor="ops") == 1
     assert run_due() == [S.SUBMITTED] * 2  # first's step 2 from a again, new's step 2 from b
     assert [r.recipients for r in auth_server.received] == [["first@example.com"]] * 2
     assert [r.recipients for r in smtp_server.received] == [["new@example.com"]] * 2
@@ -150,7 +151,7 @@ def test_enrollments_are_spread_by_the_daily_capacity_left(smtp_server, tmp_path
 
 def test_a_reply_counts_in_the_mailbox_the_enrollment_sent_from_only(pair, smtp_server):
     a, b = pair
-    services.mailbox_pause(mailbox_id=a.pk)
+    mailbox_pause(mailbox_id=a.pk)
     sequence = pooled(a, b)
     enrollment = enroll(sequence, "ada@example.com")
     assert enrollment.mailbox == b

@@ -6,8 +6,8 @@ import django_rq
 import pytest
 from rq.worker import SimpleWorker
 
-from sequences import services
 from sequences.models import SendJob
+from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
 from sequences.tasks import dispatch
 from tests.factories import enroll, make_sequence
 
@@ -52,9 +52,9 @@ def test_jobs_lost_from_redis_are_enqueued_again_and_sent_once(mailbox, smtp_ser
 
 def test_the_sweeper_runs_in_the_dispatcher_pass(mailbox, smtp_server, redis_conn):
     enroll(make_sequence(mailbox=mailbox, steps=1), "sweep@example.com")
-    (job_id,) = services.dispatch_due()
-    job = services.send_job_claim(job_id=job_id, worker_id="gone")
-    services.send_job_authorize(job_id=job_id, worker_id="gone", version=job.version)
+    (job_id,) = dispatch_due()
+    job = send_job_claim(job_id=job_id, worker_id="gone")
+    send_job_authorize(job_id=job_id, worker_id="gone", version=job.version)
     SendJob.objects.filter(pk=job_id).update(lease_until="2000-01-01T00:00:00Z")
     assert dispatch()["marked_unknown"] == 1
     work("send")

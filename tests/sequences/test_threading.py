@@ -14,12 +14,12 @@ from inbound.ingest.poll import mailbox_poll
 from mailboxes.models import InboundMessage, Mailbox
 from proving.harness import mails
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot
-from sequences import services
 from sequences.config.parse import parse as config_parse
 from sequences.config.validate import ConfigError
 from sequences.messages import message_prepare
 from sequences.models import Enrollment, SendJob, Sequence, Step
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +28,7 @@ SPECIAL_USE = "namespace inbox {\n  mailbox Outgoing {\n    special_use = \\Sent
 
 
 def run_due() -> list[str]:
-    return [send_job_process(job_id=job_id, worker_id="w1").state for job_id in services.dispatch_due()]
+    return [send_job_process(job_id=job_id, worker_id="w1").state for job_id in dispatch_due()]
 
 
 def steps_sequence(mailbox: Mailbox, *steps: tuple[str, bool]) -> Sequence:

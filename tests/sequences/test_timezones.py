@@ -13,13 +13,15 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from db.sql import db_now
-from sequences import services
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.config.validate import ConfigError
 from sequences.labels import send_time_words
 from sequences.models import Contact, Enrollment, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.common import ServiceError
+from sequences.services.enrollments import ContactRow, contact_upsert, enrollment_create, enrollments_create_batch
+from sequences.services.sending import dispatch_due
 from tests.factories import make_sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,15 +43,15 @@ def window_around_auckland_now(now: datetime) -> tuple[time, time]:
 
 
 def enroll_in_zone(sequence, email: str, zone: str) -> Enrollment:
-    contact = services.contact_upsert(email=email, first_name="Pat", company="Acme", timezone_name=zone)
-    return services.enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
+    contact = contact_upsert(email=email, first_name="Pat", company="Acme", timezone_name=zone)
+    return enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
 
 
 def run_due() -> dict[int, tuple[str, str]]:
     """One dispatcher pass and every job it queued, as a worker runs them: {job id: (state, detail)}."""
     return {
         job_id: (o.state, o.detail)
-        for job_id in services.dispatch_due()
+        for job_id in dispatch_due()
         for o in [send_job_process(job_id=job_id, worker_id="w1")]
     }
 
@@ -123,14 +125,14 @@ def test_the_send_time_is_shown_in_the_contacts_local_time_and_in_utc(mailbox, s
 
 def test_an_unknown_zone_is_refused_at_enrollment_with_the_reason(mailbox, smtp_server, tmp_path):
     sequence = make_sequence(mailbox=mailbox, steps=1)
-    with pytest.raises(services.ServiceError, match="timezone: unknown time zone 'Mars/Olympus'"):
-        services.contact_upsert(email="mars@example.com", timezone_name="Mars/Olympus")
+    with pytest.raises(ServiceError, match="timezone: unknown time zone 'Mars/Olympus'"):
+        contact_upsert(email="mars@example.com", timezone_name="Mars/Olympus")
 
     # A contact whose zone was edited to something that is not a zone (the admin writes any text).
-    contact = services.contact_upsert(email="edited@example.com")
+    contact = contact_upsert(email="edited@example.com")
     Contact.objects.filter(pk=contact.pk).update(timezone="Europe/Atlantis")
-    with pytest.raises(services.ServiceError, match="edited@example.com: timezone: unknown time zone"):
-        services.enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
+    with pytest.raises(ServiceError, match="edited@example.com: timezone: unknown time zone"):
+        enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
 
     # The CSV path: one line per refused row, the others enrolled.
     path = tmp_path / "contacts.csv"
@@ -149,8 +151,8 @@ def test_an_unknown_zone_is_refused_at_enrollment_with_the_reason(mailbox, smtp_
     assert list(Enrollment.objects.values_list("contact__email", flat=True)) == ["ok@example.com"]
 
     # The batch service refuses the same rows for any caller, not only the command.
-    rows = [services.ContactRow(line=7, email="api@example.com", timezone_name="Nowhere/Land")]
-    result = services.enrollments_create_batch(sequence_id=sequence.pk, rows=rows)
+    rows = [ContactRow(line=7, email="api@example.com", timezone_name="Nowhere/Land")]
+    result = enrollments_create_batch(sequence_id=sequence.pk, rows=rows)
     assert (
         result.enrolled == 0
         and result.rejected[0][0] == 7

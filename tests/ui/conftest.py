@@ -51,22 +51,23 @@ def users(roles, django_user_model):
 def world(db):
     """One of everything the pages show, built through the real services (no SMTP needed)."""
     from mailboxes.models import InboundMessage
-    from sequences import services
     from sequences.models import SendJob
+    from sequences.services.stops import enrollment_pause
+    from sequences.services.suppressions import suppression_add
     from tests.factories import MailboxFactory, enroll, make_sequence
 
     mailbox = MailboxFactory(name="ui-box", smtp_password_env="OUTREACH_SECRET_UI_BOX_SMTP")
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 3600), name="UI sequence")
     active = enroll(sequence, "active@example.com")
     paused = enroll(sequence, "paused@example.com")
-    services.enrollment_pause(enrollment_id=paused.pk, actor="fixture")
+    enrollment_pause(enrollment_id=paused.pk, actor="fixture")
     job = SendJob.objects.filter(enrollment=active).first()
     inbound = InboundMessage.objects.create(
         mailbox=mailbox, folder="INBOX", uidvalidity=1, uid=1, message_id="<reply-1@example.com>",
         from_address="active@example.com", from_name="Active", subject="Re: Hello", kind="human_reply",
         reply_text="Thanks!", job=job, enrollment=active, correlation_rule="in_reply_to",
     )
-    services.suppression_add(value="blocked@example.com", reason="manual", note="fixture", actor="fixture")
+    suppression_add(value="blocked@example.com", reason="manual", note="fixture", actor="fixture")
     return {"mailbox": mailbox, "sequence": sequence, "active": active, "paused": paused, "job": job,
             "inbound": inbound}
 

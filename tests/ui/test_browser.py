@@ -11,9 +11,10 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from sequences import services
 from sequences.models import SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.suppressions import suppression_add
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.races.helpers import Gate, Worker
 from tests.ui.conftest import PASSWORD
@@ -37,10 +38,10 @@ def test_operator_pauses_a_sequence_with_one_job_mid_send_and_one_already_submit
     mailbox = MailboxFactory(smtp_port=smtp_server.port)
     sequence = make_sequence(mailbox=mailbox, steps=1, name="Spring launch")
     enroll(sequence, "already-sent@example.com", first_name="Sent")
-    (first,) = services.dispatch_due()
+    (first,) = dispatch_due()
     assert send_job_process(job_id=first, worker_id="worker-a").state == S.SUBMITTED
     enroll(sequence, "held@example.com", first_name="Held")
-    (second,) = services.dispatch_due()
+    (second,) = dispatch_due()
     gate = Gate("claimed")
     worker = Worker(lambda: send_job_process(job_id=second, worker_id="worker-b"))
     worker.start()
@@ -106,7 +107,7 @@ def test_staff_sees_no_pause_button_and_gets_a_403_page(live_server, page: Page,
 def test_admin_lifts_a_suppression_with_a_justification_and_history_keeps_both(
     live_server, page: Page, users, screenshot
 ):
-    services.suppression_add(value="lifted@example.com", reason="complaint", note="marked as spam", actor="ops",
+    suppression_add(value="lifted@example.com", reason="complaint", note="marked as spam", actor="ops",
                              source="inbound:7")
     log_in(page, f"{live_server.url}/suppressions/?q=lifted@example.com", users["admin"].username)
     page.click("text=Lift…")

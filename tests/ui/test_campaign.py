@@ -7,9 +7,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from sequences import services
 from sequences.models import OperatorAction, SendJob, Sequence
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui.test_browser import log_in
 from tests.ui.test_operations import reply_to
@@ -97,11 +97,11 @@ def test_per_step_counts_after_sends_and_a_reply_and_the_phone_layout(
     sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 0), name="Counted")
     for n in range(3):
         enroll(sequence, f"person{n}@example.com")
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         assert send_job_process(job_id=job_id, worker_id="w").state == S.SUBMITTED
     replied = SendJob.objects.get(enrollment__contact__email="person0@example.com", step__position=1)
     reply_to(replied)  # a human reply, through the real ingestion: person0 stops
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         assert send_job_process(job_id=job_id, worker_id="w").state == S.SUBMITTED
     assert len(smtp_server.received) == 5
 

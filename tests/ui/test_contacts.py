@@ -12,8 +12,8 @@ from rq import SimpleWorker
 from rq.job import Job
 
 from mailboxes.models import InboundMessage
-from sequences import services
 from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Suppression
+from sequences.services.suppressions import suppression_add
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +67,7 @@ def test_contact_page_shows_every_sequence_mailbox_suppression_and_inbound_mail(
         kind="human_reply",
         enrollment=a,
     )
-    services.suppression_add(value="@example.com", reason="manual", note="whole company asked", actor="ops")
+    suppression_add(value="@example.com", reason="manual", note="whole company asked", actor="ops")
     client.force_login(users["staff"])
     contact = Contact.objects.get(email="bob@example.com")
     html = client.get(reverse("contact_detail", args=[contact.pk])).content.decode()
@@ -97,7 +97,7 @@ def upload_csv(client, sequence, text: str):
 def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600), name="Upload")
     enroll(sequence, "old@example.com")
-    services.suppression_add(value="no@example.com", reason="unsubscribe", note="asked", actor="ops")
+    suppression_add(value="no@example.com", reason="unsubscribe", note="asked", actor="ops")
     client.force_login(users["operator"])
     text = (
         "Mail,Given,Firm,Plan,Junk\n"

@@ -7,9 +7,10 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from sequences import services
 from sequences.models import Enrollment, SendJob
 from sequences.pipeline import send_job_process
+from sequences.services.sending import dispatch_due
+from sequences.services.suppressions import suppression_add
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui.test_browser import log_in
 from tests.ui.test_contacts import run_job
@@ -39,8 +40,8 @@ def people_csv(path, n: int = 1000) -> str:
 
 def test_enroll_a_thousand_row_csv_through_the_upload(live_server, page: Page, users, screenshot, tmp_path):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 86400), name="Big upload")
-    services.suppression_add(value="unsubscribed@people.example", reason="unsubscribe", note="link", actor="ops")
-    services.suppression_add(value="@blocked.example", reason="manual", note="whole domain", actor="ops")
+    suppression_add(value="unsubscribed@people.example", reason="unsubscribe", note="link", actor="ops")
+    suppression_add(value="@blocked.example", reason="manual", note="whole domain", actor="ops")
     log_in(page, f"{live_server.url}/sequences/{sequence.pk}/", users["operator"].username)
     page.click("#enroll-contacts")
     page.set_input_files("#file", people_csv(tmp_path / "people.csv"))
@@ -85,7 +86,7 @@ def test_bulk_pause_with_the_honest_summary(live_server, page: Page, users, scre
         mailbox=MailboxFactory(smtp_port=smtp_server.port), steps=2, waits=(0, 3600), name="Bulk spring"
     )
     sent = enroll(sequence, "long-ago@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     assert send_job_process(job_id=job_id, worker_id="w").state == S.SUBMITTED
     enroll(sequence, "waiting@example.com")
     enroll(sequence, "untouched@example.com")
@@ -170,7 +171,7 @@ def test_incident_picture_has_no_overlapping_labels_and_no_guide_across_one(live
 
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
     enroll(sequence, "late@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     submit(job_id)
     job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").get(pk=job_id)
     reply_to(job, internaldate=job.claimed_at)

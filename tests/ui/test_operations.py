@@ -11,8 +11,8 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from sequences import services
 from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
+from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim, send_job_record_submitted
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.django_db
@@ -22,9 +22,9 @@ MS = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC")
 
 def submit(job_id: int, worker_id: str = "w1") -> None:
     """The pipeline's transitions without the network (the browser test sends for real)."""
-    job = services.send_job_claim(job_id=job_id, worker_id=worker_id)
-    assert services.send_job_authorize(job_id=job_id, worker_id=worker_id, version=job.version).outcome == "authorized"
-    assert services.send_job_record_submitted(job_id=job_id, worker_id=worker_id, smtp_reply="250 2.0.0 Ok: queued")
+    job = send_job_claim(job_id=job_id, worker_id=worker_id)
+    assert send_job_authorize(job_id=job_id, worker_id=worker_id, version=job.version).outcome == "authorized"
+    assert send_job_record_submitted(job_id=job_id, worker_id=worker_id, smtp_reply="250 2.0.0 Ok: queued")
 
 
 def reply_to(job: SendJob, *, internaldate=None):
@@ -69,7 +69,7 @@ def test_sequence_pause_then_resume_reports_and_logs(client, users, world):
 def test_enrollment_page_shows_labels_stop_counts_and_a_millisecond_timeline(client, users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
     enrollment = enroll(sequence, "replier@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     submit(job_id)
     client.force_login(users["operator"])
     client.post(reverse("enrollment_stop", args=[enrollment.pk]))
@@ -128,7 +128,7 @@ def test_incident_picture_puts_the_reply_after_the_authorization(client, users):
     """send-first: authorized, then the reply committed -> 'cannot recall', with both lanes drawn."""
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
     enrollment = enroll(sequence, "late@example.com")
-    (job_id,) = services.dispatch_due()
+    (job_id,) = dispatch_due()
     submit(job_id)
     job = SendJob.objects.select_related("enrollment__contact", "enrollment__sequence").get(pk=job_id)
     # The reply reached the mailbox while the job was being prepared, and was committed after it left.

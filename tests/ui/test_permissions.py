@@ -153,9 +153,9 @@ def test_forms_are_csrf_protected(users, world):
 @pytest.mark.django_db
 def test_a_refused_action_says_why(client, users, world):
     """Resuming a suppressed address is refused by the service: a 409 page naming the reason, nothing changes."""
-    from sequences import services
+    from sequences.services.suppressions import suppression_add
 
-    services.suppression_add(value="paused@example.com", reason="complaint", actor="t")
+    suppression_add(value="paused@example.com", reason="complaint", actor="t")
     client.force_login(users[OP])
     response = client.post(reverse("enrollment_resume", args=[world["paused"].pk]))
     assert response.status_code == 409

@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from sequences import services
 from sequences.models import Enrollment, OperatorAction, Suppression
+from sequences.services.suppressions import suppression_add, suppression_lift
 from sequences.web.views import INLINE_IMPORT_ROWS
 from tests.factories import MailboxFactory, enroll, make_sequence
 
@@ -91,11 +91,11 @@ def test_import_refuses_a_file_that_is_not_utf8(client, users):
 
 
 def test_export_round_trips_through_import(client, users):
-    services.suppression_add(value="a@example.com", reason="unsubscribe", note="link", actor="t")
-    services.suppression_add(value="@example.net", reason="manual", note="=HYPERLINK(\"http://x\")", actor="t")
-    services.suppression_add(value="b@example.com", reason="complaint", note="a, \"quoted\"\nnote", actor="t")
-    services.suppression_add(value="lifted@example.com", reason="manual", actor="t")
-    services.suppression_lift(value="lifted@example.com", note="ok again", actor="t")
+    suppression_add(value="a@example.com", reason="unsubscribe", note="link", actor="t")
+    suppression_add(value="@example.net", reason="manual", note="=HYPERLINK(\"http://x\")", actor="t")
+    suppression_add(value="b@example.com", reason="complaint", note="a, \"quoted\"\nnote", actor="t")
+    suppression_add(value="lifted@example.com", reason="manual", actor="t")
+    suppression_lift(value="lifted@example.com", note="ok again", actor="t")
     client.force_login(users["admin"])
 
     def export() -> str:
@@ -171,7 +171,7 @@ def test_add_and_lift_through_the_pages(client, users):
 
 
 def test_staff_and_operators_read_the_ledger_without_management_controls(client, users):
-    services.suppression_add(value="x@example.com", reason="manual", actor="t", source="inbound:5")
+    suppression_add(value="x@example.com", reason="manual", actor="t", source="inbound:5")
     for role in ("staff", "operator"):
         client.force_login(users[role])
         html = client.get(reverse("suppression_list")).content.decode()

@@ -6,7 +6,8 @@ import pytest
 from django.urls import reverse
 
 from mailboxes.models import InboundMessage
-from sequences import services
+from sequences.services.enrollments import contact_upsert, enrollment_create
+from sequences.services.suppressions import suppression_add
 from tests.factories import MailboxFactory, make_sequence
 
 pytestmark = pytest.mark.django_db
@@ -22,9 +23,9 @@ PAYLOADS = [SCRIPT, IMG, SVG, REMOTE]
 def hostile(users):
     mailbox = MailboxFactory(name="xss-box", display_name=SCRIPT)
     sequence = make_sequence(mailbox=mailbox, steps=2, name=f"seq {SVG}")
-    contact = services.contact_upsert(email="victim@example.com", first_name=IMG, last_name=SCRIPT,
+    contact = contact_upsert(email="victim@example.com", first_name=IMG, last_name=SCRIPT,
                                       company=SVG, fields={"title": REMOTE, IMG: "key"})
-    enrollment = services.enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
+    enrollment = enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk)
     job = enrollment.jobs.get()
     message = InboundMessage.objects.create(
         mailbox=mailbox, folder=f"INBOX{SVG}", uidvalidity=1, uid=1, message_id=f"<{SVG}@example.com>",
@@ -35,7 +36,7 @@ def hostile(users):
              f"<html><body onload=alert(4)>{REMOTE}</body></html>").encode(),
         classification_reason=SVG, effect=IMG, job=job, enrollment=enrollment, correlation_rule="in_reply_to",
     )
-    services.suppression_add(value="victim@example.com", reason="manual", note=SCRIPT, source=f"operator {IMG}",
+    suppression_add(value="victim@example.com", reason="manual", note=SCRIPT, source=f"operator {IMG}",
                              actor=SVG)
     return {"sequence": sequence, "enrollment": enrollment, "message": message, "job": job}
 

@@ -17,9 +17,9 @@ from mailboxes.models import Mailbox
 from proving.drills.audit import Audit
 from proving.harness import data
 from proving.harness.stack import Database, DrillError, PrivateRedis, Process, start_worker, subprocess_env
-from sequences import services
 from sequences.models import SendJob, Sequence
 from sequences.queues import enqueue_sends
+from sequences.services.sending import dispatch_due
 from sequences.tasks import dispatch
 
 S = SendJob.State
@@ -122,7 +122,7 @@ def enroll_many(sequence: Sequence, n: int, prefix: str) -> list[int]:
 def dispatch_without_sweep() -> list[int]:
     """The dispatcher's "queue due jobs" half. The kill drill holds the sweep back until every round
     has been killed, so that a job requeued from one round is not taken by the next round's victims."""
-    ids = services.dispatch_due()
+    ids = dispatch_due()
     enqueue_sends(ids)
     return ids
 
@@ -131,7 +131,7 @@ def send_step_one_in_process(job_ids: list[int]) -> None:
     """For drills about ingestion: send step 1 through the real pipeline, in this process."""
     from sequences.pipeline import send_job_process
 
-    for job_id in services.dispatch_due():
+    for job_id in dispatch_due():
         send_job_process(job_id=job_id, worker_id="drill")
     states = set(SendJob.objects.filter(pk__in=job_ids).values_list("state", flat=True))
     if states != {S.SUBMITTED}:

@@ -17,8 +17,8 @@ from proving.drills.faults.base import Ctx, Recovery, Row, all_final, enroll_man
 from proving.harness.smtp import SmtpServer
 from proving.harness.stack import wait_for
 from proving.harness.tls import make_certificates
-from sequences import services
 from sequences.models import SendJob, TimelineEvent
+from sequences.services.mailbox_health import mailbox_probe
 
 S = SendJob.State
 SECRET_ENV = "OUTREACH_SECRET_DRILL_SMTP"
@@ -85,10 +85,10 @@ def _auth(ctx: Ctx, *, n: int) -> Row:
         before_probe = server.auth_attempts
         failed = SendJob.objects.filter(pk__in=job_ids, state=S.FAILED).count()
         with _environment(**{SECRET_ENV: WRONG}):
-            still = services.mailbox_probe(mailbox_id=mailbox.pk, actor="drill", forced=True).outcome
+            still = mailbox_probe(mailbox_id=mailbox.pk, actor="drill", forced=True).outcome
         probe_cost = server.auth_attempts - before_probe
         with _environment(**{SECRET_ENV: RIGHT}):
-            unblocked = services.mailbox_probe(mailbox_id=mailbox.pk, actor="drill", forced=True)
+            unblocked = mailbox_probe(mailbox_id=mailbox.pk, actor="drill", forced=True)
         _deliver(ctx, job_ids, **{SECRET_ENV: RIGHT})
         if failed:
             row.problems.append(f"{failed} job(s) failed on a mailbox problem")
@@ -118,7 +118,7 @@ def _tls(ctx: Ctx, *, n: int) -> Row:
         if "set ca_file" not in mailbox.blocked_reason:
             row.problems.append(f"no ca_file hint in {mailbox.blocked_reason!r}")
         Mailbox.objects.filter(pk=mailbox.pk).update(ca_file=str(certs.ca_file))
-        unblocked = services.mailbox_probe(mailbox_id=mailbox.pk, actor="drill", forced=True)
+        unblocked = mailbox_probe(mailbox_id=mailbox.pk, actor="drill", forced=True)
         if unblocked.outcome != "unblocked":
             row.problems.append(f"the probe after setting ca_file: {unblocked.text}")
         _deliver(ctx, job_ids)

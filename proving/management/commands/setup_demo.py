@@ -27,11 +27,14 @@ from db.sql import db_now
 from inbound.ingest.record import inbound_record
 from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.models import Mailbox
-from sequences import services
 from sequences.models import Enrollment, SendJob, Sequence, Step
 from sequences.pipeline import send_job_process
 from sequences.queues import enqueue_sends
 from sequences.sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
+from sequences.services.enrollments import contact_upsert, enrollment_create
+from sequences.services.sending import dispatch_due
+from sequences.services.stops import enrollment_pause
+from sequences.services.suppressions import suppression_add, suppression_lift
 
 DEMO_WORKER = "setup_demo"
 
@@ -95,22 +98,22 @@ class Command(BaseCommand):
         self.stdout.write(f"  alan: replied after step 1 (inbound #{reply.inbound_id}): {reply.effect}")
 
         linus = self._enroll(sequence, "linus@example.net", "Linus", "Kernel")
-        services.enrollment_pause(enrollment_id=linus.pk, actor="demo")
+        enrollment_pause(enrollment_id=linus.pk, actor="demo")
         self.stdout.write("  linus: paused by an operator")
 
         margaret = self._enroll(sequence, "margaret@example.com", "Margaret", "Apollo")
-        services.suppression_add(value=margaret.contact.email, reason="unsubscribe", actor="demo",
+        suppression_add(value=margaret.contact.email, reason="unsubscribe", actor="demo",
                                  source="demo: unsubscribe link", note="demo data")
         self.stdout.write("  margaret: unsubscribed (suppressed, enrollment stopped)")
 
         self._enroll(sequence, "grace@example.com", "Grace", "Navy")
         self.stdout.write("  grace: active, step 1 scheduled (a running worker sends it to the capture server)")
 
-        services.suppression_add(value="@competitor.example", reason="manual", actor="demo", source="command",
+        suppression_add(value="@competitor.example", reason="manual", actor="demo", source="command",
                                  note="demo: a competitor's domain")
-        services.suppression_add(value="old-customer@example.com", reason="complaint", actor="demo",
+        suppression_add(value="old-customer@example.com", reason="complaint", actor="demo",
                                  source="command", note="demo: marked as spam in 2024")
-        services.suppression_lift(value="old-customer@example.com", actor="demo", source="command",
+        suppression_lift(value="old-customer@example.com", actor="demo", source="command",
                                   note="demo: customer asked to hear from us again")
         self.stdout.write(self.style.SUCCESS("demo mailbox, sequence, 4 enrollments and ledger entries created"))
 
@@ -124,12 +127,12 @@ class Command(BaseCommand):
                           "--role operator|staff|admin`")
 
     def _enroll(self, sequence: Sequence, email: str, first_name: str, company: str) -> Enrollment:
-        contact = services.contact_upsert(email=email, first_name=first_name, company=company)
-        return services.enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk, actor="demo")
+        contact = contact_upsert(email=email, first_name=first_name, company=company)
+        return enrollment_create(sequence_id=sequence.pk, contact_id=contact.pk, actor="demo")
 
     def _submit_step_one(self, enrollment: Enrollment) -> SendJob:
         job = SendJob.objects.get(enrollment=enrollment, state=SendJob.State.SCHEDULED)
-        due = services.dispatch_due()
+        due = dispatch_due()
         others = [pk for pk in due if pk != job.pk]
         if others:  # jobs that were already in the database: hand them to the workers as the dispatcher would
             try:

@@ -6,9 +6,9 @@ from ninja import Router, Status
 
 from sequences.api.models import BulkEnrollment
 
-from ... import services
 from ...models import Enrollment, Sequence
 from ...permissions import OPERATE, VIEW_ENROLLMENT
+from ...services import stops
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out
 from ..contacts import contact_row, enrollment_create_from_row
@@ -79,7 +79,7 @@ def enrollment_get(request, enrollment_id: int):
 @needs(OPERATE)
 def enrollment_pause(request, enrollment_id: int):
     get_object_or_404(Enrollment, pk=enrollment_id)
-    summary = services.enrollment_pause(enrollment_id=enrollment_id, actor=actor_of(request))
+    summary = stops.enrollment_pause(enrollment_id=enrollment_id, actor=actor_of(request))
     return {"enrollment": enrollment_out(enrollment_id), "result": stop_out(summary)}
 
 
@@ -87,7 +87,7 @@ def enrollment_pause(request, enrollment_id: int):
 @needs(OPERATE)
 def enrollment_resume(request, enrollment_id: int):
     get_object_or_404(Enrollment, pk=enrollment_id)
-    services.enrollment_resume(enrollment_id=enrollment_id, actor=actor_of(request))
+    stops.enrollment_resume(enrollment_id=enrollment_id, actor=actor_of(request))
     return {"enrollment": enrollment_out(enrollment_id), "result": None}
 
 
@@ -97,7 +97,7 @@ def enrollment_stop(request, enrollment_id: int, body: StopIn | None = None):
     """Stop for good: pending jobs are canceled; what had passed the hand-off is counted, never recalled."""
     get_object_or_404(Enrollment, pk=enrollment_id)
     reason = body.reason if body else Enrollment.StopReason.OPERATOR
-    summary = services.enrollment_stop(
+    summary = stops.enrollment_stop(
         enrollment_id=enrollment_id, reason=reason, actor=actor_of(request), source="api"
     )
     return {"enrollment": enrollment_out(enrollment_id), "result": stop_out(summary)}

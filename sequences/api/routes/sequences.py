@@ -3,9 +3,9 @@
 from django.shortcuts import get_object_or_404
 from ninja import Router
 
-from ... import services
 from ...models import Sequence
 from ...permissions import OPERATE, VIEW
+from ...services import stops
 from ..auth import actor_of, needs
 from ..present import sequence_out, stop_out
 from ..schemas import Error, SequenceActionOut, SequenceOut
@@ -31,7 +31,7 @@ def sequence_get(request, sequence_id: int):
 def sequence_pause(request, sequence_id: int):
     """Pause: every job not yet authorized is canceled; what had passed the hand-off is counted."""
     get_object_or_404(Sequence, pk=sequence_id)
-    summary = services.sequence_pause(sequence_id=sequence_id, actor=actor_of(request))
+    summary = stops.sequence_pause(sequence_id=sequence_id, actor=actor_of(request))
     return {"sequence": sequence_out(sequence_id), "result": stop_out(summary)}
 
 
@@ -39,5 +39,5 @@ def sequence_pause(request, sequence_id: int):
 @needs(OPERATE)
 def sequence_resume(request, sequence_id: int):
     get_object_or_404(Sequence, pk=sequence_id)
-    scheduled = services.sequence_resume(sequence_id=sequence_id, actor=actor_of(request))
+    scheduled = stops.sequence_resume(sequence_id=sequence_id, actor=actor_of(request))
     return {"sequence": sequence_out(sequence_id), "scheduled": scheduled}

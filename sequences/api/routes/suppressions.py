@@ -2,9 +2,9 @@
 
 from ninja import Router, Status
 
-from ... import services
 from ...permissions import MANAGE_SUPPRESSIONS, VIEW_LEDGER
 from ...selectors import ledger_search, normalize_email, suppression_active_for
+from ...services import suppressions
 from ..auth import actor_of, needs
 from ..present import page_of, stop_out, suppression_out
 from ..schemas import (
@@ -24,7 +24,7 @@ router = Router(tags=["suppressions"])
 @needs(MANAGE_SUPPRESSIONS)
 def suppression_add(request, body: SuppressionIn):
     """Suppress an address or @domain; every enrollment of it stops (already submitted mail cannot be recalled)."""
-    entry, summary = services.suppression_add(
+    entry, summary = suppressions.suppression_add(
         value=body.value, reason=body.reason, note=body.note, source="api", actor=actor_of(request)
     )
     return Status(201, {"entry": suppression_out(entry), "result": stop_out(summary)})
@@ -34,7 +34,7 @@ def suppression_add(request, body: SuppressionIn):
 @needs(MANAGE_SUPPRESSIONS)
 def suppression_lift(request, body: LiftIn):
     """Lift with a justification: a new ledger entry; the history stays."""
-    entry = services.suppression_lift(value=body.value, note=body.note, actor=actor_of(request), source="api")
+    entry = suppressions.suppression_lift(value=body.value, note=body.note, actor=actor_of(request), source="api")
     return Status(201, suppression_out(entry))
 
 

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from sequences.api.models import ApiToken
 from sequences.api.tokens import api_token_create
-from sequences.services import ServiceError
+from sequences.services.common import ServiceError
 
 
 class Command(BaseCommand):

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences import services
+from sequences.services.common import ServiceError
+from sequences.services.erasure import contact_erase
 
 
 class Command(BaseCommand):
@@ -14,8 +15,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, email, **options):
         try:
-            result = services.contact_erase(email=email, actor="command")
-        except services.ServiceError as exc:
+            result = contact_erase(email=email, actor="command")
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         contact = f"contact #{result['contact']}" if result["contact"] else "no contact on record"
         self.stdout.write(

@@ -3,7 +3,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences import services
+from sequences.services.common import ServiceError
+from sequences.services.erasure import contact_export
 
 
 class Command(BaseCommand):
@@ -15,8 +16,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, email, output, **options):
         try:
-            data = services.contact_export(email=email)
-        except services.ServiceError as exc:
+            data = contact_export(email=email)
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         text = json.dumps(data, indent=2, ensure_ascii=False)
         if output == "-":

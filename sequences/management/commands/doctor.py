@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from sequences import services
+from sequences.services.doctor import enrollments_doctor
 
 
 class Command(BaseCommand):
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="only report; change nothing")
 
     def handle(self, *args, dry_run, **options):
-        findings = services.enrollments_doctor(repair=not dry_run)
+        findings = enrollments_doctor(repair=not dry_run)
         for f in findings:
             if not f.action:
                 action = " (a reason to wait: nothing to repair)"

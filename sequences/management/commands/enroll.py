@@ -11,9 +11,10 @@ from typing import TextIO
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences import services
 from sequences.contact_rows import FileRefused, decode, header_columns, row_check
 from sequences.models import Sequence
+from sequences.services.common import ServiceError
+from sequences.services.enrollments import BatchResult, ContactRow, enrollments_create_batch
 
 
 class Progress:
@@ -85,7 +86,7 @@ class Command(BaseCommand):
         except FileRefused as exc:
             raise CommandError(str(exc)) from None
 
-        rows: list[services.ContactRow] = []
+        rows: list[ContactRow] = []
         errors: list[tuple[int, str]] = []
         seen: dict[str, int] = {}
         line = reader.line_num + 1
@@ -111,13 +112,13 @@ class Command(BaseCommand):
             line = reader.line_num + 1
 
         progress = Progress(len(rows), self.stdout, self.stderr, tty=self.stdout.isatty(), every=progress_every)
-        total = services.BatchResult()
+        total = BatchResult()
         fields: Counter = Counter()
         for start in range(0, len(rows), batch_size):
             try:
-                result = services.enrollments_create_batch(sequence_id=seq.pk, rows=rows[start:start + batch_size],
+                result = enrollments_create_batch(sequence_id=seq.pk, rows=rows[start:start + batch_size],
                                                            update_contacts=update_contacts, actor="command")
-            except services.ServiceError as exc:
+            except ServiceError as exc:
                 raise CommandError(str(exc)) from None
             total.enrolled += result.enrolled
             total.contacts_created += result.contacts_created

@@ -10,7 +10,7 @@ from mailboxes.models import Mailbox
 from mailboxes.secrets import SecretRefused
 from mailboxes.selectors import imap_config_for, transport_for
 from mailboxes.transports.base import CheckStep
-from sequences import services
+from sequences.services.mailbox_health import mailbox_probe
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
             raise CommandError(f"no mailbox {name!r}")
         if mailbox.blocked_at:
             # The same check as the blocked mailbox's probe, recorded (and unblocking it when it passes).
-            result = services.mailbox_probe(mailbox_id=mailbox.pk, actor="command", forced=True)
+            result = mailbox_probe(mailbox_id=mailbox.pk, actor="command", forced=True)
             sending = list(result.steps)
             self.stdout.write(f"sending: {result.text}")
         else:

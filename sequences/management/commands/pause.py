@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from sequences import services
 from sequences.labels import stop_summary_text
+from sequences.services.stops import enrollment_pause, mailbox_pause, sequence_pause
 
 from ._target import add_target_arguments, resolve
 
@@ -14,9 +14,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, kind, name, sequence, **options):
         target = resolve(kind, name, sequence)
-        action = {"sequence": lambda: services.sequence_pause(sequence_id=target.pk, actor="command"),
-                  "enrollment": lambda: services.enrollment_pause(enrollment_id=target.pk, actor="command"),
-                  "mailbox": lambda: services.mailbox_pause(mailbox_id=target.pk, actor="command")}[kind]
+        action = {"sequence": lambda: sequence_pause(sequence_id=target.pk, actor="command"),
+                  "enrollment": lambda: enrollment_pause(enrollment_id=target.pk, actor="command"),
+                  "mailbox": lambda: mailbox_pause(mailbox_id=target.pk, actor="command")}[kind]
         summary = action()
         if not summary.changed:
             self.stdout.write(f"{kind} {name} was already paused (or stopped); nothing changed")

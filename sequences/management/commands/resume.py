@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences import services
+from sequences.services.common import ServiceError
+from sequences.services.stops import enrollment_resume, mailbox_resume, sequence_resume
 
 from ._target import add_target_arguments, resolve
 
@@ -15,13 +16,13 @@ class Command(BaseCommand):
         target = resolve(kind, name, sequence)
         try:
             if kind == "enrollment":
-                enrollment = services.enrollment_resume(enrollment_id=target.pk, actor="command")
+                enrollment = enrollment_resume(enrollment_id=target.pk, actor="command")
                 self.stdout.write(f"enrollment {name} is {enrollment.status}")
                 return
             if kind == "sequence":
-                scheduled = services.sequence_resume(sequence_id=target.pk, actor="command")
+                scheduled = sequence_resume(sequence_id=target.pk, actor="command")
             else:
-                scheduled = services.mailbox_resume(mailbox_id=target.pk, actor="command")
-        except services.ServiceError as exc:
+                scheduled = mailbox_resume(mailbox_id=target.pk, actor="command")
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"resumed {kind} {name}: {scheduled} jobs scheduled")

@@ -8,9 +8,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
 from mailboxes.models import Mailbox
-from sequences import services
 from sequences.models import SendJob
 from sequences.sending_mailbox import sends_from
+from sequences.services.common import ServiceError
+from sequences.services.stops import send_job_retry
 
 
 class Command(BaseCommand):
@@ -38,8 +39,8 @@ class Command(BaseCommand):
         retried = refused = 0
         for pk in ids:
             try:
-                retry = services.send_job_retry(job_id=pk, actor="command")
-            except services.ServiceError as exc:
+                retry = send_job_retry(job_id=pk, actor="command")
+            except ServiceError as exc:
                 refused += 1
                 self.stderr.write(f"job {pk}: not retried: {exc}")
             except SendJob.DoesNotExist:

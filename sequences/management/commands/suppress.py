@@ -1,8 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences import services
 from sequences.labels import stop_summary_text
 from sequences.models import Suppression
+from sequences.services.common import ServiceError
+from sequences.services.suppressions import suppression_add
 
 
 class Command(BaseCommand):
@@ -15,9 +16,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, value, reason, note, **options):
         try:
-            entry, summary = services.suppression_add(value=value, reason=reason, note=note, source="command",
+            entry, summary = suppression_add(value=value, reason=reason, note=note, source="command",
                                                       actor="command")
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         what = f"{entry.value} suppressed ({entry.reason}, entry {entry.pk})"
         self.stdout.write(stop_summary_text(summary, what=what))

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences import services
+from sequences.services.common import ServiceError
+from sequences.services.suppressions import suppression_lift
 
 
 class Command(BaseCommand):
@@ -12,7 +13,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, value, note, **options):
         try:
-            entry = services.suppression_lift(value=value, note=note, actor="command", source="command")
-        except services.ServiceError as exc:
+            entry = suppression_lift(value=value, note=note, actor="command", source="command")
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{entry.value} lifted (entry {entry.pk})")
