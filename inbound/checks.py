@@ -9,11 +9,11 @@ from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
+from .webhook_urls import tracking_patterns
+
 
 @checks.register(checks.Tags.security)
 def webhook_esps_configured(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
-    from .webhook_urls import tracking_patterns
-
     errors: list[checks.CheckMessage] = []
     for esp in settings.OUTREACH_WEBHOOK_ESPS:
         patterns = tracking_patterns([esp])

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 from django.conf import settings
@@ -35,13 +34,11 @@ def batch_ingest(
 ) -> dict[str, int]:
     """Ingest *uids* (ascending) of the selected folder.
 
-    Returns counts: fetched, recorded, duplicates; bodies (messages read whole), acting_seconds (time
-    spent classifying and recording them, each in its own transaction with its effects) and
-    acting_cpu_seconds (this process's CPU time in that work: the rest of it was the database's).
+    Returns counts: fetched, recorded, duplicates, and bodies (messages read whole: those that may act,
+    each classified and recorded in its own transaction with its effects).
     """
     limit = settings.OUTREACH_INBOUND_FETCH_LIMIT
-    counts = {"fetched": 0, "recorded": 0, "duplicates": 0, "bodies": 0, "acting_seconds": 0.0,
-              "acting_cpu_seconds": 0.0}
+    counts = {"fetched": 0, "recorded": 0, "duplicates": 0, "bodies": 0}
     metas = session.fetch_meta(uids)
     heads = list(session.fetch_content(metas, header_only=True, limit=limit, budget=FETCH_BUDGET))
     parsed = {m.uid: parse_headers(m.raw) for m in heads}
@@ -77,7 +74,6 @@ def batch_ingest(
             bodies = _bodies(session, [m for m in needs_body if m.uid > head.uid], limit)
             continue
         counts["bodies"] += 1
-        started, cpu_started = time.perf_counter(), time.process_time()
         outcome = inbound_record(
             mailbox_id=mailbox.pk,
             folder=folder,
@@ -89,8 +85,6 @@ def batch_ingest(
             recorded=recorded,
             sent_folder=sent_folder,
         )
-        counts["acting_seconds"] += time.perf_counter() - started
-        counts["acting_cpu_seconds"] += time.process_time() - cpu_started
         counts["recorded"] += outcome.created
         counts["duplicates"] += outcome.duplicate
     if pending:

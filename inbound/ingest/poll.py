@@ -44,10 +44,8 @@ class PollResult:
     mailbox: str
     folders: dict[str, dict[str, int]] = field(default_factory=dict)
     error: str = ""
-    # Over all folders: messages read whole (the rest needed their header only), the seconds spent on them,
-    # and this process's CPU seconds in that time.
-    stats: dict[str, float] = field(default_factory=lambda: {"bodies": 0, "acting_seconds": 0.0,
-                                                             "acting_cpu_seconds": 0.0})
+    # Over all folders: messages read whole (the rest needed their header only).
+    stats: dict[str, float] = field(default_factory=lambda: {"bodies": 0})
 
     @property
     def fetched(self) -> int:

@@ -9,6 +9,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from mailboxes.models import Mailbox
+
 from ..config.parse import parse_duration
 from ..models import Suppression
 from ..selectors import suppression_key
@@ -154,8 +156,6 @@ class SequenceForm(forms.Form):
                                      help_text="The address every step of this sequence is sent from.")
 
     def __init__(self, *args, **kwargs):
-        from mailboxes.models import Mailbox
-
         super().__init__(*args, **kwargs)
         self.fields["mailbox"].queryset = Mailbox.objects.order_by("name")
         self.fields["mailbox"].label_from_instance = lambda m: f"{m.name} <{m.address}>"
