@@ -12,6 +12,11 @@ and nothing later of that enrollment is live.
 
 Step 1 is sent first through the same worker (released at once), so the
 reply correlates by In-Reply-To to a message that really left.
+
+Where it runs: a database it creates (`--database` names it), and a
+redis-server of its own on a free loopback port, or the Redis index given
+with `--redis-url` (proving.harness.stack.RedisIndex: only the drill's own
+keys are added and removed there). It never writes to any other Redis index.
 """
 
 from __future__ import annotations
@@ -31,13 +36,16 @@ from django.test.utils import override_settings
 
 from inbound.ingest.record import inbound_record
 from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.selectors import transport_for
+from mailboxes.transports.smtp import SmtpTransport
 from proving.harness import data, mails
 from proving.harness.smtp import SmtpServer
 from proving.harness.stack import (
     Database,
     DrillError,
+    PrivateRedis,
     Process,
-    RedisDbClaim,
+    RedisIndex,
     dedicated_database,
     make_tempdir,
     start_worker,
@@ -57,6 +65,18 @@ LIVE = (S.SCHEDULED, S.QUEUED, S.CLAIMED, S.AUTHORIZED)
 WORKER_DONE = ("authorize_noop", "job_submitted", "job_failed", "job_unknown", "job_retry_scheduled",
                "job_deferred", "job_canceled")
 STEP_TIMEOUT = 90.0  # seconds: covers a cold worker start on a busy machine
+# A named mailbox is copied into the drill database whole (its SMTP or OAuth2 login, TLS, ca_file and whatever
+# transport setting it gains later: the worker builds its transport with mailboxes.selectors.transport_for, as
+# for any send), except these: its row id, its state (the copy starts unpaused and healthy) and the reading
+# side (the drill commits the reply itself; it polls no folder).
+NOT_COPIED = frozenset({
+    "id", "created_at", "version", "paused", "blocked_at", "blocked_reason", "blocked_probes", "next_probe_at",
+    "connect_failures", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until",
+    "imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security", "imap_folders",
+    "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
+})
+# The copy's cap: the drill's few sends never wait for the mailbox's day.
+DRILL_CAP = 100000
 
 
 @dataclass
@@ -65,7 +85,12 @@ class SmtpTarget:
     port: int
     label: str
     capture_dir: Path | None = None  # the drill's own capture server: its log can be read
-    fields: dict = field(default_factory=dict)  # Mailbox fields copied into the drill database
+    fields: dict = field(default_factory=dict)  # the Mailbox row to create in the drill database
+
+    def mailbox_create(self) -> Mailbox:
+        if self.capture_dir is None:
+            return Mailbox.objects.create(**self.fields)
+        return data.mailbox_create(**self.fields)
 
     def received(self) -> list[str] | None:
         """Message-IDs the capture server received, in order (None: an external server we cannot read)."""
@@ -98,8 +123,9 @@ def _target_from_mailbox(name: str) -> SmtpTarget:
                          "`drill_target = true` in the mailbox TOML): the drill refuses to send through it")
     if mailbox.transport_kind != "smtp":
         raise DrillError(f"mailbox {name!r} sends through {mailbox.transport_kind}; the race drill drives SMTP only")
-    copied = {f: getattr(mailbox, f) for f in ("name", "address", "display_name", "smtp_host", "smtp_port",
-                                              "smtp_username", "smtp_password_env", "smtp_security")}
+    copied = {f.attname: getattr(mailbox, f.attname) for f in Mailbox._meta.concrete_fields
+              if f.name not in NOT_COPIED}
+    copied.update(daily_cap=DRILL_CAP, is_drill_target=True)
     return SmtpTarget(mailbox.smtp_host, mailbox.smtp_port,
                       f"mailbox {name!r}: {mailbox.smtp_host}:{mailbox.smtp_port} (its own server; "
                       "its received log is not readable by the drill)", fields=copied)
@@ -115,13 +141,17 @@ def _start_capture(tmpdir: Path, cleanup: contextlib.ExitStack) -> SmtpTarget:
     cleanup.callback(server.stop)
     port = server.port
     fields = {"name": f"drill-capture-{secrets.token_hex(3)}", "address": "drill@drill.invalid",
-              "display_name": "Outreach drill", "smtp_host": "127.0.0.1", "smtp_port": port}
+              "display_name": "Outreach drill", "smtp_port": port, "daily_cap": DRILL_CAP}
     return SmtpTarget("127.0.0.1", port, f"capture server 127.0.0.1:{port} started by the drill", directory, fields)
 
 
 def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep: bool = False,
-        schema: str = "migrate") -> bool:
-    """Run the fixtures; print the evidence; True when every order passed."""
+        schema: str = "migrate", redis_url: str | None = None, database_name: str | None = None) -> bool:
+    """Run the fixtures; print the evidence; True when every order passed.
+
+    `redis_url`: a Redis index to run in (default: a redis-server of the drill's own); `database_name`: the
+    database to create (default: a generated name).
+    """
     unchecked = os.environ.get(ENV_FLAG) == "1"
     if mailbox_name:
         target = _target_from_mailbox(mailbox_name)  # before anything is created
@@ -130,18 +160,21 @@ def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep:
     with contextlib.ExitStack() as cleanup:
         if not keep:
             cleanup.callback(shutil.rmtree, tmpdir, ignore_errors=True)
-        redis_db = RedisDbClaim(settings.REDIS_URL)
-        cleanup.callback(redis_db.release)
-        database = dedicated_database(tmpdir=tmpdir)
+        if redis_url:
+            redis: PrivateRedis | RedisIndex = RedisIndex(redis_url, queues=tuple(settings.RQ_QUEUES)).start()
+        else:
+            redis = PrivateRedis(tmpdir).start()
+        cleanup.callback(redis.stop)
+        database = dedicated_database(tmpdir=tmpdir, name=database_name)
         if not keep:
             cleanup.callback(database.drop)
         if not mailbox_name:
             target = _start_capture(tmpdir, cleanup)
-        queues = {name: dict(cfg, URL=redis_db.url) for name, cfg in settings.RQ_QUEUES.items()}
+        queues = {name: dict(cfg, URL=redis.url) for name, cfg in settings.RQ_QUEUES.items()}
 
         out.write(f"drill race: {', '.join(orders)}\n")
         out.write(f"  database  {database.label}\n")
-        out.write(f"  redis     {redis_db.url} (an empty database index, claimed for this run)\n")
+        out.write(f"  redis     {redis.label}\n")
         out.write(f"  smtp      {target.label}\n")
         if unchecked:
             out.write(f"  !! {ENV_FLAG}=1: the drill's worker runs with the final check BYPASSED "
@@ -152,13 +185,14 @@ def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep:
 
         # Start the first worker now: its cold start overlaps the migration.
         workers = {}
-        workers[orders[0]] = _worker(orders[0], database, redis_db.url, tmpdir, unchecked, cleanup)
-        with database.active(), override_settings(RQ_QUEUES=queues, REDIS_URL=redis_db.url):
+        workers[orders[0]] = _worker(orders[0], database, redis.url, tmpdir, unchecked, cleanup)
+        with database.active(), override_settings(RQ_QUEUES=queues, REDIS_URL=redis.url):
             took = database.migrate(schema=schema)
-            out.write(f"  migrated the drill database in {took:.1f}s\n\n")
-            mailbox = Mailbox.objects.create(daily_cap=100000, is_drill_target=True, **target.fields)
+            out.write(f"  migrated the drill database in {took:.1f}s\n")
+            mailbox = target.mailbox_create()
+            out.write(f"  transport {_describe_transport(mailbox)}\n\n")
             for order in orders:
-                worker = workers.get(order) or _worker(order, database, redis_db.url, tmpdir, unchecked, cleanup)
+                worker = workers.get(order) or _worker(order, database, redis.url, tmpdir, unchecked, cleanup)
                 try:
                     verdicts.append(_run_order(order, mailbox=mailbox, target=target, worker=worker,
                                                pause_dir=tmpdir / f"pause-{order}", out=out))
@@ -172,6 +206,17 @@ def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep:
     out.write(f"drill race: {'PASS' if passed else 'FAIL'} "
               f"({', '.join(f'{v.order} {'PASS' if v.passed else 'FAIL'}' for v in verdicts)})\n")
     return passed
+
+
+def _describe_transport(mailbox: Mailbox) -> str:
+    """What the worker's transport_for builds from the drill's mailbox row, in words (no secret)."""
+    transport = transport_for(mailbox)
+    if not isinstance(transport, SmtpTransport):
+        return f"{type(transport).__name__} (mailboxes.selectors.transport_for)"
+    c = transport.config
+    login = ("OAuth2" if c.oauth2 else f"password from {c.password_env or '(none)'}") if c.username else "none"
+    return (f"SMTP {c.host}:{c.port} security {c.security}, CA {c.ca_file or 'the system store'}, "
+            f"login {login}{f' as {c.username}' if c.username else ''} (mailboxes.selectors.transport_for)")
 
 
 def _worker(order: str, database: Database, redis_url: str, tmpdir: Path, unchecked: bool,

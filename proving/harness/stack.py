@@ -168,16 +168,36 @@ def _pg_admin(s: dict[str, Any], sql: str) -> None:
     raise DrillError("cannot reach a maintenance database to run " + sql.split(" ")[0] + ": " + "; ".join(errors))
 
 
-def dedicated_database(*, tmpdir: Path) -> Database:
-    """A new, empty database next to the configured one (same server and credentials)."""
+def dedicated_database(*, tmpdir: Path, name: str | None = None) -> Database:
+    """A new, empty database next to the configured one (same server and credentials).
+
+    `name`: the PostgreSQL database to create (it must not exist), or with SQLite the file to create (it must
+    not exist; removed by `drop`); by default a generated name, or a file in `tmpdir`.
+    """
     base = dict(connections[ALIAS].settings_dict)
     engine = base["ENGINE"]
     if engine.endswith("sqlite3"):
-        path = tmpdir / "drill.sqlite3"
-        return Database("sqlite", f"SQLite file {path}", {"NAME": str(path)}, f"sqlite:///{path}")
+        if name is None:
+            path = tmpdir / "drill.sqlite3"
+            return Database("sqlite", f"SQLite file {path}", {"NAME": str(path)}, f"sqlite:///{path}")
+        path = Path(name).resolve()
+        if path.exists():
+            raise DrillError(f"{path} exists: the drill creates its database and never reuses a file")
+        if not path.parent.is_dir():
+            raise DrillError(f"no directory {path.parent} for the drill database {path.name}")
+
+        def drop() -> None:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+        return Database("sqlite", f"SQLite file {path} (removed at the end)", {"NAME": str(path)},
+                        f"sqlite:///{path}", drop=drop)
     if not engine.endswith("postgresql"):
         raise DrillError(f"drills support PostgreSQL and SQLite, not {engine}")
-    name = f"outreach_drill_{os.getpid()}_{secrets.token_hex(3)}"
+    if name is None:
+        name = f"outreach_drill_{os.getpid()}_{secrets.token_hex(3)}"
+    elif not name or '"' in name or "\x00" in name or len(name.encode()) > 63:
+        raise DrillError(f"{name!r} is not a PostgreSQL database name (at most 63 bytes, no double quote)")
     try:
         _pg_admin(base, f'CREATE DATABASE "{name}"')
     except Exception as exc:
@@ -260,65 +280,84 @@ class PrivatePostgres:
 # --- Redis ---------------------------------------------------------------------------
 
 
-class RedisDbClaim:
-    """An empty database index on the configured Redis server, claimed for one drill run."""
+class RedisIndex:
+    """A Redis database index the operator named (`--redis-url`): the drill's queues there, and nothing else.
 
-    KEY = "outreach:drill:claim"
+    The index may hold other data: the drill never flushes it. It refuses an index where outreach is already
+    at work (a worker on one of its queues, a job queued, an `outreach:` key): another instance's worker
+    would take the drill's jobs, and its data would be mixed with the drill's. At the end it removes what
+    it added (its RQ jobs, queues, registries, workers and `outreach:` marks) and leaves every other key.
+    """
 
-    def __init__(self, configured_url: str):
+    def __init__(self, url: str, *, queues: tuple[str, ...]):
         import redis
 
-        self.token = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        probe = redis.Redis.from_url(configured_url, socket_timeout=5)
-        configured_db = int(probe.connection_pool.connection_kwargs.get("db", 0))
+        self.url = url
+        self.queues = queues
+        self.conn = redis.Redis.from_url(url, socket_timeout=5)
         try:
-            probe.ping()
+            self.conn.ping()
         except redis.RedisError as exc:
-            raise DrillError(f"cannot reach Redis at {configured_url}: {exc}") from exc
-        try:
-            count = int(probe.config_get("databases").get("databases", 16))
-        except Exception:  # noqa: BLE001 - CONFIG may be disabled on a managed Redis
-            count = 16
-        for db in range(1, count):
-            if db == configured_db:
-                continue
-            conn = redis.Redis.from_url(_redis_url_with_db(configured_url, db), socket_timeout=5)
-            # Claim first, then check that our key is the only one: two drills never share an index.
-            if conn.set(self.KEY, self.token, nx=True, ex=6 * 3600):
-                if conn.dbsize() == 1:
-                    self.conn, self.db = conn, db
-                    self.url = _redis_url_with_db(configured_url, db)
-                    return
-                self._release(conn)
-        raise DrillError(f"no empty Redis database index on {configured_url} to run the drill in")
+            raise DrillError(f"cannot reach Redis at {url}: {exc}") from exc
+        self.label = f"{url} (given; only the drill's own keys are removed at the end)"
+        self._registered: set[str] = set()  # queues RQ listed in this index before the drill (left listed)
+        self._locks: set[str] = set()  # RQ's maintenance locks that the drill's workers may set (if absent before)
 
-    def _release(self, conn) -> None:
-        if (conn.get(self.KEY) or b"").decode() == self.token:
-            # Everything in this index is the drill's (it was empty when claimed).
-            for keys in _batches(conn.scan_iter(count=500), 500):
-                conn.delete(*keys)
+    def start(self) -> RedisIndex:
+        from rq import Queue, Worker
+        from rq.group import Group
 
-    def release(self) -> None:
-        with contextlib.suppress(Exception):
-            self._release(self.conn)
+        busy = []
+        for name in self.queues:
+            queue = Queue(name, connection=self.conn)
+            workers = Worker.all(queue=queue)
+            if workers:
+                busy.append(f"{len(workers)} worker(s) listen on queue {name!r}")
+            if any(self.conn.exists(key) for key in self._queue_keys(queue)):
+                busy.append(f"queue {name!r} holds jobs")
+        if next(self.conn.scan_iter(match="outreach:*", count=1000), None) is not None:
+            busy.append("it holds outreach: keys")
+        if busy:
+            raise DrillError(f"Redis {self.url} is in use by outreach ({'; '.join(busy)}): give the drill an index "
+                             "no outreach instance uses, or leave out --redis-url (a private redis-server)")
+        self._registered = {name for name in self.queues
+                            if self.conn.sismember(Queue.redis_queues_keys, Queue(name, connection=self.conn).key)}
+        self._locks = {key for key in (Group.REDIS_GROUP_CLEANING_KEY,) if not self.conn.exists(key)}
+        return self
 
+    @staticmethod
+    def _queue_keys(queue) -> list[str]:
+        registries = (queue.started_job_registry, queue.finished_job_registry, queue.failed_job_registry,
+                      queue.deferred_job_registry, queue.scheduled_job_registry, queue.canceled_job_registry)
+        return [queue.key, queue.intermediate_queue.key, *(registry.key for registry in registries)]
 
-def _batches(items, size):
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    def stop(self) -> None:
+        """Remove the drill's jobs, queues, registries, workers and marks (the refusal at start made them its own)."""
+        from rq import Queue, Worker
+        from rq.job import Job
+        from rq.worker_registration import unregister
 
-
-def _redis_url_with_db(url: str, db: int) -> str:
-    from urllib.parse import urlparse, urlunparse
-
-    parsed = urlparse(url)
-    return urlunparse(parsed._replace(path=f"/{db}"))
+        for name in self.queues:
+            queue = Queue(name, connection=self.conn)
+            for worker in Worker.all(queue=queue):
+                unregister(worker)
+                self.conn.delete(worker.key)
+            keys = self._queue_keys(queue)
+            ids = {*queue.get_job_ids(), *(m.decode() for m in self.conn.lrange(keys[1], 0, -1))}
+            for key in keys[2:]:
+                ids.update(member.decode() for member in self.conn.zrange(key, 0, -1))
+            for job_id in ids:
+                with contextlib.suppress(Exception):
+                    Job.fetch(job_id, connection=self.conn).delete(remove_from_queue=False)
+            self.conn.delete(*keys, queue.registry_cleaning_key)
+            if name not in self._registered:
+                self.conn.srem(Queue.redis_queues_keys, queue.key)
+        # What RQ keeps of a worker after it stopped: the drill's are named "<role>-<drill pid>-<random>"
+        # (start_worker, called in this process).
+        leftovers = [*self.conn.scan_iter(match=f"rq:worker:*-{os.getpid()}-*", count=1000),
+                     *self.conn.scan_iter(match="outreach:*", count=1000), *self._locks]
+        if leftovers:
+            self.conn.delete(*leftovers)
 
 
 class PrivateRedis:
@@ -329,6 +368,7 @@ class PrivateRedis:
         self.dir = tmpdir / "redis"
         self.dir.mkdir()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.label = f"private redis-server {self.url} (started by the drill, stopped at the end)"
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
 

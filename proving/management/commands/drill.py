@@ -31,6 +31,13 @@ class Command(BaseCommand):
         race.add_argument("--mailbox", metavar="NAME",
                           help="send through this mailbox's SMTP settings (it must be marked is_drill_target); "
                                "default: a capture server the drill starts on a free loopback port")
+        race.add_argument("--redis-url", metavar="URL",
+                          help="run the drill's queues in this Redis database index (no outreach instance may use "
+                               "it; only the drill's own keys are removed at the end, never the index's others); "
+                               "default: a redis-server of the drill's own on a free loopback port")
+        race.add_argument("--database", metavar="NAME",
+                          help="the database to create for the drill (PostgreSQL: a database name that does not "
+                               "exist yet; SQLite: a file path that does not exist yet); default: a generated name")
         faults = parser.add_argument_group("faults")
         faults.add_argument("--quick", action="store_true", help="fewer repetitions (minutes, not tens of minutes)")
         faults.add_argument("--json", metavar="OUT", help="also write the results as JSON to this file")
@@ -58,7 +65,8 @@ class Command(BaseCommand):
 
                 orders = race.ORDERS if options["order"] == "both" else (options["order"],)
                 passed = race.run(orders=orders, mailbox_name=options["mailbox"], out=self.stdout,
-                                  keep=options["keep"], schema=options["schema"])
+                                  keep=options["keep"], schema=options["schema"], redis_url=options["redis_url"],
+                                  database_name=options["database"])
             else:
                 from proving.drills import faults
 
