@@ -97,6 +97,11 @@ class Mailbox(models.Model):
     imap_password_env = models.CharField(max_length=100, blank=True)
     imap_security = models.CharField(max_length=10, choices=Security.choices, default=Security.NONE)
     imap_folders = models.JSONField(default=list, blank=True)
+    # The reply view (`sequences.services.reply_view`): a follow-up is authorized only while every reply folder
+    # has been read through a time within this many seconds of the final check (None: the setting's
+    # OUTREACH_REPLY_VIEW_MAX_AGE). A mailbox that reads no replies sends follow-ups only when this says so.
+    reply_view_max_age = models.PositiveIntegerField(null=True, blank=True)
+    follow_ups_without_reply_view = models.BooleanField(default=False)
 
     # Health of the poller, shown to operators.
     last_poll_at = models.DateTimeField(null=True, blank=True)
@@ -148,6 +153,12 @@ class ImapCursor(models.Model):
     highestmodseq = models.BigIntegerField(null=True, blank=True)
     rescans = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(null=True, blank=True)
+    # The reply view of this folder, on the database clock. read_through: every message that reached the
+    # folder before it has been ingested (a completed poll sets it to when it began; a healthy IDLE watch
+    # advances it; a failure freezes it). unread_since: the watcher heard of new mail here then, and no
+    # completed poll has read it yet.
+    read_through = models.DateTimeField(null=True, blank=True)
+    unread_since = models.DateTimeField(null=True, blank=True)
     # Each folder's own health: one failing folder never stops the others.
     last_error = models.TextField(blank=True)
     failures = models.PositiveIntegerField(default=0)  # passes in a row that failed on this folder

@@ -252,6 +252,10 @@ OUTREACH_OOO_MAX_HOLD_DAYS = int(os.environ.get("OUTREACH_OOO_MAX_HOLD_DAYS", "9
 OUTREACH_ERASURE_KEY = os.environ.get("OUTREACH_SECRET_ERASURE_KEY", "")
 OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
+# The reply view: how old a mailbox's replies-read-through time may be when a follow-up is authorized, and how
+# soon a follow-up held for it (unread mail, a stale view) goes back through the final check.
+OUTREACH_REPLY_VIEW_MAX_AGE = int(os.environ.get("OUTREACH_REPLY_VIEW_MAX_AGE", "600"))
+OUTREACH_REPLY_VIEW_RECHECK_SECONDS = int(os.environ.get("OUTREACH_REPLY_VIEW_RECHECK_SECONDS", "10"))
 # IMAP connections the IDLE watcher opens at once (login and SELECT of a folder it starts watching).
 OUTREACH_WATCHER_OPENERS = int(os.environ.get("OUTREACH_WATCHER_OPENERS", "4"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))

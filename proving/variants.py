@@ -83,7 +83,7 @@ def send_job_process_lock_held(*, job_id: int, worker_id: str) -> str:
         mailbox, job = locked.mailbox, locked.job
         if job.state != S.CLAIMED:
             return job.state
-        reason = final_check(job=job, enrollment=locked.enrollment, mailbox=mailbox, facts=facts_read(job))
+        reason = final_check(job=job, enrollment=locked.enrollment, mailbox=mailbox, facts=facts_read(job, mailbox))
         if reason:
             job_move(job=job, to=S.CANCELED, worker_id=worker_id,
                      fields={"cancel_reason": reason}, reason=reason, final_check=True)

@@ -13,13 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, Min, OuterRef, QuerySet, Subquery
 
 from db.sql import DbClock, db_now
+from mailboxes.models import ImapCursor, Mailbox
 
 from .digests import address_digest
 from .models import Enrollment, ErasedAddress, SendJob, Step, Suppression
 from .selectors import normalize_email
+from .sending_mailbox import sends_from
 from .states import LEFT
 
 # What every transaction of the pipeline needs of a job, loaded with it (the mailbox both ways: the
@@ -43,19 +45,30 @@ class Facts:
     now: datetime  # the database clock when the facts were read
     suppressed: bool  # the latest ledger entry of the address or of its domain suppresses it, or it was erased
     previous_step_sent: bool  # step 1, or the step before really left (`sequences.states.LEFT`)
+    # The reply view (`sequences.reply_view`): whether this is a follow-up (a message of ours from this mailbox
+    # to this person really left before), and the state of the mailbox's reply folders.
+    follow_up: bool = False
+    folders_read: int = 0  # reply folders with a read-through time
+    read_through: datetime | None = None  # the oldest of them
+    unread_since: datetime | None = None  # the oldest mark of mail heard of but not yet read
 
 
-def facts_read(job: SendJob) -> Facts:
-    """The final check's facts about `job` (read with `job_read`), in one statement.
+def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
+    """The final check's facts about `job` (read with `job_read`) sent from `mailbox`, in one statement.
 
     Run after the enrollment lock was granted: under READ COMMITTED its snapshot holds every stop that
     committed before (a stop that comes later waits for the caller's transaction). The ledger is read once
     for the address and its domain: the latest entry of each value decides; the hashed ledger of erased
-    people in the same statement.
+    people in the same statement; and the mailbox's reply view.
     """
     address = normalize_email(job.enrollment.contact.email)
     domain = "@" + address.rsplit("@", 1)[-1]
     latest = Suppression.objects.filter(value=OuterRef("value")).order_by("-id").values("pk")[:1]
+    folders = ImapCursor.objects.filter(mailbox_id=mailbox.pk, folder__in=mailbox.imap_folders or ["INBOX"])
+
+    def of_folders(aggregate):
+        return Subquery(folders.values("mailbox_id").annotate(value=aggregate).values("value"))
+
     read = SendJob.objects.filter(pk=job.pk).values(
         now=DbClock(),
         suppressed=Exists(Suppression.objects.filter(value__in=(address, domain), action=Suppression.Action.ADD,
@@ -63,9 +76,16 @@ def facts_read(job: SendJob) -> Facts:
         erased=Exists(ErasedAddress.objects.filter(digest=address_digest(address))),
         previous_left=Exists(SendJob.objects.filter(LEFT, enrollment_id=job.enrollment_id,
                                                     step__position=job.step.position - 1)),
+        follow_up=Exists(SendJob.objects.filter(LEFT, sends_from(mailbox.pk, via="enrollment__"),
+                                                enrollment__contact_id=job.enrollment.contact_id)),
+        folders_read=of_folders(Count("read_through")),
+        read_through=of_folders(Min("read_through")),
+        unread_since=of_folders(Min("unread_since")),
     ).get()
     return Facts(now=read["now"], suppressed=read["suppressed"] or read["erased"],
-                 previous_step_sent=job.step.position == 1 or read["previous_left"])
+                 previous_step_sent=job.step.position == 1 or read["previous_left"], follow_up=read["follow_up"],
+                 folders_read=read["folders_read"] or 0, read_through=read["read_through"],
+                 unread_since=read["unread_since"])
 
 
 def sent_before(job: SendJob) -> list[tuple[str, str, bool, int]]:

@@ -23,6 +23,8 @@ class MailboxFactory(factory.django.DjangoModelFactory):
     smtp_host = "127.0.0.1"
     smtp_port = 2525
     daily_cap = 100000
+    # Test mailboxes read no replies unless a test gives them IMAP settings (then the reply view applies).
+    follow_ups_without_reply_view = True
 
 
 def make_sequence(*, mailbox: Mailbox, steps: int = 2, waits: tuple[int, ...] | None = None,

@@ -35,6 +35,7 @@ from sequences.services.mailbox_health import mailbox_block
 from sequences.timeline import Event, event_record
 
 from .batch import batch_ingest
+from .view import folder_read_through
 
 log = logging.getLogger("outreach.ingest")
 
@@ -98,6 +99,7 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         with ImapSession(config) as session:
             sent = _sent_folders(session)
             for folder in mailbox.imap_folders or ["INBOX"]:
+                begun = db_now()  # what this folder's pass reads through, if it completes
                 try:
                     result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since,
                                                           result.stats, sent_folder=folder in sent)
@@ -114,6 +116,7 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
                 else:
                     ImapCursor.objects.filter(mailbox=mailbox, folder=folder).exclude(failures=0, last_error="").update(
                         last_error="", failures=0)
+                    folder_read_through(mailbox_id=mailbox.pk, folder=folder, at=begun)
     except (ImapError, SecretRefused) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)

@@ -74,6 +74,7 @@ NOT_COPIED = frozenset({
     "connect_failures", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until",
     "imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security", "imap_folders",
     "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
+    "reply_view_max_age", "follow_ups_without_reply_view",
 })
 # The copy's cap: the drill's few sends never wait for the mailbox's day.
 DRILL_CAP = 100000
@@ -89,7 +90,9 @@ class SmtpTarget:
 
     def mailbox_create(self) -> Mailbox:
         if self.capture_dir is None:
-            return Mailbox.objects.create(**self.fields)
+            # The copy reads no folder (the drill commits the reply itself), so its follow-ups go without a
+            # reply view: the final check's other rules are what the drill shows.
+            return Mailbox.objects.create(**(self.fields | {"follow_ups_without_reply_view": True}))
         return data.mailbox_create(**self.fields)
 
     def received(self) -> list[str] | None:

@@ -32,7 +32,9 @@ BODY = (
 
 def mailbox_create(*, name: str, address: str, smtp_port: int, display_name: str, daily_cap: int,
                    **fields) -> Mailbox:
-    """A sending identity on a loopback SMTP server."""
+    """A sending identity on a loopback SMTP server. Without IMAP settings it reads no replies, and sends
+    follow-ups all the same (`follow_ups_without_reply_view`): the harness's mail goes to sinks."""
+    fields.setdefault("follow_ups_without_reply_view", True)
     return Mailbox.objects.create(name=name, address=address, display_name=display_name, smtp_host="127.0.0.1",
                                   smtp_port=smtp_port, daily_cap=daily_cap, **fields)
 

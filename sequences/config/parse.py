@@ -67,6 +67,7 @@ class Plan:
 MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "address": ("address",), "display_name": ("display_name",), "daily_cap": ("daily_cap",),
     "is_drill_target": ("drill_target",), "ca_file": ("ca_file",),
+    "reply_view_max_age": ("reply_view_max_age",), "follow_ups_without_reply_view": ("follow_ups_without_reply_view",),
     "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
     "smtp_password_env": ("smtp", "password_env"), "smtp_security": ("smtp", "security"),
     "window_days": ("window", "days"), "window_start": ("window", "start"), "window_end": ("window", "end"),
@@ -127,6 +128,7 @@ def parse(text: str) -> Plan:
         entry = _parse_sequence(reader, f"sequence[{index}]", table, known_mailboxes)
         if entry:
             plan.sequences.append(entry)
+    _follow_ups_need_a_reply_view(reader, plan)
     for kind, entries in (("mailbox", plan.mailboxes), ("sequence", plan.sequences)):
         counts = Counter(e["name"] for e in entries)
         for name in sorted(n for n, c in counts.items() if c > 1 and n is not None):
@@ -135,6 +137,27 @@ def parse(text: str) -> Plan:
         raise ConfigError(reader.errors)
     plan.warnings = reader.warnings
     return plan
+
+
+def _follow_ups_need_a_reply_view(reader: Reader, plan: Plan) -> None:
+    """A sequence with follow-ups sends from mailboxes that read their replies, or that say they send follow-ups
+    without reading them (`follow_ups_without_reply_view`): never blind by default."""
+    views = {m.name: (bool(m.imap_host), m.follow_ups_without_reply_view) for m in Mailbox.objects.all()}
+    for m in plan.mailboxes:  # an existing mailbox changes only in the keys the file names
+        reads, allowed = views.get(m["name"], (False, False))
+        views[m["name"]] = (bool(m.get("imap_host")) if "imap_host" in m["given"] else reads,
+                            m["follow_ups_without_reply_view"] if "follow_ups_without_reply_view" in m["given"]
+                            else allowed)
+    for index, sequence in enumerate(plan.sequences):
+        if len(sequence.get("steps") or []) < 2:
+            continue
+        for name in sequence.get("pool") or [sequence.get("mailbox")]:
+            reads, allowed = views.get(name, (True, True))
+            if not reads and not allowed:
+                reader.error(f"sequence[{index}].mailbox",
+                             f"mailbox {name!r} reads no replies (no [mailbox.imap]), so the follow-ups of this "
+                             "sequence could leave after a reply; give it IMAP settings, or set "
+                             "follow_ups_without_reply_view = true on it to send them anyway", name)
 
 
 def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | None:
@@ -147,7 +170,8 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file", "auth", "oauth2", "guardrail"})
+                                 "transport", "drill_target", "ca_file", "auth", "oauth2", "guardrail",
+                                 "reply_view_max_age", "follow_ups_without_reply_view"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -162,6 +186,16 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     out["display_name"] = reader.get(table, path, "display_name", str, "")
     out["daily_cap"] = reader.get(table, path, "daily_cap", int, 200)
     out["is_drill_target"] = reader.get(table, path, "drill_target", bool, False)
+    # The reply view (sequences.reply_view): how old the view of the replies may be when a follow-up leaves
+    # (absent: OUTREACH_REPLY_VIEW_MAX_AGE), and whether a mailbox that reads no replies sends follow-ups.
+    max_age = table.get("reply_view_max_age")
+    out["reply_view_max_age"] = None
+    if max_age is not None:
+        try:
+            out["reply_view_max_age"] = parse_duration(max_age)
+        except ValueError as exc:
+            reader.error(f"{path}.reply_view_max_age", str(exc), max_age)
+    out["follow_ups_without_reply_view"] = reader.get(table, path, "follow_ups_without_reply_view", bool, False)
     # A private CA (PEM) trusted for this mailbox's SMTP and IMAP TLS, besides the system's.
     out["ca_file"] = reader.get(table, path, "ca_file", str, "")
     if out["ca_file"] and not Path(out["ca_file"]).is_file():

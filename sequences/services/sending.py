@@ -27,7 +27,7 @@ from django.db.models import F, Q
 from db.sql import db_now
 from mailboxes.models import Mailbox
 
-from .. import daily_cap
+from .. import daily_cap, reply_view
 from ..loads import Facts, facts_read, job_read
 from ..locks import job_enrollment_lock, mailbox_lock
 from ..models import Enrollment, SendJob, Sequence, Suppression
@@ -140,7 +140,7 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         enrollment, mailbox, job = locked.enrollment, locked.mailbox, locked.job
         if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
             return _lost(job, worker_id=worker_id, version=version)
-        facts = facts_read(job)
+        facts = facts_read(job, mailbox)
 
         reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox, facts=facts)
         if reason:
@@ -158,6 +158,13 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
                              "error": held_error(mailbox.blocked_reason), "attempts": F("attempts") - 1},
                      reason="mailbox_blocked", until=until.isoformat())
             return Authorization("deferred", "mailbox_blocked", job.version)
+        blind = reply_view.hold_reason(mailbox, facts)
+        if blind:
+            # Held, never failed: back through the final check soon, when a reply that arrived meanwhile has
+            # been read (and has stopped its sender) or the view is fresh again.
+            wait = settings.OUTREACH_REPLY_VIEW_RECHECK_SECONDS if mailbox.has_imap else 3600
+            return _defer(job, worker_id=worker_id, until=now + timedelta(seconds=wait), why="reply_view",
+                          detail=blind)
         # A job handed to an ESP early is checked against the window at its send time.
         send_time = max(now, job.scheduled_at)
         opening = mailbox_next_open(send_time, mailbox=mailbox, contact_zone=enrollment.contact.timezone)
@@ -170,7 +177,8 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if not daily_cap.slot_take(mailbox=mailbox, day=day):
             return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
         lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
-        if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True):
+        if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True,
+                    replies_read_seconds_before=reply_view.view_age_seconds(facts)):
             return Authorization("authorized", "", job.version, mailbox=mailbox)
         # Cannot happen while the enrollment is locked, except by the lease sweeper (it moves expired claims
         # without that lock): the slot goes back, and the answer says what the job is now.
@@ -179,12 +187,13 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         return _lost(job, worker_id=worker_id, version=version)
 
 
-def _defer(job: SendJob, *, worker_id: str, until: datetime, why: str) -> Authorization:
-    """claimed -> scheduled: the sending window is closed, or the mailbox reached its daily cap."""
+def _defer(job: SendJob, *, worker_id: str, until: datetime, why: str, detail: str = "") -> Authorization:
+    """claimed -> scheduled: the sending window is closed, the mailbox reached its daily cap, or it has not read
+    its replies (`detail`: why, in words)."""
     # A deferral is not a sending attempt: it does not count against OUTREACH_MAX_ATTEMPTS.
     job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
              fields={"scheduled_at": until, "worker_id": "", "lease_until": None, "attempts": F("attempts") - 1},
-             reason=why, until=until.isoformat())
+             reason=why, until=until.isoformat(), **({"detail": detail} if detail else {}))
     return Authorization("deferred", why, job.version)
 
 
@@ -277,7 +286,8 @@ def retry_locked(locked: Locked, *, worker_id: str, error: str) -> str:
     job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_RETRY_SCHEDULED,
              fields={"scheduled_at": when, "error": error, "worker_id": "", "lease_until": None},
              error=error, attempts=job.attempts, retry_at=when.isoformat())
-    reason = final_check(job=job, enrollment=enrollment, mailbox=locked.mailbox, facts=facts_read(job))
+    reason = final_check(job=job, enrollment=enrollment, mailbox=locked.mailbox,
+                         facts=facts_read(job, locked.mailbox))
     if reason:
         job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
                  after_retry=True)

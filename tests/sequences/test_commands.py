@@ -21,6 +21,7 @@ display_name = "Acme Sales"
 smtp = { host = "127.0.0.1", port = 2525, username = "u", password_env = "OUTREACH_SECRET_SALES_SMTP", security = "none" }
 daily_cap = 50
 window = { days = "mon,tue,wed,thu,fri", start = "09:00", end = "17:00", timezone = "Europe/Berlin" }
+follow_ups_without_reply_view = true
 
 [[sequence]]
 name = "Intro"
@@ -67,9 +68,9 @@ def test_load_sequences_creates_then_updates_by_name(tmp_path):
     ("change", "expected"),
     [
         (("port = 2525", 'port = "x"'), "mailbox[0].smtp.port (line 6): must be int"),
-        (('wait = "3d"', 'wait = "soon"'), "sequence[0].step[1].wait (line 21): 'soon' is not a duration"),
-        (('mailbox = "sales"', 'mailbox = "nope"'), "sequence[0].mailbox (line 12): no mailbox named 'nope'"),
-        (('body = "Following up"', 'body = "{% if %}"'), "sequence[0].step[1].body (line 20): template error"),
+        (('wait = "3d"', 'wait = "soon"'), "sequence[0].step[1].wait (line 22): 'soon' is not a duration"),
+        (('mailbox = "sales"', 'mailbox = "nope"'), "sequence[0].mailbox (line 13): no mailbox named 'nope'"),
+        (('body = "Following up"', 'body = "{% if %}"'), "sequence[0].step[1].body (line 21): template error"),
         (('days = "mon,', 'days = "mon,funday,'), "mailbox[0].window.days (line 8): unknown weekday 'fun'"),
         (("password_env = ", "password = "), "passwords are never stored"),
         (("[[sequence]]", "[[sequence]\n"), "not valid TOML"),

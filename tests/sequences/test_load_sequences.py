@@ -69,3 +69,19 @@ def test_a_large_file_full_of_errors_reports_every_one_in_linear_time(tmp_path):
     assert sum("is not a port" in e for e in errors) == 20000
     assert "mailbox[19999].smtp.port (line 119998): 0 is not a port (1-65535)" in str(excinfo.value)
     assert elapsed < 30, elapsed
+
+
+def test_a_sequence_with_follow_ups_needs_a_mailbox_that_reads_replies_or_says_it_does_not(tmp_path):
+    blind = GOOD.replace("follow_ups_without_reply_view = true\n", "")
+    with pytest.raises(CommandError) as excinfo:
+        run("load_sequences", write(tmp_path, "blind.toml", blind))
+    assert "mailbox 'sales' reads no replies (no [mailbox.imap])" in str(excinfo.value)
+    assert not Mailbox.objects.exists()
+    one_step = blind.split("[[sequence.step]]\nbody = \"Following up\"")[0]
+    run("load_sequences", write(tmp_path, "one-step.toml", one_step))  # step 1 alone waits for no reply
+    allowed = GOOD.replace("follow_ups_without_reply_view = true",
+                           'follow_ups_without_reply_view = true\nreply_view_max_age = "15m"')
+    out = run("load_sequences", write(tmp_path, "good.toml", allowed))
+    assert "updated mailbox sales" in out
+    mailbox = Mailbox.objects.get(name="sales")
+    assert (mailbox.follow_ups_without_reply_view, mailbox.reply_view_max_age) == (True, 900)

@@ -83,6 +83,8 @@ class Command(BaseCommand):
         mailbox = Mailbox.objects.create(
             name="demo", address="sales@demo.outreach.test", display_name="Demo Sales",
             smtp_host=CAPTURE_HOST, smtp_port=port, daily_cap=500, is_drill_target=True,
+            # The capture server keeps what it is sent and no inbox answers: follow-ups go without a reply view.
+            follow_ups_without_reply_view=True,
         )
         sequence = Sequence.objects.create(name="Demo intro", mailbox=mailbox)
         Step.objects.create(sequence=sequence, position=1, subject="Quick question, {{ first_name }}",
