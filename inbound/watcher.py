@@ -7,13 +7,24 @@ mailbox in turn, so the logins in flight at once belong to different
 mailboxes, not to one account's folders.
 
 Each folder has one IMAP connection in IDLE. When the server pushes (EXISTS),
-the watcher asks for a poll of that mailbox (`on_new`); it does no ingestion
-itself. After `idle_seconds` in IDLE a folder is selected again and its
-UIDVALIDITY compared (a folder deleted and created again sends no push, but
-its new UIDVALIDITY triggers a poll, which rescans it). A broken connection is
-reopened with backoff; the periodic poll covers any gap. The mailbox list is
-read again every `refresh` seconds: added, changed and removed mailboxes are
-picked up without a restart.
+the watcher marks the folder unread (`inbound.ingest.view.folder_unread_mark`)
+and only then asks for a poll of that mailbox (`on_new`): from the mark on, the
+final check holds the mailbox's follow-ups until a poll has read the folder. It
+does no ingestion itself. After `idle_seconds` in IDLE a folder is selected
+again (the re-check) and what that SELECT says is compared with what the
+watcher knew: a new UIDVALIDITY (a folder deleted and created again sends no
+push), or a UIDNEXT or EXISTS that moved while no IDLE was listening (between
+the DONE and the SELECT) beyond what was ingested, marks the folder and triggers
+a poll; so does a connection opened on a folder whose UIDNEXT is beyond the
+cursor's last UID (every new connection asks for a catch-up poll). A re-check
+that finds the round quiet (no push, nothing moved, nothing beyond the cursor's
+last UID) advances the folder's read-through time to the database time taken
+before that round's SELECT (`folder_quiet_through`): one UPDATE per folder per
+round. A broken connection is reopened with backoff and advances nothing; the
+periodic poll covers any gap. The mailbox list is read again every `refresh`
+seconds: added, changed and removed mailboxes are picked up without a restart.
+The database failing costs a mark or an advance (logged), never the watcher or
+a poll.
 """
 
 from __future__ import annotations
@@ -25,14 +36,19 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
+from db.sql import db_now
 from mailboxes.imap.errors import ImapError
+from mailboxes.imap.folders import FolderStatus
 from mailboxes.imap.session import ImapSession
-from mailboxes.models import Mailbox
+from mailboxes.models import ImapCursor, Mailbox
 from mailboxes.selectors import imap_config_for
+
+from .ingest.view import folder_quiet_through, folder_unread_mark
 
 log = logging.getLogger("outreach.ingest")
 MAX_BACKOFF = 300.0
@@ -47,7 +63,9 @@ class Watch:
     mailbox: Mailbox
     folder: str
     session: ImapSession | None = None
-    uidvalidity: int | None = None
+    status: FolderStatus | None = None  # what the last SELECT said (UIDVALIDITY, UIDNEXT, EXISTS)
+    # Database time taken before this round's SELECT: if the round ends quiet, the folder is read through it.
+    quiet_from: datetime | None = None
     idle_since: float = 0.0
     retry_at: float = 0.0
     backoff: float = 1.0
@@ -84,7 +102,9 @@ class Watcher:
                 self._opened(watch)
             elif watch.session is None and watch.opening is None and now >= watch.retry_at:
                 to_open.append(watch)
+        begun = _database("read the database clock", db_now) if to_open else None
         for watch in _one_of_each_mailbox_in_turn(to_open):
+            watch.quiet_from = begun
             watch.opening = self.openers.submit(_connect, watch.mailbox, watch.folder)
         for key, _ in self.selector.select(timeout=timeout):
             watch = key.data
@@ -97,8 +117,9 @@ class Watcher:
         due = [w for w in self.watches.values() if w.session is not None and now - w.idle_since >= self.idle_seconds]
         # A few per turn, oldest first: folders opened together come due together, and re-checking a thousand
         # in one turn held every push behind them (`bench watcher`: 36 s at 1,000 folders).
+        begun = _database("read the database clock", db_now) if due else None
         for watch in sorted(due, key=lambda w: w.idle_since)[:RECHECKS_PER_STEP]:
-            self._recheck(watch)
+            self._recheck(watch, begun)
 
     def close(self) -> None:
         for watch in self.watches.values():
@@ -112,36 +133,52 @@ class Watcher:
     def _opened(self, watch: Watch) -> None:
         future, watch.opening = watch.opening, None
         try:
-            session, uidvalidity, pending = future.result()
+            session, status, pending = future.result()
         except ImapError as exc:
             self._fail(watch, exc)
             return
         if self.watches.get(watch.key) is not watch:  # removed while it was connecting
             session.drop()
             return
-        watch.session, watch.uidvalidity, watch.idle_since, watch.backoff = session, uidvalidity, time.monotonic(), 1.0
+        watch.session, watch.status, watch.idle_since, watch.backoff = session, status, time.monotonic(), 1.0
         watch.fd = session.fileno()
         self.selector.register(watch.fd, selectors.EVENT_READ, watch)
-        # Catch up on anything that arrived while we were not watching.
-        self.on_new(watch.mailbox.pk)
-        if pending:
-            self._new_mail(watch)
+        if pending or not _read_up_to(_cursor(watch), status):
+            self._new_mail(watch)  # mail announced, or beyond what was ingested: marked before the poll
+        else:
+            self.on_new(watch.mailbox.pk)  # catch up on anything that arrived while we were not watching
 
-    def _recheck(self, watch: Watch) -> None:
+    def _recheck(self, watch: Watch, begun: datetime | None) -> None:
+        """DONE, SELECT again, IDLE again. Mail that arrives between the DONE and the SELECT is announced by
+        neither IDLE; the SELECT's UIDNEXT and EXISTS show it, compared with what the watcher knew."""
         session = watch.session
         try:
             pushed = session.idle_done()
-            uidvalidity = session.select(watch.folder).uidvalidity
+            status = session.select(watch.folder)
+            read = _read_up_to(_cursor(watch), status, session)  # before IDLE: it may search the folder
             pushed = session.idle_start() or pushed
         except ImapError as exc:
             self._fail(watch, exc)
             return
         watch.idle_since = time.monotonic()
-        if pushed or uidvalidity != watch.uidvalidity:
-            watch.uidvalidity = uidvalidity
+        known, watch.status = watch.status, status
+        quiet_from, watch.quiet_from = watch.quiet_from, begun
+        renewed = status.uidvalidity != known.uidvalidity
+        moved = renewed or status.uidnext > known.uidnext or status.exists > known.exists
+        if pushed or renewed or (moved and not read):
             self._new_mail(watch)
+        elif read and not moved and quiet_from is not None:
+            # Every message that reached the folder before `quiet_from` got a UID below this round's first
+            # UIDNEXT, which has not moved, and the folder holds nothing beyond the cursor: all of them were
+            # ingested (or left the folder unread, which a poll could not tell either).
+            _database(f"advance the reply view of {watch.mailbox.name}/{watch.folder}",
+                      lambda: folder_quiet_through(mailbox_id=watch.mailbox.pk, folder=watch.folder, at=quiet_from))
 
     def _new_mail(self, watch: Watch) -> None:
+        """Mark the folder unread, then ask for the poll: the final check holds follow-ups from the mark on, so
+        none leaves in the time the poll takes to read the reply. No mark (the database failing) still polls."""
+        _database(f"mark {watch.mailbox.name}/{watch.folder} unread",
+                  lambda: folder_unread_mark(mailbox_id=watch.mailbox.pk, folder=watch.folder))
         self.on_new(watch.mailbox.pk)
 
     def _fail(self, watch: Watch, exc: ImapError) -> None:
@@ -161,7 +198,7 @@ class Watcher:
                 pass
             watch.fd = None
         watch.session.drop()  # it is in IDLE: no LOGOUT, the server drops it with the socket
-        watch.session = None
+        watch.session, watch.quiet_from = None, None  # a broken round advances nothing
 
 
 def openers() -> int:
@@ -183,13 +220,41 @@ def _one_of_each_mailbox_in_turn(watches: list[Watch]) -> list[Watch]:
     return [watch for _, watch in sorted(ranked, key=lambda r: r[0])]
 
 
-def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, int, bool]:
-    """In an opener thread: log in, select, enter IDLE. (session, UIDVALIDITY, mail already announced)."""
+def _cursor(watch: Watch) -> ImapCursor | None:
+    """What was ingested from the folder (None: never polled, or the database did not answer)."""
+    return _database(f"read the cursor of {watch.mailbox.name}/{watch.folder}", lambda: ImapCursor.objects.filter(
+        mailbox_id=watch.mailbox.pk, folder=watch.folder).only("uidvalidity", "last_uid").first())
+
+
+def _read_up_to(cursor: ImapCursor | None, status: FolderStatus, session: ImapSession | None = None) -> bool:
+    """Whether the folder holds nothing beyond what was ingested. UIDNEXT says so when the cursor has passed
+    it; when the newest mail left the folder before it was read, UIDNEXT stays ahead of the cursor for good,
+    and a search after the cursor's last UID (with the folder selected in `session`) decides, as for a poll."""
+    if cursor is None or cursor.uidvalidity != status.uidvalidity:
+        return False
+    if status.uidnext - 1 <= cursor.last_uid:
+        return True
+    return session is not None and not session.uids_after(cursor.last_uid)
+
+
+def _database[T](what: str, read_or_write: Callable[[], T]) -> T | None:
+    """One statement of the watcher's; the database failing is logged and costs that statement (None), never
+    the watcher: marks and advances are missed, polls are still asked for."""
+    try:
+        return read_or_write()
+    except DatabaseError as exc:
+        log.warning("IDLE watcher could not %s: %s", what, exc)
+        connection.close_if_unusable_or_obsolete()  # a dropped connection is opened again on next use
+        return None
+
+
+def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, FolderStatus, bool]:
+    """In an opener thread: log in, select, enter IDLE. (session, what the SELECT said, mail already announced)."""
     session = ImapSession(imap_config_for(mailbox))
     try:
         session.open()
-        uidvalidity = session.select(folder).uidvalidity
-        return session, uidvalidity, session.idle_start()
+        status = session.select(folder)
+        return session, status, session.idle_start()
     except ImapError:
         session.drop()
         raise

@@ -7,9 +7,11 @@ import threading
 
 import pytest
 
+from db.sql import db_now
 from inbound.ingest.poll import mailbox_poll
-from inbound.watcher import openers, run
-from mailboxes.models import InboundMessage, Mailbox
+from inbound.ingest.view import folder_unread_mark
+from inbound.watcher import Watcher, key, openers, run
+from mailboxes.models import ImapCursor, InboundMessage, Mailbox
 from proving.harness import mails
 from tests.races.helpers import Worker
 
@@ -154,3 +156,141 @@ def test_the_number_of_openers_is_a_setting(settings):
         assert watcher.openers._max_workers == 3
     finally:
         watcher.close()
+
+
+# --- the reply view: the watcher marks what it heard of, loses nothing at the re-check, and advances while quiet ---
+
+
+class Driven:
+    """One folder's watch, driven a step at a time in this thread; every poll it asks for is done at once."""
+
+    def __init__(self, mailbox, on_new=None):
+        self.mailbox = mailbox
+        self.asked: list[int] = []
+        self.on_new = on_new or self.poll
+        self.watcher = Watcher(on_new=self._asked, idle_seconds=3600)
+
+    def __enter__(self) -> Driven:
+        try:
+            self.watcher.reconcile({key(self.mailbox, "INBOX"): (self.mailbox, "INBOX")})
+            self.watcher.step(timeout=0)  # hands the folder to an opener
+            (self.watch,) = self.watcher.watches.values()
+            self.watch.opening.result(timeout=10)
+            self.watcher.step(timeout=0)  # takes the open connection (and asks for the catch-up poll)
+            assert self.watch.session is not None
+        except BaseException:
+            self.watcher.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.watcher.close()
+
+    def _asked(self, mailbox_id: int) -> None:
+        self.asked.append(mailbox_id)
+        self.on_new(mailbox_id)
+
+    def poll(self, mailbox_id: int) -> None:
+        mailbox_poll(mailbox_id=mailbox_id)
+
+    def recheck(self) -> None:
+        """DONE, SELECT again, IDLE again: the periodic re-check, now."""
+        self.watcher.idle_seconds = 0
+        try:
+            self.watcher.step(timeout=0)
+        finally:
+            self.watcher.idle_seconds = 3600
+
+    def cursor(self) -> ImapCursor:
+        return ImapCursor.objects.get(mailbox=self.mailbox, folder="INBOX")
+
+
+def test_new_mail_pushed_by_idle_marks_the_folder_before_the_poll_is_asked_for(imap_mailbox, dovecot):
+    marks_when_asked = []
+
+    def on_new(mailbox_id: int) -> None:
+        marks_when_asked.append(ImapCursor.objects.get(mailbox_id=mailbox_id, folder="INBOX").unread_since)
+        mailbox_poll(mailbox_id=mailbox_id)
+
+    mailbox_poll(mailbox_id=imap_mailbox.pk)  # the folder's cursor starts here: nothing is unread
+    with Driven(imap_mailbox, on_new=on_new) as driven:
+        assert marks_when_asked == [None]  # the catch-up poll on connect: the folder was read through
+        dovecot.append("alice", "INBOX", mails.reply(to_message_id="<x@y>", sender="someone@example.org"))
+        for _ in range(50):  # each step waits for the push on the socket (at most 0.2 s)
+            driven.watcher.step(timeout=0.2)
+            if len(marks_when_asked) == 2:
+                break
+        assert len(marks_when_asked) == 2, "IDLE did not trigger a poll"
+        assert marks_when_asked[1] is not None, "the poll was asked for before the folder was marked unread"
+        cursor = driven.cursor()
+        # The poll read the message and lifted the mark; the folder is read through when the pass began.
+        assert InboundMessage.objects.count() == 1
+        assert cursor.unread_since is None and cursor.read_through >= marks_when_asked[1]
+
+
+def test_a_reply_delivered_during_the_recheck_is_polled(imap_mailbox, dovecot):
+    mailbox_poll(mailbox_id=imap_mailbox.pk)
+    with Driven(imap_mailbox) as driven:
+        session = driven.watch.session
+        select = session.select
+
+        def reply_arrives_then_select(folder):
+            # Between the DONE and the SELECT again: no IDLE announces it, and the SELECT's own EXISTS is no push.
+            dovecot.append("alice", "INBOX", mails.reply(to_message_id="<r@y>", sender="someone@example.org"))
+            session.select = select
+            return select(folder)
+
+        session.select = reply_arrives_then_select
+        driven.asked.clear()
+        driven.recheck()
+        assert session.select is select  # the reply arrived during this re-check
+        assert driven.asked == [imap_mailbox.pk], "the re-check dropped the reply it selected"
+        assert InboundMessage.objects.count() == 1
+        assert driven.cursor().unread_since is None
+
+
+def test_a_healthy_quiet_watch_advances_the_read_through_time_and_a_marked_folder_is_not(imap_mailbox, dovecot):
+    mailbox_poll(mailbox_id=imap_mailbox.pk)
+    with Driven(imap_mailbox) as driven:
+        polled = driven.cursor().read_through
+        assert polled is not None
+        folder_unread_mark(mailbox_id=imap_mailbox.pk, folder="INBOX")  # heard of, not read yet
+        for _ in range(3):
+            driven.recheck()
+        assert driven.cursor().read_through == polled, "a folder with unread mail was advanced"
+
+        mailbox_poll(mailbox_id=imap_mailbox.pk)  # reads it: the mark is lifted
+        polled = driven.cursor().read_through
+        assert driven.cursor().unread_since is None
+        driven.recheck()  # a round begins after that poll
+        begun = db_now()
+        driven.recheck()  # it ends quiet: read through when it began; the next round begins after `begun`
+        driven.recheck()  # ... and ends quiet too
+        advanced = driven.cursor().read_through
+        assert advanced > polled, "a healthy, quiet watch did not advance the read-through time"
+        assert advanced >= begun
+        assert driven.asked == [imap_mailbox.pk]  # only the catch-up poll on connect: nothing new was heard of
+
+        dovecot.kill()  # the connection breaks: the view stays where it was
+        driven.recheck()
+        assert driven.watch.session is None
+        assert driven.cursor().read_through == advanced
+
+
+def test_a_folder_whose_newest_mail_left_before_it_was_read_still_advances(imap_mailbox, dovecot):
+    """UIDNEXT stays beyond the last ingested UID when the newest mail was moved away unread: what the folder
+    holds decides, as it does for a poll."""
+    mailbox_poll(mailbox_id=imap_mailbox.pk)
+    with dovecot.client("alice") as client:
+        client.select_folder("INBOX")
+        for n in range(2):
+            client.append("INBOX", mails.reply(to_message_id=f"<m{n}@y>", sender="someone@example.org"))
+        client.delete_messages(client.search("ALL"))
+        client.expunge()
+    with Driven(imap_mailbox) as driven:
+        cursor = driven.cursor()
+        assert cursor.last_uid == 0 and cursor.unread_since is None and cursor.read_through is not None
+        polled = cursor.read_through
+        for _ in range(3):
+            driven.recheck()
+        assert driven.cursor().read_through > polled
