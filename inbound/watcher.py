@@ -17,11 +17,11 @@ push), or a UIDNEXT or EXISTS that moved while no IDLE was listening (between
 the DONE and the SELECT) beyond what was ingested, marks the folder and triggers
 a poll; so does a connection opened on a folder whose UIDNEXT is beyond the
 cursor's last UID (every new connection asks for a catch-up poll). A re-check
-that finds the round quiet (no push, nothing moved, nothing beyond the cursor's
-last UID) advances the folder's read-through time to the database time taken
-before that round's SELECT (`folder_quiet_through`): one UPDATE per folder per
-round. A broken connection is reopened with backoff and advances nothing; the
-periodic poll covers any gap. The mailbox list is read again every `refresh`
+that finds no push and nothing beyond the cursor's last UID advances the
+folder's read-through time to the database time taken before its own SELECT
+(`folder_quiet_through`): one UPDATE per folder per round. A broken connection
+is reopened with backoff and advances nothing; the periodic poll covers any
+gap. The mailbox list is read again every `refresh`
 seconds: added, changed and removed mailboxes are picked up without a restart.
 The database failing costs a mark or an advance (logged), never the watcher or
 a poll.
@@ -42,12 +42,13 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from db.sql import db_now
-from mailboxes.imap.errors import ImapError
+from mailboxes.imap.errors import ImapAuthError, ImapError
 from mailboxes.imap.folders import FolderStatus
 from mailboxes.imap.session import ImapSession
 from mailboxes.models import ImapCursor, Mailbox
 from mailboxes.selectors import imap_config_for
 
+from .ingest.login import login_accepted, login_refused, login_wait
 from .ingest.view import folder_quiet_through, folder_unread_mark
 
 log = logging.getLogger("outreach.ingest")
@@ -64,8 +65,6 @@ class Watch:
     folder: str
     session: ImapSession | None = None
     status: FolderStatus | None = None  # what the last SELECT said (UIDVALIDITY, UIDNEXT, EXISTS)
-    # Database time taken before this round's SELECT: if the round ends quiet, the folder is read through it.
-    quiet_from: datetime | None = None
     idle_since: float = 0.0
     retry_at: float = 0.0
     backoff: float = 1.0
@@ -102,9 +101,7 @@ class Watcher:
                 self._opened(watch)
             elif watch.session is None and watch.opening is None and now >= watch.retry_at:
                 to_open.append(watch)
-        begun = _database("read the database clock", db_now) if to_open else None
         for watch in _one_of_each_mailbox_in_turn(to_open):
-            watch.quiet_from = begun
             watch.opening = self.openers.submit(_connect, watch.mailbox, watch.folder)
         for key, _ in self.selector.select(timeout=timeout):
             watch = key.data
@@ -162,17 +159,16 @@ class Watcher:
             return
         watch.idle_since = time.monotonic()
         known, watch.status = watch.status, status
-        quiet_from, watch.quiet_from = watch.quiet_from, begun
         renewed = status.uidvalidity != known.uidvalidity
         moved = renewed or status.uidnext > known.uidnext or status.exists > known.exists
         if pushed or renewed or (moved and not read):
             self._new_mail(watch)
-        elif read and not moved and quiet_from is not None:
-            # Every message that reached the folder before `quiet_from` got a UID below this round's first
-            # UIDNEXT, which has not moved, and the folder holds nothing beyond the cursor: all of them were
-            # ingested (or left the folder unread, which a poll could not tell either).
+        elif read and begun is not None:
+            # Every message that reached the folder before `begun` (read before this SELECT) got a UID below the
+            # SELECT's UIDNEXT, and the folder holds nothing beyond the cursor: all of them were ingested (or
+            # left the folder unread, which a poll could not tell either).
             _database(f"advance the reply view of {watch.mailbox.name}/{watch.folder}",
-                      lambda: folder_quiet_through(mailbox_id=watch.mailbox.pk, folder=watch.folder, at=quiet_from))
+                      lambda: folder_quiet_through(mailbox_id=watch.mailbox.pk, folder=watch.folder, at=begun))
 
     def _new_mail(self, watch: Watch) -> None:
         """Mark the folder unread, then ask for the poll: the final check holds follow-ups from the mark on, so
@@ -198,7 +194,7 @@ class Watcher:
                 pass
             watch.fd = None
         watch.session.drop()  # it is in IDLE: no LOGOUT, the server drops it with the socket
-        watch.session, watch.quiet_from = None, None  # a broken round advances nothing
+        watch.session = None
 
 
 def openers() -> int:
@@ -249,17 +245,32 @@ def _database[T](what: str, read_or_write: Callable[[], T]) -> T | None:
 
 
 def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, FolderStatus, bool]:
-    """In an opener thread: log in, select, enter IDLE. (session, what the SELECT said, mail already announced)."""
-    session = ImapSession(imap_config_for(mailbox))
+    """In an opener thread: log in, select, enter IDLE. (session, what the SELECT said, mail already announced).
+
+    The login gate is the poller's (`inbound.ingest.login`): no login without a password, and after a refusal
+    none before the next interval of the ladder."""
     try:
-        session.open()
-        status = session.select(folder)
-        return session, status, session.idle_start()
-    except ImapError:
-        session.drop()
-        raise
+        mailbox = Mailbox.objects.get(pk=mailbox.pk)  # the gate as it is now, not as the list was read
+        now = db_now()
+        wait = login_wait(mailbox, now=now)
+        if wait:
+            raise ImapAuthError(wait)
+        session = ImapSession(imap_config_for(mailbox))
+        try:
+            session.open()
+        except ImapAuthError:
+            login_refused(mailbox, now=now)
+            session.drop()
+            raise
+        login_accepted(mailbox)
+        try:
+            status = session.select(folder)
+            return session, status, session.idle_start()
+        except ImapError:
+            session.drop()
+            raise
     finally:
-        connection.close()  # imap_config_for read nothing, but an opener thread never keeps a connection
+        connection.close()  # an opener thread never keeps a database connection
 
 
 def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None], refresh: float,

@@ -108,6 +108,10 @@ class Mailbox(models.Model):
     last_poll_ok_at = models.DateTimeField(null=True, blank=True)
     last_poll_error = models.TextField(blank=True)
     poll_failures = models.PositiveIntegerField(default=0)
+    # IMAP logins the server refused in a row, and when the next one may be tried (the probe ladder,
+    # OUTREACH_PROBE_INTERVALS): one attempt per interval, never a burst a provider would lock the account for.
+    imap_login_refusals = models.PositiveIntegerField(default=0)
+    imap_next_login_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(db_default=DbClock())
 

@@ -46,14 +46,18 @@ def day_end(mailbox: Mailbox, day: date) -> datetime:
 def slot_take(*, mailbox: Mailbox, day: date) -> bool:
     """Take one more message for the mailbox on `day` unless that would pass its daily cap; False when full.
 
-    Two statements, atomic together: the day's row is created if missing (a conflict with a concurrent
-    creator is ignored), then one UPDATE adds one only while the count is below the cap. PostgreSQL
-    re-checks that condition on the newest row after waiting for its lock, so two workers cannot both take
-    the last slot; SQLite lets one writer in at a time.
+    One UPDATE adds one only while the count is below the cap: PostgreSQL re-checks that condition on the
+    newest row after waiting for its lock, so two workers cannot both take the last slot; SQLite lets one
+    writer in at a time. The day's first message creates the row first (a conflict with a concurrent creator
+    is ignored) and tries again.
     """
+    day_row = DailySendCount.objects.filter(mailbox=mailbox, day=day)
+    if day_row.filter(sent__lt=mailbox.daily_cap).update(sent=F("sent") + 1):
+        return True
+    if day_row.exists():
+        return False  # the cap is reached
     DailySendCount.objects.bulk_create([DailySendCount(mailbox=mailbox, day=day, sent=0)], ignore_conflicts=True)
-    return bool(DailySendCount.objects.filter(mailbox=mailbox, day=day, sent__lt=mailbox.daily_cap)
-                .update(sent=F("sent") + 1))
+    return bool(day_row.filter(sent__lt=mailbox.daily_cap).update(sent=F("sent") + 1))
 
 
 def slot_give_back(*, mailbox_id: int, tz: str, authorized_at: datetime | None) -> None:

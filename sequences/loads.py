@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Exists, Min, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from db.sql import DbClock, db_now
 from mailboxes.models import ImapCursor, Mailbox
@@ -24,9 +24,10 @@ from .selectors import normalize_email
 from .sending_mailbox import sends_from
 from .states import LEFT
 
-# What every transaction of the pipeline needs of a job, loaded with it (the mailbox both ways: the
-# enrollment's own, or its sequence's for rows written without the services; see sequences.sending_mailbox).
-JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence__mailbox", "step")
+# What every transaction of the pipeline needs of a job, loaded with it: the enrollment's own mailbox (the
+# services always set it; a row written without them reads its sequence's mailbox when asked, see
+# sequences.sending_mailbox). Each model joined here costs the ORM's compilation of its columns, every read.
+JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence", "step")
 
 
 def jobs_loaded() -> QuerySet[SendJob]:
@@ -35,7 +36,10 @@ def jobs_loaded() -> QuerySet[SendJob]:
 
 def job_read(job_id: int) -> SendJob | None:
     """The job with its enrollment, contact, sequence, mailbox and step; one statement, no lock."""
-    return jobs_loaded().filter(pk=job_id).first()
+    try:
+        return jobs_loaded().get(pk=job_id)  # get(): no ORDER BY to compile or run
+    except SendJob.DoesNotExist:
+        return None
 
 
 @dataclass(frozen=True)
@@ -54,21 +58,17 @@ class Facts:
 
 
 def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
-    """The final check's facts about `job` (read with `job_read`) sent from `mailbox`, in one statement.
+    """The final check's facts about `job` (read with `job_read`) sent from `mailbox`: one statement, and for a
+    follow-up from a mailbox that reads replies, one more for its reply folders.
 
     Run after the enrollment lock was granted: under READ COMMITTED its snapshot holds every stop that
     committed before (a stop that comes later waits for the caller's transaction). The ledger is read once
     for the address and its domain: the latest entry of each value decides; the hashed ledger of erased
-    people in the same statement; and the mailbox's reply view.
+    people in the same statement.
     """
     address = normalize_email(job.enrollment.contact.email)
     domain = "@" + address.rsplit("@", 1)[-1]
     latest = Suppression.objects.filter(value=OuterRef("value")).order_by("-id").values("pk")[:1]
-    folders = ImapCursor.objects.filter(mailbox_id=mailbox.pk, folder__in=mailbox.imap_folders or ["INBOX"])
-
-    def of_folders(aggregate):
-        return Subquery(folders.values("mailbox_id").annotate(value=aggregate).values("value"))
-
     read = SendJob.objects.filter(pk=job.pk).values(
         now=DbClock(),
         suppressed=Exists(Suppression.objects.filter(value__in=(address, domain), action=Suppression.Action.ADD,
@@ -78,14 +78,17 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
                                                     step__position=job.step.position - 1)),
         follow_up=Exists(SendJob.objects.filter(LEFT, sends_from(mailbox.pk, via="enrollment__"),
                                                 enrollment__contact_id=job.enrollment.contact_id)),
-        folders_read=of_folders(Count("read_through")),
-        read_through=of_folders(Min("read_through")),
-        unread_since=of_folders(Min("unread_since")),
     ).get()
+    views: list[tuple[datetime | None, datetime | None]] = []
+    if read["follow_up"] and mailbox.has_imap:
+        views = list(ImapCursor.objects.filter(mailbox_id=mailbox.pk, folder__in=mailbox.imap_folders or ["INBOX"])
+                     .values_list("read_through", "unread_since"))
+    read_through = [r for r, _ in views if r is not None]
+    unread = [u for _, u in views if u is not None]
     return Facts(now=read["now"], suppressed=read["suppressed"] or read["erased"],
                  previous_step_sent=job.step.position == 1 or read["previous_left"], follow_up=read["follow_up"],
-                 folders_read=read["folders_read"] or 0, read_through=read["read_through"],
-                 unread_since=read["unread_since"])
+                 folders_read=len(read_through), read_through=min(read_through, default=None),
+                 unread_since=min(unread, default=None))
 
 
 def sent_before(job: SendJob) -> list[tuple[str, str, bool, int]]:

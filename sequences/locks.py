@@ -44,10 +44,12 @@ def person_enrollments_lock(email: str) -> list[Enrollment]:
     return enrollments_lock(Enrollment.objects.filter(contact__email=email).exclude(status=Enrollment.Status.STOPPED))
 
 
-def job_enrollment_lock(job_id: int) -> Enrollment:
+def job_enrollment_lock(job_id: int) -> int:
     """Lock the enrollment of a send job (the row every stop path locks), found from the job in the locking
-    statement itself. Raises SendJob.DoesNotExist."""
-    found = enrollments_lock(Enrollment.objects.filter(jobs__pk=job_id))
+    statement itself; its id. The caller reads the rows after the lock was granted. Raises
+    SendJob.DoesNotExist."""
+    found = list(Enrollment.objects.filter(jobs__pk=job_id).select_for_update(of=("self",), no_key=True)
+                 .values_list("pk", flat=True))
     if not found:
         raise SendJob.DoesNotExist(f"send job {job_id} does not exist")
     return found[0]

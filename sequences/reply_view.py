@@ -18,11 +18,12 @@ The bound this gives: a follow-up is never handed off when a reply reached the w
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from mailboxes.models import Mailbox
+from mailboxes.models import ImapCursor, Mailbox
 
 from .loads import Facts
 
@@ -70,3 +71,32 @@ def _ago(delta: timedelta) -> str:
     if seconds < 7200:
         return f"{seconds // 60} minutes"
     return f"{seconds // 3600} hours"
+
+
+@dataclass(frozen=True)
+class ViewStatus:
+    """What the pages say of a mailbox's reply view: the words, and whether follow-ups are held now."""
+
+    text: str
+    holding: bool
+
+
+def view_status(mailbox: Mailbox, cursors: list[ImapCursor], *, now: datetime) -> ViewStatus:
+    """The reply view of `mailbox` in words, from its folders' cursors (the same rule as `hold_reason`)."""
+    if not mailbox.has_imap:
+        if mailbox.follow_ups_without_reply_view:
+            return ViewStatus("reads no replies: follow-ups are sent without reading replies", False)
+        return ViewStatus("reads no replies: follow-ups held (connect its inbox)", True)
+    folders = set(mailbox.imap_folders or ["INBOX"])
+    views = [c for c in cursors if c.folder in folders]
+    unread = [c.unread_since for c in views if c.unread_since is not None]
+    if unread:
+        return ViewStatus(f"new mail since {min(unread):%H:%M:%S} UTC is being read: follow-ups held", True)
+    read = [c.read_through for c in views if c.read_through is not None]
+    if len(read) < len(folders):
+        return ViewStatus("replies not read yet: follow-ups held until the first poll" + _why(mailbox), True)
+    oldest = min(read)
+    if now - oldest > timedelta(seconds=max_age_seconds(mailbox)):
+        return ViewStatus(f"not reading replies since {oldest:%Y-%m-%d %H:%M} UTC: follow-ups held" + _why(mailbox),
+                          True)
+    return ViewStatus(f"replies read up to {_ago(now - oldest)} ago", False)

@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Model, Q
-from django.db.models.expressions import Expression
+from django.db.models import F, Model, Q, Value
+from django.db.models.expressions import CombinedExpression, Expression
 
 from db.sql import DbClock
 from mailboxes.models import Mailbox
@@ -52,18 +52,32 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
 
 def _guarded_update(obj: Model, where: dict[str, Any], updates: dict[str, Any]) -> bool:
     """UPDATE `obj`'s row only if it still has the values of `where` (compare-and-set); False when someone else
-    moved it first. On success the object holds the new values, those the database decided read back."""
+    moved it first. On success the object holds the new values: a column plus or minus a constant is
+    computed here (the row matched the values it was read with), what the database clock decided is read
+    back."""
     if not type(obj).objects.filter(pk=obj.pk, **where).update(**updates):
         return False
     decided = []
     for name, value in updates.items():
-        if isinstance(value, Expression):
+        attname = type(obj)._meta.get_field(name).attname
+        if _shift(value) is not None:
+            source, delta = _shift(value)
+            setattr(obj, attname, getattr(obj, type(obj)._meta.get_field(source).attname) + delta)
+        elif isinstance(value, Expression):
             decided.append(name)
         else:
-            setattr(obj, type(obj)._meta.get_field(name).attname, value)
+            setattr(obj, attname, value)
     if decided:
         obj.refresh_from_db(fields=decided)
     return True
+
+
+def _shift(value: Any) -> tuple[str, int] | None:
+    """(field, delta) of `F(field) + n` or `F(field) - n`; None for anything else."""
+    if (isinstance(value, CombinedExpression) and isinstance(value.lhs, F) and isinstance(value.rhs, Value)
+            and value.connector in (CombinedExpression.ADD, CombinedExpression.SUB)):
+        return value.lhs.name, value.rhs.value if value.connector == CombinedExpression.ADD else -value.rhs.value
+    return None
 
 
 # --- send jobs -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from sequences.services.mailbox_health import mailbox_block
 from sequences.timeline import Event, event_record
 
 from .batch import batch_ingest
+from .login import login_accepted, login_refused, login_wait
 from .view import folder_read_through
 
 log = logging.getLogger("outreach.ingest")
@@ -94,6 +95,18 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         return result
     folder_errors: list[str] = []
     config: ImapConfig | None = None
+    now = db_now()
+    wait = login_wait(mailbox, now=now)
+    if wait:
+        # No login now (no password, or the last one was refused and its interval has not passed): nothing is
+        # read, so the reply view stays where it was and the mailbox's follow-ups wait.
+        result.error = wait
+        refused_before = mailbox.imap_next_login_at is not None
+        Mailbox.objects.filter(pk=mailbox.pk).update(
+            last_poll_at=now, poll_failures=F("poll_failures") + 1,
+            **({} if refused_before else {"last_poll_error": wait[:2000]}))
+        log.warning("poll of mailbox %s: %s", mailbox.name, wait)
+        return result
     try:
         config = imap_config_for(mailbox)
         with ImapSession(config) as session:
@@ -122,10 +135,13 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         log.warning("poll of mailbox %s failed: %s", mailbox.name, result.error)
         Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_error=result.error[:2000],
                                                      poll_failures=F("poll_failures") + 1)
+        if isinstance(exc, ImapAuthError):
+            login_refused(mailbox, now=now)
         _block_sending_if_token_refused(mailbox, exc, config)
         if isinstance(exc, SecretRefused):  # a password env var outside the allow-list: nothing was sent
             raise ImapAuthError(str(exc)) from exc
         raise
+    login_accepted(mailbox)
     Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
                                                  last_poll_error="; ".join(folder_errors)[:2000], poll_failures=0)
     return result

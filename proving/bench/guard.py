@@ -141,6 +141,8 @@ def _send_all(queue, redis, sink: SmtpServer, jobs: list[SendJob], variant: str,
     variant_of = [VARIANTS[i % 2] if variant == "mixed" else variant for i in range(len(jobs))]
     payload = [Queue.prepare_data("proving.bench.tasks.send_timed", (job.pk, v), result_ttl=60,
                                   failure_ttl=3600) for job, v in zip(jobs, variant_of, strict=True)]
+    timed_keys = [send_key(v) for v in set(variant_of)]
+    samples_before = sum(redis.llen(key) for key in timed_keys)
     pipe = redis.pipeline()
     queue.enqueue_many(payload, pipeline=pipe)
     pipe.execute()
@@ -150,7 +152,12 @@ def _send_all(queue, redis, sink: SmtpServer, jobs: list[SendJob], variant: str,
     pending = SendJob.objects.filter(pk__in=[j.pk for j in jobs]).exclude(state=SendJob.State.SUBMITTED)
     while pending.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    return variant_of, time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    # A worker pushes its samples after the send's record committed: wait for the last ones, so that none of
+    # these jobs' samples lands after the caller cleared or read them.
+    while sum(redis.llen(key) for key in timed_keys) < samples_before + len(jobs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return variant_of, elapsed
 
 
 def _minus(after: float | None, before: float | None) -> float | None:

@@ -170,6 +170,10 @@ def mailbox_probe(*, mailbox_id: int, actor: str = "", forced: bool = False) -> 
             mailbox_health_move(mailbox=mailbox, to=HEALTH_BLOCKED, reason=f"{failed.step}: {failed.detail}",
                                 next_probe_at=now + probe_interval(mailbox.blocked_probes + 1), actor=actor)
             result = ProbeResult("still blocked", steps)
+        if passed:
+            # A check that passed (an operator's, or the probe after a new OAuth2 grant) lets the reading side
+            # try its login once at its next poll, instead of waiting out the interval of a refused one.
+            Mailbox.objects.filter(pk=mailbox.pk, imap_next_login_at__isnull=False).update(imap_next_login_at=None)
         operator_log(actor=actor, action="mailbox_check", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk, result={"outcome": result.outcome, "detail": result.text})
         return result

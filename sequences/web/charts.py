@@ -11,9 +11,11 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from db.sql import db_now
 from mailboxes.models import InboundMessage, Mailbox
 
 from ..models import Enrollment, SendJob, Sequence
+from ..reply_view import ViewStatus, view_status
 from ..selectors import jobs_with_labels
 from ..states import LIVE
 from .rows import job_rows
@@ -35,6 +37,7 @@ def dashboard() -> dict[str, Any]:
         SendJob.objects.filter(state__in=LIVE).values_list("state").annotate(n=Count("*"))
     )
     unknown_qs = jobs_with_labels().filter(state=S.UNKNOWN).order_by("-finished_at", "-id")
+    mailboxes = list(Mailbox.objects.prefetch_related("cursors").order_by("name"))
     return {
         "enrollments": [(label, enrollments[value]) for value, label in Enrollment.Status.choices],
         "stopped_by_reason": sorted(stopped_by_reason.items()),
@@ -42,9 +45,16 @@ def dashboard() -> dict[str, Any]:
         "in_flight": [(S(state).label, jobs.get(state, 0)) for state in LIVE],
         "unknown_rows": job_rows(unknown_qs[:20]),
         "unknown_total": unknown_qs.count(),
-        "mailboxes": list(Mailbox.objects.order_by("name")),
+        "mailboxes": mailboxes,
+        "mailbox_rows": mailbox_rows(mailboxes),
         "chart": activity_chart(),
     }
+
+
+def mailbox_rows(mailboxes: list[Mailbox]) -> list[tuple[Mailbox, ViewStatus]]:
+    """Each mailbox (its cursors prefetched) with its reply view in words."""
+    now = db_now()
+    return [(m, view_status(m, list(m.cursors.all()), now=now)) for m in mailboxes]
 
 
 @dataclass

@@ -20,6 +20,7 @@ from sequences.services import stops
 from sequences.services.mailbox_health import mailbox_probe
 from sequences.web import rows
 from sequences.web.access import page_of, query_without_page, ui_view
+from sequences.web.charts import mailbox_rows
 
 RAW_SHOWN_BYTES = 256 * 1024
 
@@ -34,7 +35,7 @@ def mailbox_list(request):
                 sends_from(Mailbox.objects.filter(name=result.get("name", "")).values("pk")[:1], via="enrollment__"))
         )
     return render(request, "ui/mailbox_list.html", {
-        "mailboxes": Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"),
+        "mailbox_rows": mailbox_rows(list(Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"))),
         "can_operate": request.user.has_perm(OPERATE), "result": result, "check": check,
     })
 

@@ -130,9 +130,11 @@ def test_a_refresh_token_refused_at_the_imap_poll_blocks_sending_and_no_smtp_log
     assert smtp.auth_attempts == 0 and smtp.connections == 0 and smtp.received == []
     assert oauth.refused == 1  # sending did not even ask the token endpoint
 
-    # Polled again while blocked: still reported, and the block (reason, probe schedule) stays as it was.
+    # Polled again while blocked: no login and no token request before the refused login's interval has
+    # passed (inbound.ingest.login); it says so, and the block (reason, probe schedule) stays as it was.
     next_probe = box.next_probe_at
-    poll_refused(box)
+    assert "IMAP login refused 1 time in a row; next attempt at" in mailbox_poll(mailbox_id=box.pk).error
+    assert oauth.refused == 1
     box.refresh_from_db()
     assert box.next_probe_at == next_probe and TimelineEvent.objects.filter(kind="mailbox_blocked").count() == 1
 

@@ -15,7 +15,7 @@ from db.sql import db_now
 from inbound.ingest.poll import mailbox_poll
 from inbound.ingest.view import folder_unread_mark
 from mailboxes.imap.errors import ImapError
-from mailboxes.models import ImapCursor
+from mailboxes.models import ImapCursor, Mailbox
 from proving.harness import mails
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
@@ -115,7 +115,8 @@ def test_a_mailbox_that_cannot_read_its_replies_holds_follow_ups_until_it_can(im
     deferred = TimelineEvent.objects.filter(kind="job_deferred", data__reason="reply_view").first()
     assert deferred.data["detail"].startswith("waiting to read replies: last read 60 minutes ago")
 
-    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")  # the operator fixed it ...
+    Mailbox.objects.filter(pk=imap_mailbox.pk).update(imap_next_login_at=db_now())  # ... and the interval passed
     assert poll(imap_mailbox).error == ""
     SendJob.objects.filter(state=S.SCHEDULED).update(scheduled_at=db_now())  # their re-check is due now
     assert set(run_due().values()) == {S.SUBMITTED}
@@ -151,3 +152,22 @@ def test_the_authorization_records_how_fresh_the_view_was(imap_mailbox, smtp_ser
     (job_id,) = run_due()
     event = TimelineEvent.objects.get(job_id=job_id, kind="job_authorized")
     assert 0 <= event.data["replies_read_seconds_before"] < 60
+
+
+def test_the_pages_say_when_a_mailbox_is_not_reading_its_replies(imap_mailbox, dovecot, smtp_server, monkeypatch,
+                                                                 client, django_user_model):
+    """The dashboard and the mailboxes page say the view in words: read recently, or not reading since T with
+    its follow-ups held, and the server's words for why."""
+    client.force_login(django_user_model.objects.create_superuser("boss", "boss@example.com", "pw"))
+    assert poll(imap_mailbox).error == ""
+    page = client.get("/mailboxes/").content.decode()
+    assert "Replies: replies read up to" in page and "follow-ups held" not in page
+
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "revoked")
+    with pytest.raises(ImapError):
+        poll(imap_mailbox)
+    ImapCursor.objects.filter(mailbox=imap_mailbox).update(read_through=db_now() - timedelta(hours=2))
+    for url in ("/", "/mailboxes/"):
+        page = client.get(url).content.decode()
+        assert "not reading replies since" in page and "follow-ups held" in page, url
+        assert "revoked" not in page  # the password itself never

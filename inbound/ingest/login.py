@@ -1,0 +1,46 @@
+"""When the reading side may log in to a mailbox's IMAP server: never without a password, never in a burst.
+
+A missing or empty password variable is found before any connection: no login is attempted with it. A login
+the server refused is tried again only after the next interval of the probe ladder
+(OUTREACH_PROBE_INTERVALS, as for a blocked sending side), one attempt per interval, so a revoked or wrong
+password never adds up to the failed logins that make Google or Microsoft lock the account. The poller and
+the IDLE watcher both ask here before they connect.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import F
+
+from mailboxes.models import Auth, Mailbox
+from mailboxes.secrets import secret_from_env
+from sequences.services.mailbox_health import probe_interval
+
+
+def login_wait(mailbox: Mailbox, *, now: datetime) -> str:
+    """Why no login may be attempted now, in words (the poll's error); '' when one may."""
+    if mailbox.auth != Auth.OAUTH2:
+        name = mailbox.imap_password_env
+        if not name:
+            return "no IMAP password variable is set for this mailbox: no login attempted"
+        if not secret_from_env(name):
+            return f"the IMAP password variable {name} is empty or not set: no login attempted"
+    if mailbox.imap_next_login_at is not None and mailbox.imap_next_login_at > now:
+        times = mailbox.imap_login_refusals
+        return (f"IMAP login refused {times} time{'s' if times != 1 else ''} in a row; next attempt at "
+                f"{mailbox.imap_next_login_at:%Y-%m-%d %H:%M:%S} UTC"
+                + (f" ({mailbox.last_poll_error})" if mailbox.last_poll_error else ""))
+    return ""
+
+
+def login_refused(mailbox: Mailbox, *, now: datetime) -> None:
+    """The server refused the login: the next attempt waits for the next interval of the ladder."""
+    Mailbox.objects.filter(pk=mailbox.pk).update(
+        imap_login_refusals=F("imap_login_refusals") + 1,
+        imap_next_login_at=now + probe_interval(mailbox.imap_login_refusals))
+
+
+def login_accepted(mailbox: Mailbox) -> None:
+    if mailbox.imap_login_refusals or mailbox.imap_next_login_at:
+        Mailbox.objects.filter(pk=mailbox.pk).update(imap_login_refusals=0, imap_next_login_at=None)
