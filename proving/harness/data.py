@@ -89,7 +89,8 @@ def followups_create(count: int, *, sequences: list[Sequence], tag: str, state: 
         [Contact(email=f"p{i}.{tag}@prospects.test", first_name="Ada", last_name="Lovelace", company="Acme")
          for i in range(count)], batch_size=2000)
     enrollments = Enrollment.objects.bulk_create(
-        [Enrollment(sequence=sequences[i % len(sequences)], contact=c) for i, c in enumerate(contacts)],
+        [Enrollment(sequence=sequences[i % len(sequences)], contact=c, mailbox_id=sequences[i % len(sequences)]
+                    .mailbox_id) for i, c in enumerate(contacts)],  # as the services write them (rotation)
         batch_size=2000)
     sent = now - timedelta(hours=1)
     SendJob.objects.bulk_create(
