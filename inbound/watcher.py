@@ -283,7 +283,7 @@ def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None
         while not stop.is_set():
             if time.monotonic() >= next_refresh:
                 watcher.reconcile({key(box, folder): (box, folder) for box in watched(name)
-                                   for folder in (box.imap_folders or ["INBOX"])})
+                                   for folder in box.reply_folders})
                 connection.close()
                 next_refresh = time.monotonic() + refresh
                 if len(watcher.watches) != shown:

@@ -130,6 +130,11 @@ class Mailbox(models.Model):
         return bool(self.imap_host)
 
     @property
+    def reply_folders(self) -> list[str]:
+        """The folders the poller and the watcher read (INBOX unless the configuration names others)."""
+        return self.imap_folders or ["INBOX"]
+
+    @property
     def guardrail_silence_text(self) -> str:
         """How long an operator's resume silences the guardrail, in words ("24 hours", "2 days")."""
         seconds = self.guardrail_silence_seconds

@@ -10,6 +10,7 @@ Every function requires the caller's transaction unless it says otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,6 +44,26 @@ def job_read(job_id: int) -> SendJob | None:
 
 
 @dataclass(frozen=True)
+class FolderViews:
+    """What a mailbox's reply folders say of its reply view (`inbound.ingest.view` keeps each folder's)."""
+
+    read: int = 0  # folders with a read-through time
+    read_through: datetime | None = None  # the oldest of those times
+    unread_since: datetime | None = None  # the oldest mark of mail heard of but not yet read
+
+
+def folder_views(marks: Iterable[tuple[datetime | None, datetime | None]]) -> FolderViews:
+    """FolderViews from each reply folder's (read_through, unread_since)."""
+    read_through, unread = [], []
+    for read, mark in marks:
+        if read is not None:
+            read_through.append(read)
+        if mark is not None:
+            unread.append(mark)
+    return FolderViews(len(read_through), min(read_through, default=None), min(unread, default=None))
+
+
+@dataclass(frozen=True)
 class Facts:
     """What the final check reads besides the rows: the clock, the ledger, the last step."""
 
@@ -50,11 +71,9 @@ class Facts:
     suppressed: bool  # the latest ledger entry of the address or of its domain suppresses it, or it was erased
     previous_step_sent: bool  # step 1, or the step before really left (`sequences.states.LEFT`)
     # The reply view (`sequences.reply_view`): whether this is a follow-up (a message of ours from this mailbox
-    # to this person really left before), and the state of the mailbox's reply folders.
+    # to this person really left before), and what the mailbox's reply folders say (read only for one).
     follow_up: bool = False
-    folders_read: int = 0  # reply folders with a read-through time
-    read_through: datetime | None = None  # the oldest of them
-    unread_since: datetime | None = None  # the oldest mark of mail heard of but not yet read
+    views: FolderViews = FolderViews()
 
 
 def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
@@ -79,16 +98,13 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
         follow_up=Exists(SendJob.objects.filter(LEFT, sends_from(mailbox.pk, via="enrollment__"),
                                                 enrollment__contact_id=job.enrollment.contact_id)),
     ).get()
-    views: list[tuple[datetime | None, datetime | None]] = []
+    views = FolderViews()
     if read["follow_up"] and mailbox.has_imap:
-        views = list(ImapCursor.objects.filter(mailbox_id=mailbox.pk, folder__in=mailbox.imap_folders or ["INBOX"])
-                     .values_list("read_through", "unread_since"))
-    read_through = [r for r, _ in views if r is not None]
-    unread = [u for _, u in views if u is not None]
+        views = folder_views(ImapCursor.objects.filter(mailbox_id=mailbox.pk, folder__in=mailbox.reply_folders)
+                             .values_list("read_through", "unread_since"))
     return Facts(now=read["now"], suppressed=read["suppressed"] or read["erased"],
                  previous_step_sent=job.step.position == 1 or read["previous_left"], follow_up=read["follow_up"],
-                 folders_read=len(read_through), read_through=min(read_through, default=None),
-                 unread_since=min(unread, default=None))
+                 views=views)
 
 
 def sent_before(job: SendJob) -> list[tuple[str, str, bool, int]]:

@@ -20,44 +20,68 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from django.conf import settings
 
 from mailboxes.models import ImapCursor, Mailbox
 
-from .loads import Facts
+from .loads import Facts, FolderViews, folder_views
 
 
 def max_age_seconds(mailbox: Mailbox) -> int:
     return settings.OUTREACH_REPLY_VIEW_MAX_AGE if mailbox.reply_view_max_age is None else mailbox.reply_view_max_age
 
 
+class View(StrEnum):
+    """What a mailbox's reply view is now: the one rule the final check and the pages read."""
+
+    NOT_READ_ALLOWED = "not_read_allowed"  # no IMAP, and its configuration sends follow-ups anyway
+    NOT_READ = "not_read"  # no IMAP: follow-ups wait
+    UNREAD = "unread"  # the watcher heard of mail no completed poll has read
+    NEVER_READ = "never_read"  # a reply folder has no read-through time yet
+    STALE = "stale"  # read longer ago than the mailbox's max age
+    FRESH = "fresh"
+
+
+HOLDING = frozenset({View.NOT_READ, View.UNREAD, View.NEVER_READ, View.STALE})
+
+
+def view_of(mailbox: Mailbox, views: FolderViews, *, now: datetime) -> View:
+    if not mailbox.has_imap:
+        return View.NOT_READ_ALLOWED if mailbox.follow_ups_without_reply_view else View.NOT_READ
+    if views.unread_since is not None:
+        return View.UNREAD
+    if views.read < len(mailbox.reply_folders) or views.read_through is None:
+        return View.NEVER_READ
+    if now - views.read_through > timedelta(seconds=max_age_seconds(mailbox)):
+        return View.STALE
+    return View.FRESH
+
+
 def hold_reason(mailbox: Mailbox, facts: Facts) -> str:
     """Why this job must wait for the mailbox to read its replies, in words; '' when it may go."""
     if not facts.follow_up:
         return ""
-    if not mailbox.has_imap:
-        if mailbox.follow_ups_without_reply_view:
-            return ""
+    views, now = facts.views, facts.now
+    view = view_of(mailbox, views, now=now)
+    if view == View.NOT_READ:
         return ("this mailbox reads no replies (no IMAP): follow-ups wait; connect its inbox, or allow "
                 "follow_ups_without_reply_view")
-    if facts.unread_since is not None:
-        return (f"waiting to read replies: new mail arrived {_ago(facts.now - facts.unread_since)} ago and is "
-                "being read")
-    folders = len(mailbox.imap_folders or ["INBOX"])
-    if facts.folders_read < folders or facts.read_through is None:
+    if view == View.UNREAD:
+        return f"waiting to read replies: new mail arrived {_ago(now - views.unread_since)} ago and is being read"
+    if view == View.NEVER_READ:
         return "waiting to read replies: the reply folders have not all been read yet" + _why(mailbox)
-    age = facts.now - facts.read_through
-    if age > timedelta(seconds=max_age_seconds(mailbox)):
-        return f"waiting to read replies: last read {_ago(age)} ago" + _why(mailbox)
+    if view == View.STALE:
+        return f"waiting to read replies: last read {_ago(now - views.read_through)} ago" + _why(mailbox)
     return ""
 
 
 def view_age_seconds(facts: Facts) -> float | None:
     """How long before the final check the replies were read through (for the authorization's event)."""
-    if facts.read_through is None:
+    if facts.views.read_through is None:
         return None
-    return round(max((facts.now - facts.read_through).total_seconds(), 0.0), 3)
+    return round(max((facts.now - facts.views.read_through).total_seconds(), 0.0), 3)
 
 
 def _why(mailbox: Mailbox) -> str:
@@ -82,21 +106,20 @@ class ViewStatus:
 
 
 def view_status(mailbox: Mailbox, cursors: list[ImapCursor], *, now: datetime) -> ViewStatus:
-    """The reply view of `mailbox` in words, from its folders' cursors (the same rule as `hold_reason`)."""
-    if not mailbox.has_imap:
-        if mailbox.follow_ups_without_reply_view:
-            return ViewStatus("reads no replies: follow-ups are sent without reading replies", False)
-        return ViewStatus("reads no replies: follow-ups held (connect its inbox)", True)
-    folders = set(mailbox.imap_folders or ["INBOX"])
-    views = [c for c in cursors if c.folder in folders]
-    unread = [c.unread_since for c in views if c.unread_since is not None]
-    if unread:
-        return ViewStatus(f"new mail since {min(unread):%H:%M:%S} UTC is being read: follow-ups held", True)
-    read = [c.read_through for c in views if c.read_through is not None]
-    if len(read) < len(folders):
-        return ViewStatus("replies not read yet: follow-ups held until the first poll" + _why(mailbox), True)
-    oldest = min(read)
-    if now - oldest > timedelta(seconds=max_age_seconds(mailbox)):
-        return ViewStatus(f"not reading replies since {oldest:%Y-%m-%d %H:%M} UTC: follow-ups held" + _why(mailbox),
-                          True)
-    return ViewStatus(f"replies read up to {_ago(now - oldest)} ago", False)
+    """The reply view of `mailbox` in words, from its folders' cursors (`view_of`, as the final check)."""
+    folders = set(mailbox.reply_folders)
+    views = folder_views((c.read_through, c.unread_since) for c in cursors if c.folder in folders)
+    view = view_of(mailbox, views, now=now)
+    holding = view in HOLDING
+    if view == View.NOT_READ_ALLOWED:
+        return ViewStatus("reads no replies: follow-ups are sent without reading replies", holding)
+    if view == View.NOT_READ:
+        return ViewStatus("reads no replies: follow-ups held (connect its inbox)", holding)
+    if view == View.UNREAD:
+        return ViewStatus(f"new mail since {views.unread_since:%H:%M:%S} UTC is being read: follow-ups held", holding)
+    if view == View.NEVER_READ:
+        return ViewStatus("replies not read yet: follow-ups held until the first poll" + _why(mailbox), holding)
+    if view == View.STALE:
+        return ViewStatus(f"not reading replies since {views.read_through:%Y-%m-%d %H:%M} UTC: follow-ups held"
+                          + _why(mailbox), holding)
+    return ViewStatus(f"replies read up to {_ago(now - views.read_through)} ago", holding)

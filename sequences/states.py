@@ -60,8 +60,8 @@ def _guarded_update(obj: Model, where: dict[str, Any], updates: dict[str, Any]) 
     decided = []
     for name, value in updates.items():
         attname = type(obj)._meta.get_field(name).attname
-        if _shift(value) is not None:
-            source, delta = _shift(value)
+        if (shift := _shift(value)) is not None:
+            source, delta = shift
             setattr(obj, attname, getattr(obj, type(obj)._meta.get_field(source).attname) + delta)
         elif isinstance(value, Expression):
             decided.append(name)

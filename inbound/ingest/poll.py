@@ -111,7 +111,7 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         config = imap_config_for(mailbox)
         with ImapSession(config) as session:
             sent = _sent_folders(session)
-            for folder in mailbox.imap_folders or ["INBOX"]:
+            for folder in mailbox.reply_folders:
                 begun = db_now()  # what this folder's pass reads through, if it completes
                 try:
                     result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since,

@@ -52,7 +52,7 @@ def imap_check(mailbox: Mailbox) -> list[CheckStep]:
     try:
         with ImapSession(config) as session:
             return [CheckStep("login", True, f"{config.username} on {config.host}:{config.port}{how}"),
-                    *session.check(list(mailbox.imap_folders or ["INBOX"]))]
+                    *session.check(list(mailbox.reply_folders))]
     except ImapError as exc:
         hint = ""
         if config.oauth2 is not None and "refused with a fresh access token" in str(exc):
