@@ -8,14 +8,15 @@ through the ORM. What is left here:
   workers by when they happened; SQLite's `strftime('%f')` gives milliseconds. One clock for every host.
 - `db_now()`: that clock read on its own (the ORM has no SELECT without a table).
 - `advisory_lock()`: PostgreSQL's session advisory lock, which serializes two API requests that carry the
-  same idempotency key without holding a transaction open; SQLite has no such lock, and its one writer
-  at a time serializes the requests' transactions instead.
+  same idempotency key without holding a transaction open; SQLite has no such lock, so there an
+  exclusive `flock` on a file beside the database file does it (SQLite is one machine's database).
 - `like_indexes_dropped()`: a migration operation that drops the `varchar_pattern_ops` twin Django gives
   an indexed CharField on PostgreSQL (nothing here searches by prefix; each index costs every write).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,12 +49,19 @@ def db_now() -> datetime:
 
 @contextmanager
 def advisory_lock(*parts: str) -> Iterator[None]:
-    """Hold a PostgreSQL session-level advisory lock named by `parts` for the block, outside any transaction.
+    """Let one block named by `parts` run at a time, across threads and processes, outside any transaction.
 
-    Elsewhere nothing is taken: SQLite's IMMEDIATE transactions already let one writer in at a time.
+    PostgreSQL: a session-level advisory lock. SQLite: an exclusive `flock` on `<database file>.lock`, one
+    lock for every name (the local run's API does not need more); each call opens the file, so two threads
+    of one process wait for each other too.
     """
     if connection.vendor != "postgresql":
-        yield
+        with open(f"{connection.settings_dict['NAME']}.lock", "a") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
         return
     digest = hashlib.sha256("\x00".join(parts).encode()).digest()
     key = int.from_bytes(digest[:8], "big", signed=True)

@@ -4,9 +4,10 @@ The first response to (token, key) is stored with a fingerprint of the
 request (method, path, body). A retry with the same key and the same request
 gets that response again (header `Idempotent-Replayed: true`) and acts
 nothing; the same key with another request is a 422. Two requests with the
-same key at the same time are serialized on PostgreSQL by a session-level
-advisory lock on (token, key) — held while the first one runs, outside any
-transaction — so the second waits and then replays the first's answer.
+same key at the same time are serialized (`db.sql.advisory_lock`: on
+PostgreSQL a session-level advisory lock on (token, key), held while the
+first one runs, outside any transaction; on SQLite one write transaction),
+so the second waits and then replays the first's answer.
 
 Not stored (the request never reached its action, so a retry may run it):
 401 (no live token) and 429 (rate limited). Stored answers are kept for
@@ -21,7 +22,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
 
-from django.db import IntegrityError, transaction
 from django.http import HttpResponse, JsonResponse
 
 from db.sql import advisory_lock, db_now
@@ -72,19 +72,14 @@ def idempotent(view: Callable) -> Callable:
                 return replay(stored) if stored.fingerprint == print_ else mismatch(key)
             response = view(request, *args, **kwargs)
             if response.status_code not in NOT_STORED and not response.streaming:
-                try:
-                    with transaction.atomic():
-                        IdempotencyKey.objects.create(
-                            token=token,
-                            key=key,
-                            fingerprint=print_,
-                            status_code=response.status_code,
-                            content_type=response.get("Content-Type", "application/json"),
-                            body=response.content.decode(),
-                        )
-                except IntegrityError:  # SQLite: a concurrent first request stored its answer first
-                    stored = IdempotencyKey.objects.get(token=token, key=key)
-                    return replay(stored) if stored.fingerprint == print_ else mismatch(key)
+                IdempotencyKey.objects.create(
+                    token=token,
+                    key=key,
+                    fingerprint=print_,
+                    status_code=response.status_code,
+                    content_type=response.get("Content-Type", "application/json"),
+                    body=response.content.decode(),
+                )
             return response
 
     return wrapped
