@@ -34,12 +34,14 @@ def window_around_auckland_now(now: datetime) -> tuple[time, time]:
 
     Auckland is 19 to 21 hours ahead of Los Angeles, so Los Angeles' clock
     then reads 3 to 5 hours off Auckland's: always outside this window.
+    Near midnight the window is cut at the local day's edges: it starts at 00:00 or runs to the day's
+    last instant (a window ending 23:59 would be closed during the day's last minute).
     """
     local = now.astimezone(AUCKLAND)
-    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
-    start = max(local - timedelta(hours=1), midnight)
-    end = min(local + timedelta(hours=1), midnight + timedelta(hours=23, minutes=59))
-    return time(start.hour, start.minute), time(end.hour, end.minute)
+    before, after = local - timedelta(hours=1), local + timedelta(hours=1)
+    start = time(before.hour, before.minute) if before.date() == local.date() else time(0, 0)
+    end = time(after.hour, after.minute) if after.date() == local.date() else time.max
+    return start, end
 
 
 def enroll_in_zone(sequence, email: str, zone: str) -> Enrollment:
