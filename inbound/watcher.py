@@ -303,4 +303,4 @@ def watched(name: str | None) -> list[Mailbox]:
 def key(box: Mailbox, folder: str) -> tuple:
     """What a watch was opened with: a change to any of it opens a new one."""
     return (box.pk, folder, box.imap_host, box.imap_port, box.imap_username, box.imap_password_env,
-            box.imap_security, box.ca_file)
+            box.imap_password_sealed, box.imap_security, box.ca_file, box.auth, box.oauth2_refresh_token_sealed)

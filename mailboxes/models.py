@@ -23,7 +23,9 @@ class Auth(models.TextChoices):
 
 
 class Mailbox(models.Model):
-    """A sending identity. Passwords are never stored: only the name of the env var holding them."""
+    """A sending identity. A secret is either named (an allow-listed environment variable, `*_env`) or entered in
+    the browser and kept sealed (`*_sealed`: a Fernet token, mailboxes.sealed); a sealed one wins when both are set.
+    A plain secret is never a field of this model."""
 
     name = models.SlugField(max_length=100, unique=True)
     address = models.EmailField()
@@ -33,6 +35,7 @@ class Mailbox(models.Model):
     smtp_port = models.PositiveIntegerField(default=2525)
     smtp_username = models.CharField(max_length=255, blank=True)
     smtp_password_env = models.CharField(max_length=100, blank=True)
+    smtp_password_sealed = models.TextField(blank=True, editable=False)
     smtp_security = models.CharField(max_length=10, choices=Security.choices, default=Security.NONE)
 
     daily_cap = models.PositiveIntegerField(default=200)
@@ -63,6 +66,11 @@ class Mailbox(models.Model):
     oauth2_client_id = models.CharField(max_length=255, blank=True)
     oauth2_client_secret_env = models.CharField(max_length=100, blank=True)
     oauth2_refresh_token_env = models.CharField(max_length=100, blank=True)
+    oauth2_client_secret_sealed = models.TextField(blank=True, editable=False)
+    oauth2_refresh_token_sealed = models.TextField(blank=True, editable=False)
+    # A provider of the browser's sign-in ("generic"): where its consent page and the signed-in identity are.
+    oauth2_authorize_url = models.CharField(max_length=500, blank=True)
+    oauth2_userinfo_url = models.CharField(max_length=500, blank=True)
     oauth2_scope = models.CharField(max_length=500, blank=True)  # empty: the preset's
 
     paused = models.BooleanField(default=False)  # by an operator
@@ -95,6 +103,7 @@ class Mailbox(models.Model):
     imap_port = models.PositiveIntegerField(default=143)
     imap_username = models.CharField(max_length=255, blank=True)
     imap_password_env = models.CharField(max_length=100, blank=True)
+    imap_password_sealed = models.TextField(blank=True, editable=False)
     imap_security = models.CharField(max_length=10, choices=Security.choices, default=Security.NONE)
     imap_folders = models.JSONField(default=list, blank=True)
     # The reply view (`sequences.services.reply_view`): a follow-up is authorized only while every reply folder

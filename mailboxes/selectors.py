@@ -8,12 +8,62 @@ from django.conf import settings
 from .imap.connection import ImapConfig
 from .models import Auth, Mailbox
 from .oauth2 import OAuth2Config, provider_defaults
+from .sealed import SEALED_FIELDS, SealedSecretUnreadable, unseal
 from .secrets import SecretRefused, secret_from_env
 from .transports.base import CheckStep, MailboxRefused, Submission, Transport
 from .transports.esp import EspConfig, EspTransport, esp_api_url
 from .transports.smtp import SmtpConfig, SmtpTransport
 
-__all__ = ["RefusedTransport", "oauth2_config_for", "secret_from_env", "smtp_logs_in_with", "transport_for"]
+__all__ = ["RefusedTransport", "imap_password_missing", "mailbox_secret", "oauth2_config_for", "secret_from_env",
+           "secret_source", "smtp_logs_in_with", "transport_for"]
+
+# Each secret of a mailbox: its sealed column (entered in the browser) and its environment-variable column (TOML).
+SECRETS = {
+    "smtp_password": ("smtp_password_sealed", "smtp_password_env"),
+    "imap_password": ("imap_password_sealed", "imap_password_env"),
+    "oauth2_client_secret": ("oauth2_client_secret_sealed", "oauth2_client_secret_env"),
+    "oauth2_refresh_token": ("oauth2_refresh_token_sealed", "oauth2_refresh_token_env"),
+}
+
+
+def mailbox_secret(mailbox: Mailbox, which: str) -> str:
+    """One secret of the mailbox: the stored one when set, else the allow-listed environment variable's.
+
+    SecretRefused (or its SealedSecretUnreadable) when it may not or cannot be read; never logs the value."""
+    sealed, env = SECRETS[which]
+    if token := getattr(mailbox, sealed):
+        return unseal(token, what=f"{SEALED_FIELDS[sealed]} stored for mailbox {mailbox.name}")
+    return secret_from_env(getattr(mailbox, env))
+
+
+def secret_source(mailbox: Mailbox, which: str) -> str:
+    """Where the secret comes from, in words for a page ("stored encrypted", "environment variable X", "")."""
+    sealed, env = SECRETS[which]
+    if getattr(mailbox, sealed):
+        return "stored encrypted"
+    if name := getattr(mailbox, env):
+        return f"environment variable {name}"
+    return ""
+
+
+def imap_password_missing(mailbox: Mailbox) -> str:
+    """Why the reading side has no password to log in with, in words; "" when it has one (or logs in with OAuth2).
+
+    Found before any connection: a login is never attempted without a password."""
+    if mailbox.auth == Auth.OAUTH2:
+        return ""
+    if mailbox.imap_password_sealed:
+        try:
+            mailbox_secret(mailbox, "imap_password")
+        except SecretRefused as exc:
+            return f"{exc}: no login attempted"
+        return ""
+    name = mailbox.imap_password_env
+    if not name:
+        return "no IMAP password is set for this mailbox: no login attempted"
+    if not secret_from_env(name):
+        return f"the IMAP password variable {name} is empty or not set: no login attempted"
+    return ""
 
 
 class RefusedTransport(Transport):
@@ -22,26 +72,28 @@ class RefusedTransport(Transport):
     The mailbox's problem, not the message's: sending blocks the mailbox (its jobs wait) until it is fixed.
     """
 
-    def __init__(self, mailbox: str, problem: str):
+    def __init__(self, mailbox: str, problem: str, hint: str = "name a variable that starts with OUTREACH_SECRET_"):
         self.problem = f"mailbox {mailbox}: {problem}"
+        self.hint = hint
 
     def send(self, *, sender: str, recipient: str, message: bytes, **kwargs) -> Submission:
-        raise MailboxRefused(self.problem, hint="name a variable that starts with OUTREACH_SECRET_")
+        raise MailboxRefused(self.problem, hint=self.hint)
 
     def check(self, *, sender: str) -> list[CheckStep]:
-        return [CheckStep("secret", False, self.problem)]
+        return [CheckStep("secret", False, f"{self.problem} — {self.hint}")]
 
 
 def oauth2_config_for(mailbox: Mailbox) -> OAuth2Config | None:
-    """The mailbox's OAuth2 client (secrets read from the allow-listed environment), or None for a password."""
+    """The mailbox's OAuth2 client (secrets stored encrypted, or read from the allow-listed environment), or None
+    for a password."""
     if mailbox.auth != Auth.OAUTH2:
         return None
     preset = provider_defaults(mailbox.oauth2_provider)
     return OAuth2Config(
         token_url=mailbox.oauth2_token_url or (preset.token_url if preset else ""),
         client_id=mailbox.oauth2_client_id,
-        client_secret=secret_from_env(mailbox.oauth2_client_secret_env),
-        refresh_token=secret_from_env(mailbox.oauth2_refresh_token_env),
+        client_secret=mailbox_secret(mailbox, "oauth2_client_secret"),
+        refresh_token=mailbox_secret(mailbox, "oauth2_refresh_token"),
         scope=mailbox.oauth2_scope or (preset.scope if preset else ""),
         client_secret_env=mailbox.oauth2_client_secret_env,
         refresh_token_env=mailbox.oauth2_refresh_token_env,
@@ -67,14 +119,16 @@ def transport_for(mailbox: Mailbox) -> Transport:
                 host=mailbox.smtp_host,
                 port=mailbox.smtp_port,
                 username=mailbox.smtp_username,
-                password="" if mailbox.auth == Auth.OAUTH2 else secret_from_env(mailbox.smtp_password_env),
+                password="" if mailbox.auth == Auth.OAUTH2 else mailbox_secret(mailbox, "smtp_password"),
                 security=mailbox.smtp_security,
                 timeout=settings.OUTREACH_SMTP_TIMEOUT,
                 ca_file=mailbox.ca_file,
-                password_env=mailbox.smtp_password_env,
+                password_env="" if mailbox.smtp_password_sealed else mailbox.smtp_password_env,
                 oauth2=oauth2_config_for(mailbox),
             )
         )
+    except SealedSecretUnreadable as exc:
+        return RefusedTransport(mailbox.name, str(exc), exc.hint)
     except SecretRefused as exc:
         return RefusedTransport(mailbox.name, str(exc))
 
@@ -95,9 +149,10 @@ def smtp_logs_in_with(mailbox: Mailbox, oauth2: OAuth2Config | None) -> bool:
 
 
 def imap_config_for(mailbox: Mailbox) -> ImapConfig:
-    """How to reach the mailbox's IMAP server and log in (its password from the allow-listed environment)."""
+    """How to reach the mailbox's IMAP server and log in (its password stored encrypted, or from the allow-listed
+    environment)."""
     oauth2 = oauth2_config_for(mailbox)
     return ImapConfig(host=mailbox.imap_host, port=mailbox.imap_port, username=mailbox.imap_username,
-                      password="" if oauth2 else secret_from_env(mailbox.imap_password_env),
+                      password="" if oauth2 else mailbox_secret(mailbox, "imap_password"),
                       security=mailbox.imap_security, timeout=settings.OUTREACH_IMAP_TIMEOUT, ca_file=mailbox.ca_file,
                       oauth2=oauth2)

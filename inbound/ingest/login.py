@@ -13,19 +13,15 @@ from datetime import datetime
 
 from django.db.models import F
 
-from mailboxes.models import Auth, Mailbox
-from mailboxes.secrets import secret_from_env
+from mailboxes.models import Mailbox
+from mailboxes.selectors import imap_password_missing
 from sequences.services.mailbox_health import probe_interval
 
 
 def login_wait(mailbox: Mailbox, *, now: datetime) -> str:
     """Why no login may be attempted now, in words (the poll's error); '' when one may."""
-    if mailbox.auth != Auth.OAUTH2:
-        name = mailbox.imap_password_env
-        if not name:
-            return "no IMAP password variable is set for this mailbox: no login attempted"
-        if not secret_from_env(name):
-            return f"the IMAP password variable {name} is empty or not set: no login attempted"
+    if missing := imap_password_missing(mailbox):
+        return missing
     if mailbox.imap_next_login_at is not None and mailbox.imap_next_login_at > now:
         times = mailbox.imap_login_refusals
         return (f"IMAP login refused {times} time{'s' if times != 1 else ''} in a row; next attempt at "
