@@ -117,8 +117,12 @@ def _compiled(text: str):
 
 
 def render(template: str, context: dict) -> str:
-    """Render a step's text for one contact; MissingValue names an undefined or empty variable."""
-    return _compiled(template).render(Context(context, autoescape=False))
+    """Render a step's text for one contact, as a plain str; MissingValue names an undefined or empty variable.
+
+    Django marks a template's output safe for HTML (a SafeString). A step's output is mail text holding
+    whatever a contact's fields hold, so it is returned as a plain str: a page that shows it escapes it.
+    """
+    return "".join(_compiled(template).render(Context(context, autoescape=False)))
 
 
 def _plain(exc: TemplateSyntaxError) -> str:
