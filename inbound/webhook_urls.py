@@ -1,10 +1,23 @@
-"""anymail's webhook URLs, behind HTTP basic auth that answers 401 with a challenge.
+"""anymail's webhook URLs, behind HTTP basic auth that answers 401 with a challenge, each event standing alone.
 
 anymail checks the same ANYMAIL["WEBHOOK_SECRET"] itself, but answers a
 missing or wrong password with 400. A 401 with WWW-Authenticate is what basic
 auth means (some ESPs send credentials only when challenged), so each view is
 wrapped here; anymail's own check still runs behind this one. With no secret
 configured every POST is refused: the webhooks are never open to anyone.
+Wrong passwords are counted per client address (the address django-axes
+reads for the login form); past OUTREACH_WEBHOOK_AUTH_FAILURE_LIMIT in a
+window, that address gets 429 with Retry-After until the window ends, the
+right password included, so guessing costs time and the ESP elsewhere is not
+locked out.
+
+anymail converts a whole batch before it hands on any event, so one event it
+cannot read (not an object, a timestamp that is no number) would fail the
+batch and lose the good bounces and complaints beside it. Each view here
+converts event by event: one that cannot be read is recorded as malformed
+(`inbound.webhooks.tracking_unreadable`) and the rest are applied. A body
+that is no batch at all (not JSON, not UTF-8, another content type, the
+wrong shape) is a 400 in words, never a 5xx that the ESP would retry forever.
 
 Only the tracking webhooks of the ESPs in OUTREACH_WEBHOOK_ESPS are mounted
 (inbound-mail webhooks never are); `inbound.checks` refuses to start when one
@@ -14,9 +27,11 @@ of them lacks a setting anymail needs (Mailgun's signing key, Mandrill's key).
 from __future__ import annotations
 
 import functools
+import json
 
 from anymail.urls import urlpatterns as anymail_urlpatterns
 from anymail.utils import get_anymail_setting, get_request_basic_auth
+from axes.helpers import get_client_ip_address
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
@@ -24,7 +39,17 @@ from django.urls import URLPattern
 from django.utils.crypto import constant_time_compare
 from django.views.decorators.csrf import csrf_exempt
 
+from sequences.api.ratelimit import window_count
+
+from .webhooks import Unreadable, tracking_unreadable
+
 app_name = "anymail"
+
+# Seconds of the window in which an address's failed logins are counted.
+AUTH_FAILURE_WINDOW = 600
+# The JSON value each ESP's tracking webhook posts; ESPs not named here are checked by anymail's parser alone.
+BODY_SHAPES: dict[str, type] = {"sendgrid": list, "brevo": dict}
+SHAPE_WORDS = {list: "a JSON array of events", dict: "a JSON object (one event)"}
 
 
 def basic_auth_ok(request) -> bool:
@@ -35,17 +60,84 @@ def basic_auth_ok(request) -> bool:
     return given is not None and any(constant_time_compare(given, secret) for secret in allowed)
 
 
+def _plain(status: int, text: str) -> HttpResponse:
+    return HttpResponse(text + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
 def challenge_unauthenticated(view):
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
         # HEAD stays open: ESPs probe the URL that way when it is configured; it does nothing.
-        if request.method != "HEAD" and not basic_auth_ok(request):
-            response = HttpResponse("authentication required\n", status=401, content_type="text/plain")
+        if request.method == "HEAD":
+            return view(request, *args, **kwargs)
+        name = f"webhook-auth-failures:{get_client_ip_address(request) or 'unknown'}"
+        limit = settings.OUTREACH_WEBHOOK_AUTH_FAILURE_LIMIT
+        failures, retry_after = window_count(name=name, seconds=AUTH_FAILURE_WINDOW, add=0)
+        if failures >= limit:
+            response = _plain(429, "too many failed logins from this address; try again later")
+            response["Retry-After"] = str(retry_after)
+            return response
+        if not basic_auth_ok(request):
+            window_count(name=name, seconds=AUTH_FAILURE_WINDOW)
+            response = _plain(401, "authentication required")
             response["WWW-Authenticate"] = 'Basic realm="outreach webhooks", charset="UTF-8"'
             return response
         return view(request, *args, **kwargs)
 
     return login_not_required(csrf_exempt(wrapped))
+
+
+def body_problem(request, esp: str) -> str:
+    """Why the request's body is not a batch this ESP's webhook posts ('' when it may be one)."""
+    shape = BODY_SHAPES.get(esp)
+    if shape is None:
+        return ""
+    if request.content_type != "application/json":
+        return f"the body must be application/json, not {request.content_type[:100] or 'untyped'}"
+    try:
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"the body is not JSON: {exc}"
+    if not isinstance(value, shape):
+        return f"the body must be {SHAPE_WORDS[shape]}"
+    return ""
+
+
+class EventsStandAlone:
+    """Mixed in before an anymail tracking view: the body checked first, then each event converted on its own."""
+
+    def esp_to_anymail_event(self, esp_event, *args, **kwargs):
+        try:
+            return super().esp_to_anymail_event(esp_event, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - anymail's conversion of one event: pure, any failure is its data
+            return Unreadable(raw=esp_event, reason=f"could not be read: {type(exc).__name__}")
+
+    def post(self, request, *args, **kwargs):
+        self.run_validators(request)  # anymail's own checks (its basic auth, signatures): a 400 when they fail
+        esp = self.esp_name.lower()
+        if problem := body_problem(request, esp):
+            return _plain(400, problem)
+        try:
+            events = self.parse_events(request)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return _plain(400, f"the body is not a {self.esp_name} batch ({type(exc).__name__})")
+        for event in events:
+            if isinstance(event, Unreadable):
+                tracking_unreadable(esp_name=self.esp_name, event=event)
+            else:
+                self.signal.send(sender=self.__class__, event=event, esp_name=self.esp_name)
+        return HttpResponse()
+
+
+def events_stand_alone(callback):
+    """anymail's view *callback*, built from its class with EventsStandAlone mixed in."""
+    view_class = callback.view_class
+    guarded = type(view_class.__name__, (EventsStandAlone, view_class), {"__module__": __name__})
+    return guarded.as_view(**callback.view_initkwargs)
 
 
 def tracking_patterns(esps) -> list[URLPattern]:
@@ -56,6 +148,6 @@ def tracking_patterns(esps) -> list[URLPattern]:
 
 
 urlpatterns = [
-    URLPattern(p.pattern, challenge_unauthenticated(p.callback), p.default_args, p.name)
+    URLPattern(p.pattern, challenge_unauthenticated(events_stand_alone(p.callback)), p.default_args, p.name)
     for p in tracking_patterns(settings.OUTREACH_WEBHOOK_ESPS)
 ]

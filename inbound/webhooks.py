@@ -3,7 +3,9 @@
 Normalizes what anymail leaves provider-specific (a hard or soft bounce, an
 event id for providers that send none) and hands plain values on.
 
-anymail calls this once per event of a batch. Each event stands alone: one
+anymail calls this once per event of a batch (`inbound.webhook_urls` has each
+event converted on its own, and an event anymail cannot read at all recorded
+through `tracking_unreadable`). Each event stands alone: one
 that is malformed (a NUL or control character, a domain where an address
 belongs, a value that cannot be stored) is recorded as rejected, for admins to
 see in the provider-event ledger, and the rest of the batch is still applied.
@@ -17,6 +19,8 @@ import hashlib
 import json
 import logging
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from anymail.signals import AnymailTrackingEvent, EventType
 from django.db import DataError
@@ -58,6 +62,21 @@ def tracking_received(sender, event: AnymailTrackingEvent, esp_name: str, **kwar
         # What this one event carries cannot be applied; its neighbours in the batch still are.
         log.warning("%s webhook event rejected: %s", provider, type(exc).__name__)
         provider_event_reject(provider=provider, raw=raw, reason=f"could not be applied: {type(exc).__name__}")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """One event of a batch that anymail could not convert (not an object, a timestamp that is no number)."""
+
+    raw: Any
+    reason: str
+
+
+def tracking_unreadable(*, esp_name: str, event: Unreadable) -> None:
+    """Record an event that could not be read as malformed; the rest of its batch is applied without it."""
+    provider = esp_name.lower()
+    log.warning("%s webhook event rejected: %s", provider, event.reason)
+    provider_event_reject(provider=provider, raw=event.raw, reason=event.reason)
 
 
 def synthetic_event_id(raw: dict) -> str:

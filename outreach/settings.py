@@ -273,6 +273,8 @@ OUTREACH_INBOUND_RETENTION_DAYS = int(os.environ.get("OUTREACH_INBOUND_RETENTION
 # ESPs whose tracking webhooks are mounted; each must be fully configured (a system check refuses to start otherwise).
 OUTREACH_WEBHOOK_ESPS = [esp.strip() for esp in os.environ.get("OUTREACH_WEBHOOK_ESPS", "sendgrid,brevo").split(",")
                          if esp.strip()]
+# Failed webhook logins one client address may make in 10 minutes before it gets 429 until the 10 minutes end.
+OUTREACH_WEBHOOK_AUTH_FAILURE_LIMIT = int(os.environ.get("OUTREACH_WEBHOOK_AUTH_FAILURE_LIMIT", "20"))
 # Mailbox secret env var names allowed besides OUTREACH_SECRET_* (mailboxes/secrets.py).
 OUTREACH_SECRET_ENV_ALLOW = [n.strip() for n in os.environ.get("OUTREACH_SECRET_ENV_ALLOW", "").split(",") if n.strip()]
 

@@ -1,6 +1,6 @@
-"""Requests per token and minute, counted in Redis (a fixed one-minute window).
+"""Counts per fixed time window in Redis: requests per API token and minute, failed webhook logins per address.
 
-Redis only counts: losing it forgets the counts and lets a minute's requests
+Redis only counts: losing it forgets the counts and lets a window's requests
 through again, which decides nothing about what is sent.
 """
 
@@ -10,19 +10,24 @@ import time
 
 import django_rq
 
-KEY = "outreach:api-rate:{token}:{window}"
+KEY = "outreach:{name}:{window}"
+
+
+def window_count(*, name: str, seconds: int, add: int = 1) -> tuple[int, int]:
+    """Add *add* to NAME's count in the current window of *seconds*: (the count now, seconds until the next
+    window). `add=0` reads the count without adding to it."""
+    now = time.time()
+    window = int(now // seconds)
+    key = KEY.format(name=name, window=window)
+    conn = django_rq.get_connection("default")
+    pipe = conn.pipeline()
+    pipe.incrby(key, add)
+    pipe.expire(key, 2 * seconds)
+    count, _ = pipe.execute()
+    return count, max(int((window + 1) * seconds - now) + 1, 1)
 
 
 def rate_check(*, token_id: int, limit: int) -> int:
     """Count one request; 0 when it is allowed, else the seconds until the next window (for Retry-After)."""
-    now = time.time()
-    window = int(now // 60)
-    key = KEY.format(token=token_id, window=window)
-    conn = django_rq.get_connection("default")
-    pipe = conn.pipeline()
-    pipe.incr(key)
-    pipe.expire(key, 120)
-    count, _ = pipe.execute()
-    if count <= limit:
-        return 0
-    return max(int((window + 1) * 60 - now) + 1, 1)
+    count, retry_after = window_count(name=f"api-rate:{token_id}", seconds=60)
+    return 0 if count <= limit else retry_after

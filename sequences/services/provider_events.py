@@ -60,17 +60,18 @@ REJECT_SUPPRESSION = {
 }
 
 
-# NUL (which PostgreSQL refuses in text) and the other control characters but tab, newline, return.
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# NUL (which PostgreSQL refuses in text) and the other control characters but tab, newline, return; and lone
+# surrogates (JSON's "\ud800" decodes to one): no database can store them and no page can show them.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 def tracking_event_problem(event: TrackingEvent) -> str:
     """Why EVENT is malformed and must be rejected, or ""."""
     for name in ("provider", "event_id", "event_type", "message_id", "recipient", "reject_reason", "description"):
         if CONTROL.search(getattr(event, name)):
-            return f"{name} holds a control character"
+            return f"{name} holds a control character or a lone surrogate"
     if _has_control(event.raw):
-        return "the payload holds a control character"
+        return "the payload holds a control character or a lone surrogate"
     recipient = normalize_email(event.recipient)
     if recipient and (recipient.startswith("@") or "@" not in recipient):
         return f"recipient {recipient[:100]!r} is not one address (an event never names a domain)"
