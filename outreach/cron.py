@@ -7,11 +7,12 @@ from django.conf import settings
 from rq import cron
 
 from inbound.tasks import inbound_raw_purge, poll_all
-from sequences.tasks import api_housekeeping, dispatch, doctor, webhooks_due
+from sequences.tasks import api_housekeeping, dispatch, doctor, reply_view_episodes, webhooks_due
 
 cron.register(dispatch, queue_name="default", interval=10)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
 cron.register(doctor, queue_name="default", interval=300)
 cron.register(webhooks_due, queue_name="default", interval=10)
+cron.register(reply_view_episodes, queue_name="default", interval=30)
 cron.register(api_housekeeping, queue_name="default", interval=3600)
 cron.register(inbound_raw_purge, queue_name="default", interval=3600)

@@ -25,6 +25,7 @@ from .services.doctor import enrollments_doctor
 from .services.enrollments import ContactRow, enrollments_create_many
 from .services.mailbox_health import mailbox_probes_due
 from .services.provider_cancel import provider_cancels_stale, send_job_provider_cancel
+from .services.reply_view_episodes import reply_view_episodes_sweep
 from .services.sending import dispatch_due, leases_sweep, queued_stale
 from .services.stops import mailbox_pause_sweep
 from .services.suppressions import ImportRow
@@ -86,6 +87,14 @@ def doctor() -> int:
         log.warning("enrollment %s (%s): %s -> %s", finding.enrollment_id, finding.email, finding.finding,
                     finding.action)
     return len(repaired)
+
+
+def reply_view_episodes() -> int:
+    """Periodic: record (and announce by webhook) each mailbox's reply view going blind or reading again."""
+    changes = reply_view_episodes_sweep()
+    for change in changes:
+        log.warning("mailbox %s: %s", change.mailbox, change.kind)
+    return len(changes)
 
 
 def mailbox_probe(mailbox_id: int) -> str:

@@ -27,6 +27,10 @@ class WebhookEvent(StrEnum):
     # Written by the mailbox guardrails (timeline kind "mailbox_paused_by_guardrail"); known here so that
     # endpoints can subscribe before the first one happens.
     MAILBOX_PAUSED_BY_GUARDRAIL = "mailbox.paused_by_guardrail"
+    # Once per episode: the mailbox stopped reading its replies for longer than its reply_view_max_age
+    # (follow-ups held), and when it reads them again.
+    MAILBOX_REPLY_VIEW_STALE = "mailbox.reply_view_stale"
+    MAILBOX_REPLY_VIEW_RESTORED = "mailbox.reply_view_restored"
 
 
 GUARDRAIL_KIND = "mailbox_paused_by_guardrail"
@@ -39,6 +43,8 @@ KINDS = frozenset(
         Event.PROVIDER_EVENT,
         Event.SUPPRESSION_ADDED,
         Event.MAILBOX_BLOCKED,
+        Event.MAILBOX_REPLY_VIEW_STALE,
+        Event.MAILBOX_REPLY_VIEW_RESTORED,
         GUARDRAIL_KIND,
     }
 )
@@ -86,6 +92,12 @@ def webhook_event_for(
         return WebhookEvent.CONTACT_UNSUBSCRIBED, ids | {"source": data.get("source", "")}
     if kind == Event.MAILBOX_BLOCKED:
         return WebhookEvent.MAILBOX_BLOCKED, {"mailbox": data.get("mailbox", ""), "reason": data.get("reason", "")}
+    if kind == Event.MAILBOX_REPLY_VIEW_STALE:
+        keep = ("mailbox", "read_through", "blind_since", "max_age_seconds", "reason")
+        return WebhookEvent.MAILBOX_REPLY_VIEW_STALE, {k: data.get(k, "") for k in keep}
+    if kind == Event.MAILBOX_REPLY_VIEW_RESTORED:
+        keep = ("mailbox", "read_through", "stale_event_at", "max_age_seconds")
+        return WebhookEvent.MAILBOX_REPLY_VIEW_RESTORED, {k: data.get(k, "") for k in keep}
     if kind == GUARDRAIL_KIND:
         # The mailbox, the reason in words and the figures the guardrail decided on.
         return WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL, dict(data)

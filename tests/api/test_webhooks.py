@@ -2,7 +2,8 @@
 
 The outbox row is written in the ingestion's transaction, enqueued after
 commit, sent by an RQ worker with no transaction open, and sent again after
-the receiver answered 500 (the periodic pass enqueues the due retry).
+the receiver answered 500 (the periodic pass enqueues the due retry). A mailbox
+that stops reading its replies is announced once per episode, and its recovery once.
 """
 
 from __future__ import annotations
@@ -11,15 +12,20 @@ import hashlib
 import hmac
 import json
 import time
+from datetime import timedelta
 
 import pytest
 
+from db.sql import db_now
 from inbound.ingest.poll import mailbox_poll
+from inbound.ingest.view import folder_unread_mark
+from mailboxes.imap.errors import ImapError
+from mailboxes.models import ImapCursor, Mailbox
 from proving.harness import mails
 from sequences.models import TimelineEvent
 from sequences.services.stops import enrollment_stop
 from sequences.services.suppressions import suppression_add
-from sequences.tasks import webhooks_due
+from sequences.tasks import reply_view_episodes, webhooks_due
 from sequences.webhooks_out.events import WebhookEvent
 from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from sequences.webhooks_out.signing import HEADER, signature_valid
@@ -156,3 +162,88 @@ def test_the_guardrail_pause_is_a_known_event_with_its_figures():
     event, payload = webhook_event_for(GUARDRAIL_KIND, email="", enrollment_id=None, job_id=None, data=data)
     assert event == WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL and payload == data
     assert webhook_event_for("job_claimed", email="a@example.com", enrollment_id=1, job_id=1, data={}) is None
+
+
+# --- the reply view: `mailbox.reply_view_stale` once per episode, `mailbox.reply_view_restored` when it reads
+# again. The IMAP password is revoked, the view grows older than the mailbox's max age, the periodic sweep
+# (sequences.tasks.reply_view_episodes) announces it once however often it runs; the password comes back, a
+# poll reads the folder, the sweep announces the recovery once; a second outage is a second episode.
+
+STALE, RESTORED = "mailbox.reply_view_stale", "mailbox.reply_view_restored"
+
+
+def heard(receiver) -> list[tuple[str, dict]]:
+    """The reply-view events the receiver got, in order, with their data."""
+    work()
+    bodies = [json.loads(r.body) for r in receiver.received]
+    return [(b["type"], b["data"]) for b in bodies if b["type"] in (STALE, RESTORED)]
+
+
+def blind(mailbox, monkeypatch) -> None:
+    """The password is revoked at the provider; the last good read is older than the max age."""
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "revoked")
+    with pytest.raises(ImapError):
+        mailbox_poll(mailbox_id=mailbox.pk)
+    ImapCursor.objects.filter(mailbox=mailbox).update(read_through=db_now() - timedelta(minutes=11))
+
+
+def reads_again(mailbox, monkeypatch) -> None:
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")
+    Mailbox.objects.filter(pk=mailbox.pk).update(imap_next_login_at=db_now())  # the login interval passed
+    assert mailbox_poll(mailbox_id=mailbox.pk).error == ""
+
+
+def test_a_blind_mailbox_is_announced_once_per_episode_and_its_recovery_once(imap_mailbox, receiver, endpoint,
+                                                                            monkeypatch):
+    imap_mailbox.reply_view_max_age = 600
+    imap_mailbox.save()
+    assert mailbox_poll(mailbox_id=imap_mailbox.pk).error == ""
+    assert reply_view_episodes() == 0  # a fresh view: nothing to say, and no "restored" out of nowhere
+    assert heard(receiver) == []
+
+    blind(imap_mailbox, monkeypatch)
+    assert reply_view_episodes() == 1
+    assert reply_view_episodes() == 0  # the same episode: nothing more
+    (kind, data), = heard(receiver)
+    assert kind == STALE
+    assert data["mailbox"] == imap_mailbox.name and data["max_age_seconds"] == 600
+    assert "login" in data["reason"].lower() and "revoked" not in json.dumps(data)  # the words, never the secret
+    read_through = ImapCursor.objects.get(mailbox=imap_mailbox).read_through
+    assert data["read_through"] == read_through.isoformat()
+    assert data["blind_since"] == (read_through + timedelta(seconds=600)).isoformat()
+
+    reads_again(imap_mailbox, monkeypatch)
+    assert reply_view_episodes() == 1
+    assert reply_view_episodes() == 0
+    (kind, data), = heard(receiver)[1:]
+    assert kind == RESTORED and data["mailbox"] == imap_mailbox.name
+    stale_event = TimelineEvent.objects.get(kind="mailbox_reply_view_stale")
+    assert data["stale_event_at"] == stale_event.at.isoformat()
+
+    blind(imap_mailbox, monkeypatch)  # a second outage is a second episode
+    assert reply_view_episodes() == 1
+    assert [kind for kind, _ in heard(receiver)] == [STALE, RESTORED, STALE]
+    assert WebhookDelivery.objects.filter(event_type=STALE).count() == 2
+
+
+def test_a_mailbox_never_read_is_blind_once_older_than_its_max_age(imap_mailbox, receiver, endpoint, monkeypatch):
+    """Its first login failed: no folder was ever read. A new mailbox is not blind until its max age passed."""
+    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "revoked")
+    with pytest.raises(ImapError):
+        mailbox_poll(mailbox_id=imap_mailbox.pk)
+    assert reply_view_episodes() == 0
+    Mailbox.objects.filter(pk=imap_mailbox.pk).update(created_at=db_now() - timedelta(hours=1))
+    assert reply_view_episodes() == 1
+    assert [kind for kind, _ in heard(receiver)] == [STALE]
+
+
+def test_mail_heard_of_but_not_read_yet_is_no_episode(imap_mailbox, receiver, endpoint):
+    """The watcher's unread mark holds follow-ups for the seconds until the poll; it announces nothing."""
+    assert mailbox_poll(mailbox_id=imap_mailbox.pk).error == ""
+    folder_unread_mark(mailbox_id=imap_mailbox.pk, folder="INBOX")
+    assert reply_view_episodes() == 0 and heard(receiver) == []
+
+
+def test_a_mailbox_without_imap_has_no_episodes(mailbox, receiver, endpoint):
+    Mailbox.objects.filter(pk=mailbox.pk).update(created_at=db_now() - timedelta(days=1))
+    assert reply_view_episodes() == 0 and heard(receiver) == []
