@@ -84,6 +84,17 @@ def view_age_seconds(facts: Facts) -> float | None:
     return round(max((facts.now - facts.views.read_through).total_seconds(), 0.0), 3)
 
 
+def hand_off_words(seconds: float | None, *, first_message: bool) -> str:
+    """The evidence an authorization carries, in words: how long before the hand-off the replies were read
+    through (its event's `replies_read_seconds_before`)."""
+    if seconds is None:
+        return ("no reply view needed: a first message to this person" if first_message
+                else "sent without reading replies (follow_ups_without_reply_view)")
+    if seconds < 120:
+        return f"replies read up to {seconds:.1f} s before the hand-off"
+    return f"replies read up to {_ago(timedelta(seconds=seconds))} before the hand-off"
+
+
 def _why(mailbox: Mailbox) -> str:
     return f" ({mailbox.last_poll_error})" if mailbox.last_poll_error else ""
 

@@ -21,6 +21,7 @@ from sequences.stop_summary import StopSummary
 
 from ..labels import job_label_and_tone, stamp, stop_summary_lines
 from ..models import Enrollment, OperatorAction, SendJob, TimelineEvent
+from ..reply_view import hand_off_words
 from ..selectors import jobs_with_labels
 from ..sending_mailbox import enrollment_mailbox
 from ..states import CANCELABLE, PASSED_HANDOFF
@@ -36,6 +37,7 @@ class JobRow:
     label: str
     tone: str
     position: int
+    hand_off: str = ""  # what the final check knew of the replies when it let the message go (in words)
 
 
 def job_rows(jobs: Iterable[SendJob]) -> list[JobRow]:
@@ -44,6 +46,18 @@ def job_rows(jobs: Iterable[SendJob]) -> list[JobRow]:
     for job in jobs:
         label = job_label_and_tone(job)
         rows.append(JobRow(job=job, label=label.text, tone=label.tone, position=job.step.position))
+    return rows
+
+
+def with_reply_view_at_hand_off(rows: list[JobRow]) -> list[JobRow]:
+    """Each authorized job's evidence: how long before its hand-off the mailbox had read its replies through
+    (the authorization event's `replies_read_seconds_before`). One query, by the jobs' index."""
+    authorized = TimelineEvent.objects.filter(job_id__in=[r.job.pk for r in rows], kind=Event.JOB_AUTHORIZED)
+    seen = {job_id: data for job_id, data in authorized.order_by("at", "id").values_list("job_id", "data")}
+    for row in rows:
+        data = seen.get(row.job.pk) or {}
+        if "replies_read_seconds_before" in data:
+            row.hand_off = hand_off_words(data["replies_read_seconds_before"], first_message=row.position == 1)
     return rows
 
 

@@ -196,8 +196,8 @@ def enrollment_detail(request, pk: int):
         result = rows.stop_result_rows(result, jobs_with_labels().filter(enrollment=enrollment))
     upcoming = next((job for job in jobs if job.state in CANCELABLE), None)
     return render(request, "ui/enrollment_detail.html", {
-        "enrollment": enrollment, "contact": enrollment.contact, "job_rows": rows.job_rows(jobs),
-        "mailbox": enrollment_mailbox(enrollment),
+        "enrollment": enrollment, "contact": enrollment.contact,
+        "job_rows": rows.with_reply_view_at_hand_off(rows.job_rows(jobs)), "mailbox": enrollment_mailbox(enrollment),
         "next_send": send_time_words(upcoming) if upcoming is not None else None,
         "events": rows.event_rows(rows.enrollment_events(enrollment)),
         "inbound": enrollment.inbound.select_related("mailbox").order_by("committed_at", "id"),
