@@ -1,4 +1,4 @@
-"""`manage.py drill race|faults`: show the product's promise on a real stack. Logic in proving.drills."""
+"""`manage.py drill race|faults|blind`: show the product's promise on a real stack. Logic in proving.drills."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ class Command(BaseCommand):
     help = (
         "race: run the reply-first and send-first fixtures against a real worker process and print the "
         "evidence timeline and PASS/FAIL. faults: kill workers at each checkpoint, flush/restart Redis, restart a "
-        "private PostgreSQL, break SMTP and IMAP, fuzz ingestion; print a table. Drills run in a database of their "
-        "own (created next to the configured one, dropped at the end); exit code 1 on FAIL."
+        "private PostgreSQL, break SMTP and IMAP, fuzz ingestion; print a table. blind: revoke a drill mailbox's "
+        "IMAP password at its Dovecot while a follow-up comes due and a reply arrives; print the timeline and "
+        "PASS/FAIL. Drills run in a database of their own (created next to the configured one, dropped at the "
+        "end); exit code 1 on FAIL."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("drill", choices=["race", "faults"])
+        parser.add_argument("drill", choices=["race", "faults", "blind"])
         race = parser.add_argument_group("race")
         race.add_argument("--order", choices=["reply-first", "send-first", "both"], default="both")
         race.add_argument("--mailbox", metavar="NAME",
@@ -67,6 +69,10 @@ class Command(BaseCommand):
                 passed = race.run(orders=orders, mailbox_name=options["mailbox"], out=self.stdout,
                                   keep=options["keep"], schema=options["schema"], redis_url=options["redis_url"],
                                   database_name=options["database"])
+            elif drill == "blind":
+                from proving.drills import blind
+
+                passed = blind.run(out=self.stdout, keep=options["keep"], schema=options["schema"])
             else:
                 from proving.drills import faults
 
