@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 
 from sequences.stop_summary import StopSummary
 
+from .config.parse import MAX_DURATION, MAX_DURATION_WORDS
 from .labels import job_label, stamp, stop_summary_text
 from .messages import step_validate
 from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
@@ -80,6 +81,11 @@ class ContactAdmin(admin.ModelAdmin):
 
 class StepForm(forms.ModelForm):
     """A step edited here passes the same validation as one loaded from TOML (`messages.step_validate`)."""
+
+    # The same bound as a wait written in words (TOML, the editor): never more than the column's range.
+    wait_seconds = forms.IntegerField(
+        min_value=0, max_value=MAX_DURATION, initial=0, label="Wait seconds",
+        error_messages={"max_value": f"a wait is at most {MAX_DURATION_WORDS} ({MAX_DURATION} seconds)"})
 
     class Meta:
         model = Step
@@ -300,7 +306,7 @@ admin.site.register(User, UserAdmin)
 
 # --- API tokens and outbound webhooks ------------------------------------------------------------
 
-from sequences.api.models import ApiToken
+from sequences.api.models import ApiToken  # noqa: E402
 from sequences.webhooks_out.models import WebhookDelivery  # noqa: E402
 
 from .api.tokens import api_token_revoke  # noqa: E402

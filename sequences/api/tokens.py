@@ -19,6 +19,11 @@ PREFIX = "otk_"
 ROLE_GROUPS = {ApiToken.Role.STAFF: "staff", ApiToken.Role.OPERATOR: "operators", ApiToken.Role.ADMIN: "admins"}
 
 
+# A rate above this is no limit; the column would wrap a larger number (4294967297 read back as 1).
+MAX_RATE_PER_MINUTE = 1_000_000
+NAME_MAX = ApiToken._meta.get_field("name").max_length
+
+
 def digest_of(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -29,8 +34,11 @@ def api_token_create(*, name: str, role: str, rate_per_minute: int = 120) -> tup
         raise ServiceError(f"unknown role {role!r} (use {', '.join(ApiToken.Role.values)})")
     if not name.strip():
         raise ServiceError("a token needs a name")
-    if rate_per_minute < 1:
-        raise ServiceError("the rate limit must be at least 1 request per minute")
+    if len(name.strip()) > NAME_MAX:
+        raise ServiceError(f"a token's name is at most {NAME_MAX} characters")
+    if not 1 <= rate_per_minute <= MAX_RATE_PER_MINUTE:
+        raise ServiceError(f"the rate limit must be at least 1 and at most {MAX_RATE_PER_MINUTE} requests per "
+                           f"minute, not {rate_per_minute}")
     prefix = secrets.token_hex(4)
     token = f"{PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     with transaction.atomic(durable=True):

@@ -28,6 +28,11 @@ def known_esps() -> set[str]:
     return {m.name for m in pkgutil.iter_modules(anymail.backends.__path__)} - {"base", "base_requests"}
 
 
+# The range of the integer columns a file's numbers are stored in (PostgreSQL's integer).
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+# The furthest ahead an ESP may be handed a message: a year, like every duration.
+MAX_SCHEDULE_AHEAD_MINUTES = 365 * 24 * 60
+
 KEY_LINE = re.compile(r"(?:^|[{,])\s*([A-Za-z0-9_-]+)\s*=")
 ARRAY_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]")
 INDEXED = re.compile(r"(mailbox|sequence)\[(\d+)\](?:\.step\[(\d+)\])?")
@@ -102,6 +107,11 @@ class Reader:
             names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             self.error(f"{path}.{key}", f"must be {names}, got {type(value).__name__}", value)
             return None if default is ... else default
+        if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+            # TOML's integers are 64-bit (tomllib reads any size); every integer column here is 32-bit.
+            bound = f"at most {INT_MAX}" if value > 0 else f"at least {INT_MIN}"
+            self.error(f"{path}.{key}", f"{str(value)[:40]} is out of range: a number here is {bound}", value)
+            return None if default is ... else default
         return value
 
     def unknown(self, table: dict, path: str, allowed: set[str]) -> None:
@@ -120,6 +130,10 @@ def check_ranges(reader: Reader, path: str, out: dict[str, Any]) -> None:
         value = out.get(key)
         if value is not None and value < 0:
             reader.error(f"{path}.{label}", f"must be 0 or more, got {value}", value)
+    ahead = out.get("esp_schedule_ahead_minutes")
+    if ahead is not None and ahead > MAX_SCHEDULE_AHEAD_MINUTES:
+        reader.error(f"{path}.transport.schedule_ahead_minutes",
+                     f"{ahead} is too far ahead: at most {MAX_SCHEDULE_AHEAD_MINUTES} minutes (365 days)", ahead)
     start, end = out.get("window_start"), out.get("window_end")
     if (start is None) != (end is None):
         reader.error(f"{path}.window.{'end' if end is None else 'start'}", "a window needs both start and end")

@@ -11,7 +11,7 @@ from django.core.validators import validate_email
 
 from mailboxes.models import Mailbox
 
-from ..config.parse import parse_duration
+from ..config.parse import DurationTooLong, parse_duration
 from ..models import Suppression
 from ..selectors import suppression_key
 from ..services.suppressions import ImportRow
@@ -182,6 +182,8 @@ class StepForm(forms.Form):
     def clean_wait(self) -> int:
         try:
             return parse_duration(self.cleaned_data["wait"])
+        except DurationTooLong as exc:
+            raise ValidationError(str(exc)) from None
         except ValueError:
             raise ValidationError("Write the wait as a number and a unit, e.g. “3 days”, “4 hours” or "
                                   "“90 minutes”.") from None
