@@ -12,7 +12,10 @@ queue, as `scripts/run` runs it); two RQ workers poll. Designs:
 Measured per design: the time until every folder's connection is open, the watcher's peak RSS (VmHWM),
 its threads and CPU seconds while idle, and reply -> stop: the bench APPENDs one correlated reply per
 enrollment into a random folder of that enrollment's mailbox (Poisson arrivals) and takes the time the
-server confirmed the APPEND (bench clock) to the `enrollment_stopped` event (database clock).
+server confirmed the APPEND (bench clock) to the `enrollment_stopped` event (database clock). And the reply
+view the watcher keeps (proving.bench.watcher_view): how far each mailbox's replies-read-through time trails
+the database clock while idle (one IDLE cycle) and while replies arrive, and how many follow-ups the final
+check holds on these healthy mailboxes.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import WorkerPool, spawn
 from proving.bench.reply_to_stop import clock_offset_ms
 from proving.bench.stats import ratio, summary_ms, table
+from proving.bench.watcher_view import ViewSampler, follow_ups_checked
 from proving.harness import data, mails
 from sequences.models import Enrollment, SendJob, TimelineEvent
 
@@ -144,6 +148,9 @@ def design_run(
     )
     ctx.analyze()
     enrollment_of = [j.enrollment_id for j in jobs]
+    sampler = ViewSampler(boxes)
+    # The idle samples span one IDLE cycle of every folder (each re-check advances its read-through time).
+    idle_window = 5.0 if ctx.quick else IDLE_SECONDS + 5.0
     env = child_env(PASSWORD)
     os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
     with WorkerPool(2, "ingest") as workers:
@@ -161,15 +168,18 @@ def design_run(
             drained = ingest_drained(600)  # the catch-up poll each opened folder asks for
             time.sleep(1.0)
             idle_cpu0, idle_t0 = cpu_seconds(watcher.proc.pid), time.monotonic()
-            time.sleep(5.0)
+            sampler.wait(5.0, "idle")
             idle_cpu = (cpu_seconds(watcher.proc.pid) - idle_cpu0) / (time.monotonic() - idle_t0)
             steady = proc_status(watcher.proc.pid)
+            sampler.wait(idle_window - 5.0, "idle")
+            # One follow-up per mailbox through the final check, nobody having replied yet.
+            checked = follow_ups_checked(jobs[:count])
             offset = clock_offset_ms()
             rng = random.Random(23)
             appended: dict[int, float] = {}
             sent: list[tuple[int, float]] = []  # (mailbox pk, APPEND sent), for push -> poll enqueued
             for i in range(replies):
-                time.sleep(rng.expovariate(rate))
+                sampler.wait(rng.expovariate(rate), "replies")
                 user = users[i % count]  # followups_create puts enrollment i on mailbox i % count
                 folder = rng.choice(folder_names(per_mailbox))
                 raw = mails.bench_reply(
@@ -182,7 +192,7 @@ def design_run(
             stopped = Enrollment.objects.filter(pk__in=enrollment_of, status=Enrollment.Status.STOPPED)
             wait_until = time.monotonic() + 60
             while stopped.count() < replies and time.monotonic() < wait_until:
-                time.sleep(0.1)
+                sampler.wait(0.1, "replies")
             final = proc_status(watcher.proc.pid)
             if stopped.count() < replies:  # say why, next to the figures
                 for child in (*workers.workers, watcher):
@@ -214,6 +224,13 @@ def design_run(
         "push_to_enqueue": summary_ms(pushes),
         "polls_skipped": skipped,
         "clock_offset_ms": offset,
+        "read_through_lag_idle": sampler.report("idle")["lag"],
+        "read_through_lag_replies": sampler.report("replies")["lag"],
+        "reply_views_idle": sampler.report("idle")["views"],
+        "reply_views_replies": sampler.report("replies")["views"],
+        "idle_window_s": idle_window,
+        "final_check_healthy": checked,
+        "follow_ups_held_healthy": checked["held"],
     }
 
 
@@ -321,4 +338,57 @@ def run(ctx) -> dict[str, Any]:
             f"IDLE cycle {IDLE_SECONDS} s for both designs, so every folder is re-selected while replies arrive.",
         ],
     )
-    return {"runs": runs, "tables": [text]}
+    view_rows = [
+        (
+            r["design"],
+            r["folders"],
+            _seconds(r["read_through_lag_idle"]["p50_ms"]),
+            _seconds(r["read_through_lag_idle"]["p99_ms"]),
+            _seconds(r["read_through_lag_replies"]["p50_ms"]),
+            _seconds(r["read_through_lag_replies"]["p99_ms"]),
+            _share(r["reply_views_replies"], "unread"),
+            _share(r["reply_views_idle"], "stale", "never_read") + " / "
+            + _share(r["reply_views_replies"], "stale", "never_read"),
+            f"{r['follow_ups_held_healthy']}/{r['final_check_healthy']['checked']}",
+            _seconds(r["final_check_healthy"]["view_age_at_check"]["p50_ms"]),
+        )
+        for r in runs.values()
+    ]
+    view_text = table(
+        f"watcher: {folders} watched folders, the reply view the final check reads",
+        [
+            "design",
+            "folders",
+            "idle lag p50 s",
+            "idle lag p99 s",
+            "replies lag p50 s",
+            "replies lag p99 s",
+            "unread while replies",
+            "stale idle / replies",
+            "follow-ups held",
+            "view age at check p50 s",
+        ],
+        view_rows,
+        [
+            "lag: the database clock minus each mailbox's replies-read-through time (the oldest of its reply "
+            f"folders'), every mailbox sampled every 0.5 s; idle: {runs['multiplexed']['idle_window_s']:g} s with "
+            "no new mail (one IDLE cycle of every folder); replies: while the replies above arrive.",
+            "unread: samples in which a folder of the mailbox had mail the watcher heard of and no poll had read "
+            "yet (its follow-ups wait seconds for the poll); stale: older than reply_view_max_age (600 s) or "
+            "never read (follow-ups held); 0 expected.",
+            "follow-ups held: one follow-up per mailbox through the real final check after the idle window, "
+            "nobody having replied: held for the reply view / checked (0 expected on healthy mailboxes); view "
+            "age: replies_read_seconds_before of their authorizations.",
+            "the baseline watcher advances no read-through time: its lag is the time since the catch-up polls.",
+        ],
+    )
+    return {"runs": runs, "tables": [text, view_text]}
+
+
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else round(ms / 1000, 2)
+
+
+def _share(views: dict[str, int], *kinds: str) -> str:
+    total = sum(views.values())
+    return f"{sum(views.get(k, 0) for k in kinds)}/{total}"

@@ -20,6 +20,7 @@ def test_bench_watcher_quick_stops_every_reply_in_both_designs_and_writes_json(t
         tmp_path=tmp_path, env={"OUTREACH_WATCHER_OPENERS": "2"},
     )
     assert "watcher: 6 watched folders in one process, reply -> stop" in stdout
+    assert "watcher: 6 watched folders, the reply view the final check reads" in stdout
 
     assert report["errors"] == {}
     runs = report["results"]["watcher"]["runs"]
@@ -29,6 +30,13 @@ def test_bench_watcher_quick_stops_every_reply_in_both_designs_and_writes_json(t
         assert run["stopped"] == REPLIES and run["latency"]["n"] == REPLIES
         assert run["catch_up_drained"] is True
         assert run["watcher_peak_rss_mib"] > 0 and run["connect_all_s"] > 0
+        # The reply view: sampled while idle and while replies arrived; one follow-up per mailbox went through
+        # the final check on these healthy mailboxes and none was held.
+        assert run["read_through_lag_idle"]["n"] > 0 and run["read_through_lag_replies"]["n"] > 0
+        assert run["final_check_healthy"]["checked"] == 2
+        assert run["follow_ups_held_healthy"] == 0 and run["final_check_healthy"]["outcomes"] == {"authorized": 2}
+        assert run["final_check_healthy"]["view_age_at_check"]["n"] == 2
+        assert not run["reply_views_idle"].get("stale") and not run["reply_views_idle"].get("never_read")
     # One thread per folder in the baseline, a few in all for the product's watcher.
     assert runs["thread per folder"]["watcher_threads"] >= 6
     assert runs["multiplexed"]["watcher_threads"] < runs["thread per folder"]["watcher_threads"]
