@@ -13,6 +13,12 @@ and nothing later of that enrollment is live.
 Step 1 is sent first through the same worker (released at once), so the
 reply correlates by In-Reply-To to a message that really left.
 
+imap-backlog (proving.drills.race_backlog): no paused worker and no reply
+committed by the drill: follow-ups queue behind a slow SMTP server while
+replies are delivered into a real Dovecot INBOX, on the processes
+`scripts/run` starts. It runs on servers of its own (`--mailbox` applies to
+the two fixtures above).
+
 Where it runs: a database it creates (`--database` names it), and a
 redis-server of its own on a free loopback port, or the Redis index given
 with `--redis-url` (proving.harness.stack.RedisIndex: only the drill's own
@@ -38,6 +44,7 @@ from inbound.ingest.record import inbound_record
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.smtp import SmtpTransport
+from proving.drills import race_backlog
 from proving.harness import data, mails
 from proving.harness.smtp import SmtpServer
 from proving.harness.stack import (
@@ -59,6 +66,8 @@ from sequences.tasks import dispatch
 
 S = SendJob.State
 ORDERS = ("reply-first", "send-first")
+# The orders `--order all` runs: the two fixtures, then the reply through IMAP during a send backlog.
+ALL_ORDERS = (*ORDERS, race_backlog.ORDER)
 CHECKPOINT = {"reply-first": "claimed", "send-first": "authorized"}
 LIVE = (S.SCHEDULED, S.QUEUED, S.CLAIMED, S.AUTHORIZED)
 # Events the worker writes when it is done with a job (whatever it decided).
@@ -186,15 +195,24 @@ def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep:
             out.write(f"  --keep: temp dir {tmpdir} and the database are left in place\n")
         out.flush()
 
-        # Start the first worker now: its cold start overlaps the migration.
+        # Start the first fixture's worker now: its cold start overlaps the migration.
         workers = {}
-        workers[orders[0]] = _worker(orders[0], database, redis.url, tmpdir, unchecked, cleanup)
+        if orders[0] in ORDERS:
+            workers[orders[0]] = _worker(orders[0], database, redis.url, tmpdir, unchecked, cleanup)
         with database.active(), override_settings(RQ_QUEUES=queues, REDIS_URL=redis.url):
             took = database.migrate(schema=schema)
             out.write(f"  migrated the drill database in {took:.1f}s\n")
             mailbox = target.mailbox_create()
             out.write(f"  transport {_describe_transport(mailbox)}\n\n")
             for order in orders:
+                if order == race_backlog.ORDER:
+                    if mailbox_name:
+                        out.write(f"[{order}] runs on the drill's own SMTP and IMAP servers, not {mailbox_name!r}\n")
+                    # Its own SMTP and IMAP servers, and the processes scripts/run starts (not a paused worker).
+                    outcome = race_backlog.run_order(database=database, redis_url=redis.url, tmpdir=tmpdir, out=out,
+                                                     unchecked=unchecked)
+                    verdicts.append(Verdict(order, outcome.passed, outcome.problems))
+                    continue
                 worker = workers.get(order) or _worker(order, database, redis.url, tmpdir, unchecked, cleanup)
                 try:
                     verdicts.append(_run_order(order, mailbox=mailbox, target=target, worker=worker,

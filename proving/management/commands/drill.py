@@ -29,7 +29,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("drill", choices=["race", "faults", "blind"])
         race = parser.add_argument_group("race")
-        race.add_argument("--order", choices=["reply-first", "send-first", "both"], default="both")
+        race.add_argument("--order", choices=["reply-first", "send-first", "both", "imap-backlog", "all"],
+                          default="both",
+                          help="both: reply-first and send-first; imap-backlog: replies delivered by IMAP while "
+                               "follow-ups queue behind a slow send, on the processes scripts/run starts; all: the "
+                               "three")
         race.add_argument("--mailbox", metavar="NAME",
                           help="send through this mailbox's SMTP settings (it must be marked is_drill_target); "
                                "default: a capture server the drill starts on a free loopback port")
@@ -65,7 +69,8 @@ class Command(BaseCommand):
             if drill == "race":
                 from proving.drills import race
 
-                orders = race.ORDERS if options["order"] == "both" else (options["order"],)
+                chosen = {"both": race.ORDERS, "all": race.ALL_ORDERS}
+                orders = chosen.get(options["order"], (options["order"],))
                 passed = race.run(orders=orders, mailbox_name=options["mailbox"], out=self.stdout,
                                   keep=options["keep"], schema=options["schema"], redis_url=options["redis_url"],
                                   database_name=options["database"])
