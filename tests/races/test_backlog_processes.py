@@ -7,7 +7,9 @@ into the mailbox's INBOX on a real Dovecot (IMAP APPEND). The real IDLE watcher 
 their follow-ups leaves; the nine others get theirs, once each.
 
 Layouts (proving.harness.backlog.LAYOUTS):
-- `scripts/run` (the product): the poll runs on a worker of its own, beside the send in progress.
+- `scripts/run` (the product): the poll runs on a worker of its own, beside the send in progress. Here that
+  alone keeps the repliers' follow-ups back (the case passes with the unread mark removed): the poll has
+  committed the stop long before the send in progress ends.
 - `one worker`: the poll waits behind every queued send (one worker serves `send` first), so the only
   thing between the repliers and their follow-ups is the watcher's unread mark and the final check's hold
   on it (sequences.reply_view, View.UNREAD).
