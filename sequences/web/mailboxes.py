@@ -2,25 +2,47 @@
 
 Inbound mail is hostile input: subject, From name, headers and body are shown
 as escaped text only; no HTML part is ever rendered and nothing remote loads
-(SECURE_CSP in outreach/settings.py). Mailbox secrets never appear: only the names of their env vars.
+(SECURE_CSP in outreach/settings.py). Mailbox secrets never appear: a page says where a secret comes from
+("stored encrypted", or the name of its environment variable), never what it is.
+
+The add and edit pages check the connection before saving (no transaction is open across the check); a
+password typed there is sealed at once and kept, sealed, in the session until the form is saved.
 """
 
 from __future__ import annotations
 
+import copy
+
+from django.conf import settings
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from mailboxes.checks import ConnectionCheck, connection_check
 from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.sealed import encryption_ready, seal
+from mailboxes.secrets import SecretRefused
+from mailboxes.selectors import mailbox_secret, secret_source
+from mailboxes.signin import (
+    CALLBACK_PATH,
+    PROVIDER_LABELS,
+    SigninClient,
+    SigninError,
+    authorization_request,
+    exchange,
+    signin_client,
+)
 from sequences.models import SendJob
 from sequences.permissions import OPERATE, VIEW_INBOUND, VIEW_MAILBOX
 from sequences.selectors import jobs_with_labels
 from sequences.sending_mailbox import sends_from
 from sequences.services import stops
 from sequences.services.mailbox_health import mailbox_probe
+from sequences.services.mailbox_setup import mailbox_form_checked, mailbox_save, mailbox_signed_in
 from sequences.web import rows
 from sequences.web.access import page_of, query_without_page, ui_view
 from sequences.web.charts import mailbox_rows
+from sequences.web.mailbox_forms import PRESETS, MailboxForm, initial_for
 
 RAW_SHOWN_BYTES = 256 * 1024
 
@@ -80,6 +102,156 @@ def mailbox_resume(request, pk: int):
         "kind": "mailbox_resume", "object": mailbox, "title": f"Resume mailbox “{mailbox.name}”?",
         "already": not mailbox.paused, "back": reverse("mailbox_list"), "button": "Resume mailbox",
     })
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def mailbox_add(request):
+    return _mailbox_form(request, None)
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def mailbox_edit(request, pk: int):
+    return _mailbox_form(request, get_object_or_404(Mailbox, pk=pk))
+
+
+def _mailbox_form(request, mailbox: Mailbox | None):
+    """GET: the form (a preset's defaults, or the stored mailbox). POST: check the connection; "save" saves when
+    the check passes, "save_anyway" saves whatever it found and leaves the mailbox blocked when it failed."""
+    key = f"mailbox-form:{mailbox.pk if mailbox else 'new'}"
+    if request.method == "GET":
+        request.session.pop(key, None)
+        form = MailboxForm(initial=initial_for(mailbox, request.GET.get("preset", "")), mailbox=mailbox)
+        return _form_page(request, form, mailbox, preset_chosen=mailbox is not None or "preset" in request.GET)
+    pending = dict(request.session.get(key, {}))
+    listed = [name for name in request.POST.get("listed", "").split("\n") if name]
+    form = MailboxForm(request.POST, mailbox=mailbox, listed=listed, pending=pending)
+    if not form.is_valid():
+        return _form_page(request, form, mailbox)
+    if typed := form.typed_secrets():
+        if problem := encryption_ready():
+            form.add_error(None, f"cannot store a secret: {problem}")
+            return _form_page(request, form, mailbox)
+        pending.update({column: seal(secret) for column, secret in typed.items()})
+        request.session[key] = pending
+    result = connection_check(_candidate(mailbox, form.column_values(), pending))
+    actor, action = request.user.get_username(), request.POST.get("action", "check")
+    if action == "save_anyway" or (action == "save" and result.passed):
+        pk = mailbox_save(mailbox_id=mailbox.pk if mailbox else None, fields=form.column_values(), sealed=pending,
+                          actor=actor, check=result.text, check_passed=result.passed)
+        request.session.pop(key, None)
+        if result.passed and mailbox is not None and mailbox.blocked_at:
+            mailbox_probe(mailbox_id=pk, actor=actor, forced=True)  # its held messages go through the final check
+        request.session["ui-check:mailbox"] = {
+            "mailbox": form.cleaned_data["name"],
+            "text": ("Saved. " if result.passed else "Saved, and blocked until a check passes. ") + result.text,
+            "steps": [{"step": f"{part} {s.step}", "ok": s.ok, "detail": s.detail} for part, s in _steps(result)],
+        }
+        return redirect("mailbox_list")
+    mailbox_form_checked(mailbox_id=mailbox.pk if mailbox else None, name=form.cleaned_data["name"], actor=actor,
+                         check=result.text, passed=result.passed)
+    # Shown again with what the server listed to pick folders from; the typed secrets are never rendered back.
+    form = MailboxForm(request.POST, mailbox=mailbox, listed=list(result.folders) or listed, pending=pending)
+    form.is_valid()
+    return _form_page(request, form, mailbox, check=result, offer_anyway=action != "check" or not result.passed,
+                      listed=list(result.folders) or listed)
+
+
+def _candidate(mailbox: Mailbox | None, fields: dict, sealed: dict[str, str]) -> Mailbox:
+    """An unsaved mailbox with the form's settings and the secrets it will have, for the connection check."""
+    candidate = copy.copy(mailbox) if mailbox is not None else Mailbox()
+    for name, value in {**fields, **sealed}.items():
+        setattr(candidate, name, value)
+    return candidate
+
+
+def _steps(result: ConnectionCheck) -> list[tuple[str, object]]:
+    return [("SMTP", s) for s in result.sending] + [("IMAP", s) for s in result.reading]
+
+
+def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: ConnectionCheck | None = None,
+               offer_anyway: bool = False, preset_chosen: bool = True, listed: list[str] | None = None):
+    sources = {}
+    if mailbox is not None:
+        sources = {which: secret_source(mailbox, which) for which in ("smtp_password", "imap_password")}
+    groups = [
+        ("Mailbox", ["name", "address", "display_name", "auth"]),
+        ("Sending (SMTP)", ["smtp_host", "smtp_port", "smtp_security", "smtp_username", "smtp_password",
+                            "smtp_password_env"]),
+        ("Reading replies (IMAP)", ["imap_enabled", "imap_host", "imap_port", "imap_security", "imap_username",
+                                    "imap_password", "imap_password_env", "imap_folders", "imap_folders_more"]),
+        ("TLS", ["ca_file"]),
+        ("Limits", ["daily_cap", "window_days", "window_start", "window_end", "window_timezone"]),
+        ("Reply view", ["reply_view_max_age", "follow_ups_without_reply_view"]),
+        ("OAuth sign-in", ["oauth2_provider", "oauth2_client_id", "oauth2_client_secret", "oauth2_authorize_url",
+                           "oauth2_token_url", "oauth2_userinfo_url", "oauth2_scope"]),
+    ]
+    return render(request, "ui/mailbox_form.html", {
+        "form": form, "mailbox": mailbox, "presets": PRESETS, "preset_chosen": preset_chosen,
+        "groups": [(title, [form[name] for name in names]) for title, names in groups],
+        "check": check, "check_steps": _steps(check) if check else [], "offer_anyway": offer_anyway,
+        "listed": "\n".join(listed or []), "sources": sources,
+        "signin_label": PROVIDER_LABELS.get(mailbox.oauth2_provider or "generic") if mailbox else "",
+    }, status=400 if form.is_bound and form.errors else 200)
+
+
+@ui_view(OPERATE)
+def mailbox_oauth_start(request, pk: int):
+    """Off to the provider's consent page (a link, not a form: the page's form-action stays 'self'); the state and
+    the PKCE verifier stay in this session, so only the browser that started a sign-in can finish it."""
+    mailbox = get_object_or_404(Mailbox, pk=pk)
+    try:
+        url, state, verifier = authorization_request(_signin_client(mailbox), redirect_uri=_redirect_uri())
+    except (SigninError, SecretRefused) as exc:
+        request.session["ui-check:mailbox"] = {"mailbox": mailbox.name, "text": f"Sign-in not started: {exc}",
+                                               "steps": []}
+        return redirect("mailbox_list")
+    request.session[f"oauth-signin:{state}"] = {"mailbox": mailbox.pk, "verifier": verifier}
+    return redirect(url)
+
+
+@ui_view(OPERATE)
+def mailbox_oauth_callback(request):
+    """Back from the consent page: the code for a refresh token (stored encrypted), then a check of the mailbox."""
+    state = request.GET.get("state", "")
+    pending = request.session.pop(f"oauth-signin:{state}", None) if state else None
+    if pending is None:
+        return render(request, "ui/mailbox_signin_refused.html", {
+            "title": "Sign-in not recognised", "back": reverse("mailbox_list"),
+            "message": "This sign-in was not started in this browser session, or it was finished already. "
+                       "Start it again from the mailbox's page."}, status=400)
+    mailbox = get_object_or_404(Mailbox, pk=pending["mailbox"])
+    actor = request.user.get_username()
+    try:
+        if error := request.GET.get("error", ""):
+            raise SigninError(f"the provider answered {error[:100]}: "
+                              f"{request.GET.get('error_description', 'consent was not given')[:200]}")
+        client = _signin_client(mailbox)
+        signed = exchange(client, code=request.GET.get("code", ""), verifier=pending["verifier"],
+                          redirect_uri=_redirect_uri())
+    except (SigninError, SecretRefused) as exc:
+        request.session["ui-check:mailbox"] = {"mailbox": mailbox.name, "text": f"Sign-in failed: {exc}", "steps": []}
+        return redirect("mailbox_list")
+    # The install's client of a preset is stored on the mailbox with its token: refreshing needs both.
+    own_client = not mailbox.oauth2_client_id and client.client_id
+    mailbox_signed_in(mailbox_id=mailbox.pk, refresh_sealed=seal(signed.refresh_token), identity=signed.identity,
+                      actor=actor, client_id=client.client_id if own_client else "",
+                      client_secret_sealed=seal(client.client_secret) if own_client and client.client_secret else "")
+    result = mailbox_probe(mailbox_id=mailbox.pk, actor=actor, forced=True)
+    request.session["ui-check:mailbox"] = {
+        "mailbox": mailbox.name, "text": f"Signed in as {signed.identity}. {result.text}",
+        "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps]}
+    return redirect("mailbox_list")
+
+
+def _signin_client(mailbox: Mailbox) -> SigninClient:
+    return signin_client(provider=mailbox.oauth2_provider or "generic", client_id=mailbox.oauth2_client_id,
+                         client_secret=mailbox_secret(mailbox, "oauth2_client_secret") if mailbox.oauth2_client_id
+                         else "", authorize_url=mailbox.oauth2_authorize_url, token_url=mailbox.oauth2_token_url,
+                         userinfo_url=mailbox.oauth2_userinfo_url, scope=mailbox.oauth2_scope)
+
+
+def _redirect_uri() -> str:
+    return settings.OUTREACH_PUBLIC_URL.rstrip("/") + CALLBACK_PATH
 
 
 @ui_view(VIEW_INBOUND)

@@ -65,6 +65,13 @@ TABLE = [
     ("mailbox_pause", lambda w: reverse("mailbox_pause", args=[w["mailbox"].pk]), OPERATE),
     ("mailbox_resume", lambda w: reverse("mailbox_resume", args=[w["mailbox"].pk]), OPERATE),
     ("mailbox_check", lambda w: reverse("mailbox_check", args=[w["mailbox"].pk]), OPERATE_POST),
+    ("mailbox_add", lambda w: reverse("mailbox_add"), OPERATE_FORM),
+    ("mailbox_edit", lambda w: reverse("mailbox_edit", args=[w["mailbox"].pk]), OPERATE_FORM),
+    # Not configured for a sign-in: back to the list with why; a callback without a started sign-in: 400.
+    ("mailbox_oauth_start", lambda w: reverse("mailbox_oauth_start", args=[w["mailbox"].pk]),
+     {A: (LOGIN, LOGIN), ST: (403, 403), OP: (302, 405), AD: (302, 405)}),
+    ("mailbox_oauth_callback", lambda w: reverse("mailbox_oauth_callback"),
+     {A: (LOGIN, LOGIN), ST: (403, 403), OP: (400, 405), AD: (400, 405)}),
     ("job_retry", lambda w: reverse("job_retry", args=[w["job"].pk]), OPERATE_POST),
     ("incident_search", lambda w: reverse("incident_search") + "?q=active@example.com", READ),
     ("incident_job", lambda w: reverse("incident_job", args=[w["job"].pk]), READ),
@@ -106,7 +113,7 @@ def test_the_table_covers_every_ui_route():
     # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py.
     names = {p.name for p in ui_urls.urlpatterns if not str(p.pattern).startswith("outbound-webhooks/")}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32
 
 
 def test_every_ui_view_checks_a_permission():

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.imap.errors import ImapError
-from mailboxes.imap.session import ImapSession
+from mailboxes.checks import imap_check
 from mailboxes.models import Mailbox
-from mailboxes.secrets import SecretRefused
-from mailboxes.selectors import imap_config_for, transport_for
-from mailboxes.transports.base import CheckStep
+from mailboxes.selectors import transport_for
 from sequences.services.mailbox_health import mailbox_probe
 
 
@@ -34,7 +31,7 @@ class Command(BaseCommand):
             sending = transport_for(mailbox).check(sender=mailbox.address)
         steps = [("SMTP" if mailbox.transport_kind == "smtp" else "ESP", step) for step in sending]
         if mailbox.has_imap:
-            steps += [("IMAP", step) for step in imap_check(mailbox)]
+            steps += [("IMAP", step) for step in imap_check(mailbox)[0]]
         for part, step in steps:
             self.stdout.write(f"{'ok  ' if step.ok else 'FAIL'} {step.step:<14} {part}: {step.detail}")
         failed = sum(not step.ok for _, step in steps)
@@ -42,20 +39,3 @@ class Command(BaseCommand):
             raise CommandError(f"{failed} step{'s' if failed > 1 else ''} failed")
         self.stdout.write(f"mailbox {name}: every step passed")
 
-
-def imap_check(mailbox: Mailbox) -> list[CheckStep]:
-    try:
-        config = imap_config_for(mailbox)
-    except SecretRefused as exc:
-        return [CheckStep("login", False, str(exc))]
-    how = " with an OAuth2 access token" if config.oauth2 is not None else ""
-    try:
-        with ImapSession(config) as session:
-            return [CheckStep("login", True, f"{config.username} on {config.host}:{config.port}{how}"),
-                    *session.check(list(mailbox.reply_folders))]
-    except ImapError as exc:
-        hint = ""
-        if config.oauth2 is not None and "refused with a fresh access token" in str(exc):
-            hint = (f" — the token endpoint issued a token but the server refused it: check that {config.username} "
-                    "is the account that consented and that the scope includes IMAP")
-        return [CheckStep("login", False, f"{exc}{hint}")]

@@ -1,0 +1,78 @@
+"""A mailbox's whole connection check: every step of sending and of reading, no message sent, nothing written.
+
+The mailbox form runs it on settings not yet saved; `manage.py mailbox_check` on a stored mailbox. Each step
+carries the server's words and, where one helps, a hint. No transaction may be open around it (network I/O).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .imap.errors import ImapAuthError, ImapConnectionError, ImapError
+from .imap.session import ImapSession
+from .models import Mailbox
+from .secrets import SecretRefused
+from .selectors import imap_config_for, imap_password_missing, transport_for
+from .transports.base import CheckStep
+
+
+@dataclass(frozen=True)
+class ConnectionCheck:
+    sending: tuple[CheckStep, ...]
+    reading: tuple[CheckStep, ...]
+    folders: tuple[str, ...] = ()  # what the IMAP server's LIST named, for the folder picker
+
+    @property
+    def passed(self) -> bool:
+        return all(step.ok for step in self.sending + self.reading)
+
+    @property
+    def text(self) -> str:
+        """One line: what passed, or the first step that failed with the server's words."""
+        for part, steps in (("SMTP", self.sending), ("IMAP", self.reading)):
+            if failed := next((s for s in steps if not s.ok), None):
+                return f"{part} {failed.step} failed: {failed.detail}"
+        return "SMTP and IMAP pass" if self.reading else "SMTP passes (no IMAP: replies are not read)"
+
+
+def connection_check(mailbox: Mailbox) -> ConnectionCheck:
+    """Check sending (connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM, RSET) and reading (login, LIST, EXAMINE)."""
+    sending = tuple(transport_for(mailbox).check(sender=mailbox.address))
+    if not mailbox.has_imap:
+        return ConnectionCheck(sending, ())
+    reading, folders = imap_check(mailbox)
+    return ConnectionCheck(sending, tuple(reading), tuple(folders))
+
+
+def imap_check(mailbox: Mailbox) -> tuple[list[CheckStep], list[str]]:
+    """(login, LIST, capabilities, EXAMINE of each reply folder) and the folders LIST named."""
+    if missing := imap_password_missing(mailbox):
+        return [CheckStep("login", False, missing)], []
+    try:
+        config = imap_config_for(mailbox)
+    except SecretRefused as exc:
+        return [CheckStep("login", False, str(exc))], []
+    how = " with an OAuth2 access token" if config.oauth2 is not None else ""
+    try:
+        with ImapSession(config) as session:
+            login = CheckStep("login", True, f"{config.username} on {config.host}:{config.port}{how}")
+            folders = [name for name, _ in session.folders()]
+            return [login, *session.check(list(mailbox.reply_folders))], folders
+    except ImapError as exc:
+        return [CheckStep("login", False, f"{exc} — {_imap_hint(mailbox, exc, oauth2=config.oauth2 is not None)}")], []
+
+
+def _imap_hint(mailbox: Mailbox, exc: ImapError, *, oauth2: bool) -> str:
+    if isinstance(exc, ImapAuthError):
+        if oauth2:
+            return (f"the server refused the token: check that {mailbox.imap_username} is the account that signed in "
+                    "and that the grant includes IMAP")
+        return ("check the IMAP username and password (Google and Microsoft want an app password, or sign in with "
+                "OAuth)")
+    if isinstance(exc, ImapConnectionError):
+        if mailbox.imap_port == 993 and mailbox.imap_security != "tls":
+            return "port 993 expects security TLS"
+        if mailbox.imap_port == 143 and mailbox.imap_security == "tls":
+            return "port 143 expects security none or STARTTLS"
+        return "check the IMAP host, port and security, and that this machine may reach it"
+    return "the server refused the command"

@@ -1,0 +1,223 @@
+"""The mailbox form of the operator UI: presets, labelled fields, secrets that are never shown again.
+
+A password typed here is sealed (mailboxes.sealed) as soon as the form is read; the page never renders it back,
+only "set — type to replace". Empty means keep the stored one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import available_timezones
+
+from django import forms
+
+from mailboxes.models import Auth, Mailbox, Security
+from mailboxes.oauth2 import token_url_problem
+from mailboxes.secrets import validate_secret_env_name
+
+from ..config.parse import duration_text, parse_duration
+
+
+@dataclass(frozen=True)
+class Preset:
+    label: str
+    smtp: tuple[str, int, str]  # host ("{domain}" for the address's domain), port, security
+    imap: tuple[str, int, str]
+    auth: str
+    provider: str = ""
+
+
+PRESETS = {
+    "google": Preset("Google Workspace", ("smtp.gmail.com", 587, "starttls"), ("imap.gmail.com", 993, "tls"),
+                     Auth.OAUTH2, "google"),
+    "microsoft": Preset("Microsoft 365", ("smtp.office365.com", 587, "starttls"),
+                        ("outlook.office365.com", 993, "tls"), Auth.OAUTH2, "microsoft"),
+    "other": Preset("Other (IMAP/SMTP)", ("smtp.{domain}", 587, "starttls"), ("imap.{domain}", 993, "tls"),
+                    Auth.PASSWORD),
+}
+# The secrets of the form: field name -> (sealed column, label).
+SECRET_FIELDS = {
+    "smtp_password": ("smtp_password_sealed", "SMTP password"),
+    "imap_password": ("imap_password_sealed", "IMAP password"),
+    "oauth2_client_secret": ("oauth2_client_secret_sealed", "OAuth2 client secret"),
+}
+SECURITY_CHOICES = [(Security.NONE, "none"), (Security.STARTTLS, "STARTTLS"), (Security.TLS, "TLS")]
+# The columns the form writes (besides the sealed secrets).
+FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "smtp_security", "smtp_username",
+          "smtp_password_env", "imap_host", "imap_port", "imap_security", "imap_username", "imap_password_env",
+          "imap_folders", "ca_file", "daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+          "reply_view_max_age", "follow_ups_without_reply_view", "oauth2_provider", "oauth2_client_id",
+          "oauth2_token_url", "oauth2_authorize_url", "oauth2_userinfo_url", "oauth2_scope")
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _secret_input() -> forms.CharField:
+    return forms.CharField(required=False, strip=False, max_length=4096,
+                           widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}))
+
+
+def _server_fields(part: str, *, username_help: str) -> tuple[forms.Field, ...]:
+    """Host, port, security, username, password and password variable of one side (SMTP or IMAP)."""
+    password = _secret_input()
+    password.label = f"{part} password"
+    return (
+        forms.CharField(max_length=255, required=False, label=f"{part} host",
+                        help_text="empty: from the preset and the address's domain"),
+        forms.IntegerField(min_value=1, max_value=65535, label=f"{part} port"),
+        forms.ChoiceField(choices=SECURITY_CHOICES, label=f"{part} security"),
+        forms.CharField(max_length=255, required=False, label=f"{part} username", help_text=username_help),
+        password,
+        forms.CharField(max_length=100, required=False, label=f"{part} password variable",
+                        validators=[validate_secret_env_name],
+                        help_text="instead of a stored password: an OUTREACH_SECRET_… variable"),
+    )
+
+
+class MailboxForm(forms.Form):
+    preset = forms.ChoiceField(choices=[(k, p.label) for k, p in PRESETS.items()], label="Provider",
+                               widget=forms.HiddenInput)
+    name = forms.SlugField(max_length=100, label="Name", help_text="a short name: letters, digits, - and _")
+    address = forms.EmailField(label="Address")
+    display_name = forms.CharField(max_length=200, required=False, label="Display name")
+    auth = forms.ChoiceField(choices=[(Auth.PASSWORD, "Password"), (Auth.OAUTH2, "OAuth sign-in")],
+                             label="Log in with")
+
+    smtp_host, smtp_port, smtp_security, smtp_username, smtp_password, smtp_password_env = _server_fields(
+        "SMTP", username_help="empty: the address")
+    imap_enabled = forms.BooleanField(required=False, initial=True, label="Read replies over IMAP")
+    imap_host, imap_port, imap_security, imap_username, imap_password, imap_password_env = _server_fields(
+        "IMAP", username_help="empty: the SMTP username")
+    imap_folders = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
+                                             label="Folders to read", help_text="the server's folders after a check")
+    imap_folders_more = forms.CharField(max_length=500, required=False, label="Other folders to read",
+                                        help_text="comma separated, e.g. INBOX, Bounces")
+    ca_file = forms.CharField(max_length=500, required=False, label="Private CA",
+                              help_text="a PEM file on the server trusted for SMTP and IMAP TLS (empty: the system's)")
+
+    daily_cap = forms.IntegerField(min_value=0, label="Daily cap", initial=200)
+    window_days = forms.MultipleChoiceField(choices=[(d, d.capitalize()) for d in DAYS], required=False,
+                                            widget=forms.CheckboxSelectMultiple, label="Sending days",
+                                            help_text="none ticked: every day")
+    window_start = forms.TimeField(required=False, label="Sending window start", widget=forms.TimeInput(
+        attrs={"type": "time"}))
+    window_end = forms.TimeField(required=False, label="Sending window end",
+                                 widget=forms.TimeInput(attrs={"type": "time"}))
+    window_timezone = forms.CharField(max_length=64, initial="UTC", label="Time zone",
+                                      help_text='an IANA zone such as Europe/Berlin, or "recipient"')
+    reply_view_max_age = forms.CharField(max_length=40, required=False, label="Reply view max age",
+                                         help_text='follow-ups wait when replies were last read longer ago than '
+                                                   'this, e.g. "10m" (empty: the install\'s default)')
+    follow_ups_without_reply_view = forms.BooleanField(
+        required=False, label="Follow-ups without reply view",
+        help_text="send follow-ups from a mailbox that reads no replies (no IMAP)")
+
+    oauth2_provider = forms.ChoiceField(
+        choices=[("", "—"), ("google", "Google"), ("microsoft", "Microsoft"), ("generic", "OAuth2 provider")],
+        required=False, label="OAuth provider")
+    oauth2_client_id = forms.CharField(max_length=255, required=False, label="OAuth client ID",
+                                       help_text="empty: the install's for Google or Microsoft")
+    oauth2_client_secret = _secret_input()
+    oauth2_client_secret.label = "OAuth client secret"
+    oauth2_authorize_url = forms.URLField(max_length=500, required=False, label="Authorization URL",
+                                          assume_scheme="https")
+    oauth2_token_url = forms.URLField(max_length=500, required=False, label="Token URL", assume_scheme="https")
+    oauth2_userinfo_url = forms.URLField(max_length=500, required=False, label="Userinfo URL", assume_scheme="https")
+    oauth2_scope = forms.CharField(max_length=500, required=False, label="OAuth scope",
+                                   help_text="empty: the provider's")
+
+    def __init__(self, *args, mailbox: Mailbox | None = None, listed: list[str] | None = None,
+                 pending: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, label_suffix="", **kwargs)
+        self.mailbox = mailbox
+        self.pending = pending or {}  # sealed secrets typed on an earlier round of this form, not yet saved
+        current = list(mailbox.imap_folders) if mailbox else []
+        chosen = list(self.data.getlist("imap_folders")) if self.is_bound else []
+        names = list(dict.fromkeys([*(listed or []), *current, *chosen, "INBOX"]))
+        self.fields["imap_folders"].choices = [(n, n) for n in names]
+        for field, (_column, label) in SECRET_FIELDS.items():
+            if self.secret_is_set(field):
+                self.fields[field].label = f"{label} (set — replace)"
+                self.fields[field].help_text = "stored encrypted; leave empty to keep it"
+
+    def secret_is_set(self, field: str) -> bool:
+        column = SECRET_FIELDS[field][0]
+        return bool(self.pending.get(column) or (self.mailbox is not None and getattr(self.mailbox, column)))
+
+    def clean_reply_view_max_age(self) -> int | None:
+        value = self.cleaned_data["reply_view_max_age"].strip()
+        if not value:
+            return None
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_window_timezone(self) -> str:
+        zone = self.cleaned_data["window_timezone"].strip()
+        if zone != "recipient" and zone not in available_timezones():
+            raise forms.ValidationError(f"{zone!r} is not an IANA time zone (e.g. Europe/Berlin) or \"recipient\"")
+        return zone
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        others = Mailbox.objects.filter(name=name).exclude(pk=self.mailbox.pk if self.mailbox else None)
+        if others.exists():
+            raise forms.ValidationError(f"a mailbox named {name} exists already")
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        preset = PRESETS[data["preset"]]
+        domain = data["address"].rpartition("@")[2]
+        data["smtp_host"] = data["smtp_host"].strip() or preset.smtp[0].format(domain=domain)
+        data["imap_host"] = (data["imap_host"].strip() or preset.imap[0].format(domain=domain)
+                             if data.pop("imap_enabled") else "")
+        data["smtp_username"] = data["smtp_username"].strip() or data["address"]
+        data["imap_username"] = data["imap_username"].strip() or data["smtp_username"]
+        more = [f.strip() for f in data.pop("imap_folders_more", "").split(",") if f.strip()]
+        data["imap_folders"] = list(dict.fromkeys([*data["imap_folders"], *more])) or ["INBOX"]
+        data["window_days"] = ",".join(d for d in DAYS if d in data["window_days"])
+        if bool(data["window_start"]) != bool(data["window_end"]):
+            self.add_error("window_end", "give both ends of the sending window, or neither")
+        if data["auth"] == Auth.OAUTH2:
+            provider = data["oauth2_provider"] or preset.provider or "generic"
+            data["oauth2_provider"] = provider
+            if provider == "generic":
+                for field in ("oauth2_authorize_url", "oauth2_token_url", "oauth2_userinfo_url", "oauth2_client_id"):
+                    if not data[field]:
+                        self.add_error(field, "an OAuth2 provider needs it")
+                if data["oauth2_token_url"] and (problem := token_url_problem(data["oauth2_token_url"])):
+                    self.add_error("oauth2_token_url", problem)
+        return data
+
+    def column_values(self) -> dict[str, Any]:
+        """The Mailbox columns this form sets (no secret among them)."""
+        return {name: self.cleaned_data[name] for name in FIELDS}
+
+    def typed_secrets(self) -> dict[str, str]:
+        """Sealed column -> the plain secret typed this round (only those typed)."""
+        return {column: self.cleaned_data[field] for field, (column, _) in SECRET_FIELDS.items()
+                if self.cleaned_data.get(field)}
+
+
+def initial_for(mailbox: Mailbox | None, preset: str) -> dict[str, Any]:
+    """What the form shows first: the stored mailbox, or the preset's defaults."""
+    if mailbox is None:
+        chosen = PRESETS.get(preset) or PRESETS["other"]
+        return {"preset": preset if preset in PRESETS else "other", "auth": chosen.auth,
+                "oauth2_provider": chosen.provider,
+                "smtp_host": "" if "{domain}" in chosen.smtp[0] else chosen.smtp[0], "smtp_port": chosen.smtp[1],
+                "smtp_security": chosen.smtp[2],
+                "imap_host": "" if "{domain}" in chosen.imap[0] else chosen.imap[0], "imap_port": chosen.imap[1],
+                "imap_security": chosen.imap[2], "imap_folders": ["INBOX"], "daily_cap": 200, "imap_enabled": True,
+                "window_timezone": "UTC"}
+    values = {name: getattr(mailbox, name) for name in FIELDS}
+    values["preset"] = mailbox.oauth2_provider if mailbox.oauth2_provider in PRESETS else "other"
+    values["window_days"] = [d for d in mailbox.window_days.split(",") if d]
+    values["imap_enabled"] = bool(mailbox.imap_host)
+    if mailbox.reply_view_max_age is not None:
+        values["reply_view_max_age"] = duration_text(mailbox.reply_view_max_age)
+    return values
