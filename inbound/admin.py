@@ -10,6 +10,7 @@ from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
 from sequences.admin import ReadOnlyAdmin, report_stop
 from sequences.labels import stamp
 from sequences.services.stops import mailbox_pause, mailbox_resume
+from sequences.window import RECIPIENT, zone_problem
 
 
 class MailboxForm(forms.ModelForm):
@@ -26,6 +27,19 @@ class MailboxForm(forms.ModelForm):
             if name in self.fields:
                 self.fields[name].validators.append(validate_secret_env_name)
                 self.fields[name].help_text = f"The name of an environment variable starting with {PREFIX}."
+
+    # Zones as TOML and the UI check them: an unknown one would count the window and the daily cap in UTC.
+    def clean_window_timezone(self) -> str:
+        name = self.cleaned_data.get("window_timezone", "").strip()
+        if name != RECIPIENT and (problem := zone_problem(name)):
+            raise forms.ValidationError(f'{problem}, or "{RECIPIENT}" for each contact\'s own zone')
+        return name
+
+    def clean_window_fallback_timezone(self) -> str:
+        name = self.cleaned_data.get("window_fallback_timezone", "").strip()
+        if problem := zone_problem(name):
+            raise forms.ValidationError(problem)
+        return name
 
 
 @admin.register(Mailbox)

@@ -23,6 +23,7 @@ from .services.common import ServiceError
 from .services.erasure import contact_erase
 from .services.stops import enrollment_pause, enrollment_resume, enrollment_stop, sequence_pause, sequence_resume
 from .web.rows import latest_job_rows
+from .window import zone_problem
 
 
 class NoWrites:
@@ -53,8 +54,26 @@ def report_stop(request, what: str, summary: StopSummary) -> None:
     messages.info(request, stop_summary_text(summary, what=what))
 
 
+class ContactForm(forms.ModelForm):
+    """The checks enrollment and the UI make: a known time zone, fields that are a table of names and values."""
+
+    def clean_timezone(self) -> str:
+        name = (self.cleaned_data.get("timezone") or "").strip()
+        if name and (problem := zone_problem(name)):
+            raise forms.ValidationError(problem)
+        return name
+
+    def clean_fields(self):
+        fields = self.cleaned_data.get("fields")
+        if fields is not None and not isinstance(fields, dict):
+            raise forms.ValidationError('a contact\'s fields are a JSON object of names and values, e.g. '
+                                        '{"city": "Rome"}')
+        return fields
+
+
 @admin.register(Contact)
 class ContactAdmin(admin.ModelAdmin):
+    form = ContactForm
     list_display = ("email", "first_name", "last_name", "company", "timezone")
     search_fields = ("email", "first_name", "last_name", "company")
 

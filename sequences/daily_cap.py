@@ -14,14 +14,13 @@ transaction.
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
 
 from django.db.models import F
 
 from mailboxes.models import Mailbox
 
 from .models import DailySendCount
-from .window import RECIPIENT
+from .window import RECIPIENT, UTC, zone_of
 
 
 def cap_zone(mailbox: Mailbox) -> str:
@@ -34,13 +33,13 @@ def cap_zone(mailbox: Mailbox) -> str:
 
 def cap_day(mailbox: Mailbox, moment: datetime) -> date:
     """The calendar day of `moment` in the mailbox's cap zone."""
-    return moment.astimezone(ZoneInfo(cap_zone(mailbox))).date()
+    return moment.astimezone(zone_of(cap_zone(mailbox))).date()
 
 
 def day_end(mailbox: Mailbox, day: date) -> datetime:
     """Local midnight after `day`: when a mailbox that reached its cap may send again."""
-    zone = ZoneInfo(cap_zone(mailbox))
-    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone).astimezone(ZoneInfo("UTC"))
+    zone = zone_of(cap_zone(mailbox))
+    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone).astimezone(UTC)
 
 
 def slot_take(*, mailbox: Mailbox, day: date) -> bool:
@@ -64,7 +63,7 @@ def slot_give_back(*, mailbox_id: int, tz: str, authorized_at: datetime | None) 
     """The slot a job took when it was authorized (at `authorized_at`) is free again."""
     if authorized_at is None:
         return
-    day = authorized_at.astimezone(ZoneInfo(tz or "UTC")).date()
+    day = authorized_at.astimezone(zone_of(tz)).date()
     DailySendCount.objects.filter(mailbox_id=mailbox_id, day=day, sent__gt=0).update(sent=F("sent") - 1)
 
 

@@ -21,7 +21,8 @@ from email.utils import format_datetime
 from urllib.parse import quote
 
 from django.template import Context, Engine, Library, TemplateSyntaxError, defaultfilters, defaulttags
-from django.template.base import Lexer, TokenType, Variable, VariableDoesNotExist, VariableNode
+from django.template.base import Lexer, Node, TokenType, Variable, VariableDoesNotExist, VariableNode
+from django.template.defaulttags import ForNode
 from django.utils import timezone
 
 from . import loads
@@ -43,6 +44,15 @@ FALLBACKS = (defaultfilters.default, defaultfilters.default_if_none)
 _library = Library()
 _library.tags.update({name: defaulttags.register.tags[name] for name in TAGS})
 _library.filters.update({name: defaultfilters.register.filters[name] for name in FILTERS})
+
+# Bounds of a step's output, so that a short template cannot make a huge mail or hold a worker: a width a
+# filter pads or wraps to (SMTP's line), the digits a number is formatted with, the loop bodies one rendering
+# runs, the characters it yields; and the length of a template itself.
+MAX_WIDTH = 998
+MAX_DIGITS = 30
+MAX_ITERATIONS = 10_000
+MAX_OUTPUT = 500_000
+MAX_TEMPLATE = 100_000
 
 # Plain-text mail: no HTML autoescaping (the Context says so too: a Context autoescapes by default).
 ENGINE = Engine(autoescape=False, debug=False, libraries={})
@@ -79,6 +89,67 @@ class MissingValue(PrepareError):
     pass
 
 
+class TemplateFailed(PrepareError):
+    """A template that compiles but cannot be rendered for these values (a filter's argument or input)."""
+
+
+def _width(name: str, arg, low: int, high: int) -> int:
+    try:
+        width = int(arg)
+    except (ValueError, TypeError):
+        raise TemplateFailed(f"{name}: {str(arg)[:40]!r} is not a whole number") from None
+    if not low <= width <= high:
+        raise TemplateFailed(f"{name}: {str(arg)[:40]} is out of range ({low} to {high})")
+    return width
+
+
+def _bounded_width(name: str, low: int):
+    """Django's NAME filter, its width argument checked first: 'ljust:"20000000"' would pad to 20 MB."""
+    original = defaultfilters.register.filters[name]
+
+    def bounded(value, arg):
+        return original(value, _width(name, arg, low, MAX_WIDTH))
+
+    return bounded
+
+
+_FORMAT_NUMBERS = re.compile(r"\d+")
+
+
+def _stringformat(value, arg):
+    """stringformat, refusing widths and precisions over MAX_WIDTH ("%2000000000s" would allocate 2 GB)."""
+    if any(int(n) > MAX_WIDTH for n in _FORMAT_NUMBERS.findall(str(arg)[:40])) or len(str(arg)) > 40:
+        raise TemplateFailed(f"stringformat: {str(arg)[:40]!r} has a width or precision over {MAX_WIDTH}")
+    return defaultfilters.stringformat(value, arg)
+
+
+def _floatformat(value, arg=-1):
+    """floatformat, refusing more than MAX_DIGITS decimals (Decimal would compute every one asked for)."""
+    digits = str(arg).rstrip("gu")
+    if digits and (len(digits) > 4 or (digits.lstrip("-").isdigit() and abs(int(digits)) > MAX_DIGITS)):
+        raise TemplateFailed(f"floatformat: {str(arg)[:40]!r} asks for more than {MAX_DIGITS} decimals")
+    return defaultfilters.floatformat(value, arg)
+
+
+for _name, _low in (("ljust", 0), ("rjust", 0), ("center", 0), ("wordwrap", 1)):
+    _library.filter(_name, _bounded_width(_name, _low))
+_library.filter("stringformat", _stringformat)
+_library.filter("floatformat", _floatformat)
+
+
+class _LoopCount(Node):
+    """First node of every {% for %} body: counts the bodies one rendering runs, refusing past MAX_ITERATIONS."""
+
+    KEY = "outreach_loop_bodies"
+
+    def render(self, context):
+        count = context.render_context.get(self.KEY, 0) + 1
+        context.render_context[self.KEY] = count
+        if count > MAX_ITERATIONS:
+            raise TemplateFailed(f"the loops run more than {MAX_ITERATIONS} times")
+        return ""
+
+
 class _StrictVariableNode(VariableNode):
     """`{{ name }}` that refuses an undefined or empty value unless a filter gives the fallback."""
 
@@ -106,6 +177,8 @@ def compile_template(text: str):
     template = ENGINE.from_string(text)
     for node in template.nodelist.get_nodes_by_type(VariableNode):
         node.__class__ = _StrictVariableNode
+    for node in template.nodelist.get_nodes_by_type(ForNode):
+        node.nodelist_loop.insert(0, _LoopCount())
     return template
 
 
@@ -122,7 +195,23 @@ def render(template: str, context: dict) -> str:
     Django marks a template's output safe for HTML (a SafeString). A step's output is mail text holding
     whatever a contact's fields hold, so it is returned as a plain str: a page that shows it escapes it.
     """
-    return "".join(_compiled(template).render(Context(context, autoescape=False)))
+    compiled = _compiled(template)  # TemplateSyntaxError: the template itself is wrong
+    try:
+        text = compiled.render(Context(context, autoescape=False))
+    except PrepareError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - rendering is pure (plain values in): a failure is the values' or a filter's
+        raise TemplateFailed(_failure_words(exc)) from None
+    if len(text) > MAX_OUTPUT:
+        raise TemplateFailed(f"renders to more than {MAX_OUTPUT} characters")
+    return "".join(text)
+
+
+def _failure_words(exc: Exception) -> str:
+    """What a filter's failure says, for an operator: 'KeyError: 0' reads as a lookup that found nothing."""
+    if isinstance(exc, KeyError | IndexError):
+        return f"a filter or lookup found nothing at {str(exc)[:60]} ({type(exc).__name__})"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _plain(exc: TemplateSyntaxError) -> str:
@@ -153,13 +242,51 @@ def step_validate(*, subject: str, body: str, position: int, thread: bool | None
             "starts with a reply prefix on a step that is not sent as a reply (never fake \"Re:\"); a threaded "
             "step with an empty subject is sent as \"Re: <its thread's subject>\"")
     for name, text in (("subject", subject), ("body", body)):
+        if len(text) > MAX_TEMPLATE:
+            errors.setdefault(name, []).append(f"is {len(text)} characters long: at most {MAX_TEMPLATE}")
+            continue
         try:
             compile_template(text)
         except TemplateSyntaxError as exc:
             errors.setdefault(name, []).append(f"template error: {_plain(exc)}")
+            continue
+        if problem := _trial_problem(text):
+            errors.setdefault(name, []).append(f"template error: {problem}")
     if "\n" in subject.strip() or "\r" in subject:
         errors.setdefault("subject", []).append("a subject is one line")
     return errors
+
+
+class _SampleContext(Context):
+    """Every variable a template names has a sample value: a trial rendering runs through every filter."""
+
+    def __getitem__(self, key):
+        try:
+            return super().__getitem__(key)
+        except KeyError:
+            return "sample"
+
+
+_FIELD_NAMES = re.compile(r"\bfields\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _trial_problem(text: str) -> str:
+    """Why TEXT fails when rendered for a sample contact ('' when it renders): a filter that cannot take its
+    argument or the value it is given (`wordwrap:"0"`, `fields|first`) is refused when the step is saved."""
+    sample = {name: "sample" for name in CONTACT_VARIABLES}
+    sample["email"] = "sample@example.com"
+    sample["fields"] = {name: "sample" for name in _FIELD_NAMES.findall(text)}
+    try:
+        text = _compiled(text).render(_SampleContext(sample, autoescape=False))
+    except MissingValue:
+        return ""
+    except TemplateFailed as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - as in render: a failure is a filter's, on these sample values
+        return _failure_words(exc)
+    if len(text) > MAX_OUTPUT:
+        return f"renders to more than {MAX_OUTPUT} characters"
+    return ""
 
 
 def address_header(name: str, email: str) -> Address:
@@ -198,6 +325,9 @@ def thread_of(job: SendJob) -> list[tuple[str, str]]:
 
 def contact_context(contact) -> dict:
     """The variables a step's templates see for one contact: its own fields, then the standard ones."""
+    if not isinstance(contact.fields, dict):  # saved around the services (the admin's JSON, the table)
+        raise PrepareError(f"the contact's fields are not a table of names and values "
+                           f"(a JSON {type(contact.fields).__name__})")
     return {
         **{k: v for k, v in contact.fields.items() if k.isidentifier()},
         "first_name": contact.first_name,
@@ -231,7 +361,8 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     try:
         subject = " ".join(render(job.step.subject, context).split())
         body = render(job.step.body, context)
-    except TemplateSyntaxError as exc:  # a template saved around the validation (e.g. straight into the table)
+    except (TemplateSyntaxError, TemplateFailed) as exc:  # a template saved around the validation (straight into
+        # the table), or a filter failing on this contact's values: the job ends with the reason, never a crash
         raise PrepareError(f"template error in step {job.step.position}: {exc}") from None
 
     name = " ".join(p for p in (contact.first_name, contact.last_name) if p)

@@ -67,8 +67,12 @@ def _first_subject(step: Step) -> str:
 
 def step_preview(*, step: Step, contact: Contact) -> Preview:
     """Subject and body of *step* for *contact*; each field's error names what is missing or wrong."""
-    context = contact_context(contact)
     preview = Preview()
+    try:
+        context = contact_context(contact)
+    except PrepareError as exc:
+        preview.errors.append(f"Contact: {exc}")
+        return preview
     subject = step.subject
     if not subject.strip() and step.thread and step.position > 1:
         subject = "Re: " + _first_subject(step)  # what a threaded follow-up without its own subject gets
@@ -84,6 +88,9 @@ def step_preview(*, step: Step, contact: Contact) -> Preview:
             continue
         except TemplateSyntaxError as exc:
             preview.errors.append(f"{label}: template error: {_plain(exc)}")
+            continue
+        except PrepareError as exc:  # a filter that fails on this contact's values, or an output over the bounds
+            preview.errors.append(f"{label}: template error: {exc}")
             continue
         preview.fallbacks += [
             f"{name} is empty for this contact: the fallback is used"

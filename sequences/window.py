@@ -6,6 +6,20 @@ from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+UTC = ZoneInfo("UTC")
+
+
+def zone_of(name: str) -> ZoneInfo:
+    """The zone NAME names; UTC for an empty name or one this machine does not know.
+
+    Every path that saves a zone refuses an unknown one (TOML, the UI, the admin: `zone_problem`), so an
+    unknown name here was written around them (straight into the table, or a zone dropped from tzdata). It
+    counts in UTC, as pages say (`local_and_utc`), rather than crashing every page and worker that reads it.
+    """
+    try:
+        return ZoneInfo(name) if name else UTC
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name longer than a file name may be
+        return UTC
 
 
 def parse_days(value: str) -> frozenset[int]:
@@ -26,7 +40,7 @@ def next_open(
 ) -> datetime | None:
     """None when `now` is inside the window, else the next moment the window opens (UTC-aware)."""
     allowed = parse_days(days)
-    zone = ZoneInfo(tz or "UTC")
+    zone = zone_of(tz)
     local = now.astimezone(zone)
     start = start or time(0, 0)
     end = end or time(23, 59, 59, 999999)
@@ -42,7 +56,7 @@ def next_open(
             continue
         opening = datetime.combine(day, start, tzinfo=zone)
         if opening > local:
-            return opening.astimezone(ZoneInfo("UTC"))
+            return opening.astimezone(UTC)
     raise ValueError("sending window never opens")
 
 
@@ -55,8 +69,9 @@ def zone_problem(name: str) -> str:
     """Why *name* is not a time zone ('' when it is an IANA name this machine knows)."""
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin or America/New_York)"
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        shown = repr(name) if len(name) <= 64 else repr(name[:64]) + "…"
+        return f"unknown time zone {shown} (use an IANA name such as Europe/Berlin or America/New_York)"
     return ""
 
 
@@ -88,6 +103,8 @@ def mailbox_next_open(now: datetime, *, mailbox, contact_zone: str) -> datetime 
 
 def local_and_utc(moment: datetime, zone: str) -> tuple[str, str]:
     """One moment as ('Tue 1 Dec 2026 09:00 Pacific/Auckland', 'Mon 30 Nov 2026 20:00 UTC')."""
-    local = moment.astimezone(ZoneInfo(zone))
-    utc = moment.astimezone(ZoneInfo("UTC"))
+    local = moment.astimezone(zone_of(zone))
+    utc = moment.astimezone(UTC)
+    if zone_problem(zone):
+        zone = f"UTC (the unknown zone {zone[:64]!r} counts as UTC)"
     return f"{local:%a} {local.day} {local:%b %Y %H:%M} {zone}", f"{utc:%a} {utc.day} {utc:%b %Y %H:%M} UTC"
