@@ -3,6 +3,8 @@ the browser's upload and the API share."""
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
@@ -20,6 +22,11 @@ NAMED = ("email", "first_name", "last_name", "company", "timezone")
 NAME_FIELDS = ("first_name", "last_name", "company")
 MAX_LENGTH = {name: Contact._meta.get_field(name).max_length for name in (*NAME_FIELDS, "timezone")}
 EMAIL_MAX = 254  # RFC 5321 path limit, less the angle brackets
+# A contact's own template fields: enough for any mail merge, small enough that a row cannot carry a file.
+MAX_FIELDS = 100
+MAX_FIELD_NAME = 64
+MAX_FIELD_VALUE = 10_000
+SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON's "\ud800" decodes to one; no database stores it
 
 
 def decode(data: bytes, file: str) -> str:
@@ -60,8 +67,19 @@ def row_check(line: int, cells: dict[str, str], extra: bool) -> tuple[ContactRow
     if len(email) > EMAIL_MAX:
         return None, f"the address is longer than {EMAIL_MAX} characters"
     for name, value in cells.items():
-        if "\0" in value:
-            return None, f"{name}: contains a NUL character"
+        shown = name if len(name) <= MAX_FIELD_NAME else name[:MAX_FIELD_NAME] + "…"
+        if "\0" in name or "\0" in value:
+            return None, f"{shown!r}: contains a NUL character"
+        if SURROGATE.search(name) or SURROGATE.search(value):
+            return None, f"{shown!r}: contains a lone surrogate (not a character)"
+    fields = {k: v for k, v in cells.items() if k not in NAMED and k}
+    if len(fields) > MAX_FIELDS:
+        return None, f"{len(fields)} template fields, at most {MAX_FIELDS}"
+    for name, value in fields.items():
+        if len(name) > MAX_FIELD_NAME:
+            return None, f"a field name of {len(name)} characters, at most {MAX_FIELD_NAME}"
+        if len(value) > MAX_FIELD_VALUE:
+            return None, f"{name}: {len(value)} characters, at most {MAX_FIELD_VALUE}"
     for name in NAME_FIELDS:
         value = cells.get(name, "")
         if len(value) > MAX_LENGTH[name]:
@@ -70,11 +88,10 @@ def row_check(line: int, cells: dict[str, str], extra: bool) -> tuple[ContactRow
             return None, f"{name}: contains a line break"
     zone = cells.get("timezone", "")
     if zone:
-        if zone_problem(zone):
-            return None, f"timezone: {zone_problem(zone)}"
         if len(zone) > MAX_LENGTH["timezone"]:
             return None, f"timezone: longer than {MAX_LENGTH['timezone']} characters"
-    fields = {k: v for k, v in cells.items() if k not in NAMED and k}
+        if zone_problem(zone):
+            return None, f"timezone: {zone_problem(zone)}"
     return ContactRow(line=line, email=email, first_name=cells.get("first_name", ""),
                                last_name=cells.get("last_name", ""), company=cells.get("company", ""),
                                timezone_name=zone, fields=fields), ""
