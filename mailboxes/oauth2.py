@@ -202,6 +202,8 @@ def _refresh(config: OAuth2Config, refresh_token: str) -> tuple[str, float, str]
             f"check the client id and the secret in {config.client_secret_env or 'client_secret_env'}"
             if exc.error in ("invalid_client", "unauthorized_client")
             else f"{secret} was revoked or has expired: consent again and set the new one"
+            if config.refresh_token_env
+            else "the refresh token was revoked or has expired: sign in again (Mailboxes: Sign in again)"
         )
         raise TokenRefused(f"the token endpoint refused: {exc.error}" + _described(exc), hint=hint,
                            error=exc.error or "refused", endpoint=endpoint_host(config.token_url)) from None
