@@ -23,7 +23,7 @@ from ..messages import step_validate
 from ..models import Sequence
 from ..window import RECIPIENT, parse_days, zone_problem
 from .auth import parse_oauth2
-from .validate import ConfigError, Reader, check_ranges, known_esps
+from .validate import ConfigError, Reader, check_lengths, check_ranges, known_esps
 
 DURATION = re.compile(r"^\s*([0-9]+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -151,11 +151,13 @@ def parse(text: str) -> Plan:
     for index, table in enumerate(data.get("mailbox", [])):
         entry = _parse_mailbox(reader, f"mailbox[{index}]", table)
         if entry:
+            check_lengths(reader, f"mailbox[{index}]", entry, Mailbox, MAILBOX_KEYS)
             plan.mailboxes.append(entry)
             known_mailboxes.add(entry["name"])
     for index, table in enumerate(data.get("sequence", [])):
         entry = _parse_sequence(reader, f"sequence[{index}]", table, known_mailboxes)
         if entry:
+            check_lengths(reader, f"sequence[{index}]", entry, Sequence, {})
             plan.sequences.append(entry)
     _follow_ups_need_a_reply_view(reader, plan)
     for kind, entries in (("mailbox", plan.mailboxes), ("sequence", plan.sequences)):

@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 
 import anymail.backends
+from django.core.exceptions import FieldDoesNotExist
 
 
 class ConfigError(Exception):
@@ -32,6 +33,9 @@ def known_esps() -> set[str]:
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 # The furthest ahead an ESP may be handed a message: a year, like every duration.
 MAX_SCHEDULE_AHEAD_MINUTES = 365 * 24 * 60
+
+# What no text column stores: NUL (PostgreSQL refuses it) and lone surrogates (no UTF-8 encodes them).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 KEY_LINE = re.compile(r"(?:^|[{,])\s*([A-Za-z0-9_-]+)\s*=")
 ARRAY_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]")
@@ -107,6 +111,9 @@ class Reader:
             names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             self.error(f"{path}.{key}", f"must be {names}, got {type(value).__name__}", value)
             return None if default is ... else default
+        if isinstance(value, str) and UNSTORABLE.search(value):
+            self.error(f"{path}.{key}", "contains a NUL character or a lone surrogate, which nothing can store")
+            return None if default is ... else default
         if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
             # TOML's integers are 64-bit (tomllib reads any size); every integer column here is 32-bit.
             bound = f"at most {INT_MAX}" if value > 0 else f"at least {INT_MIN}"
@@ -149,3 +156,17 @@ def check_ranges(reader: Reader, path: str, out: dict[str, Any]) -> None:
         if name and name not in os.environ:
             reader.warn(f"{path}.{label}", f"environment variable {name} is not set here; the worker that "
                                            "sends or polls must have it")
+
+
+def check_lengths(reader: Reader, path: str, out: dict[str, Any], model, keys: dict[str, tuple[str, ...]]) -> None:
+    """Every text value no longer than the column it is stored in (`keys`: a field's TOML key path)."""
+    for name, value in out.items():
+        if not isinstance(value, str):
+            continue
+        try:
+            limit = model._meta.get_field(name).max_length
+        except FieldDoesNotExist:  # a planning value, not a column
+            continue
+        if limit and len(value) > limit:
+            key = ".".join(keys.get(name, (name,)))
+            reader.error(f"{path}.{key}", f"{len(value)} characters, at most {limit}")
