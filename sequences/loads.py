@@ -31,14 +31,18 @@ from .states import LEFT
 JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence", "step")
 
 
-def jobs_loaded() -> QuerySet[SendJob]:
-    return SendJob.objects.select_related(*JOB_RELATED)
+def jobs_loaded(*related: str) -> QuerySet[SendJob]:
+    return SendJob.objects.select_related(*(related or JOB_RELATED))
 
 
-def job_read(job_id: int) -> SendJob | None:
-    """The job with its enrollment, contact, sequence, mailbox and step; one statement, no lock."""
+def job_read(job_id: int, *, without_mailbox: bool = False) -> SendJob | None:
+    """The job with its enrollment, contact, sequence, mailbox and step; one statement, no lock.
+
+    `without_mailbox`: the caller reads the mailbox itself (the final check locks it, then reads it).
+    """
+    related = tuple(r for r in JOB_RELATED if r != "enrollment__mailbox") if without_mailbox else JOB_RELATED
     try:
-        return jobs_loaded().get(pk=job_id)  # get(): no ORDER BY to compile or run
+        return jobs_loaded(*related).get(pk=job_id)  # get(): no ORDER BY to compile or run
     except SendJob.DoesNotExist:
         return None
 

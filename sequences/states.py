@@ -53,22 +53,19 @@ def _check(machine: str, edges: dict, current: Any, to: Any) -> None:
 def _guarded_update(obj: Model, where: dict[str, Any], updates: dict[str, Any]) -> bool:
     """UPDATE `obj`'s row only if it still has the values of `where` (compare-and-set); False when someone else
     moved it first. On success the object holds the new values: a column plus or minus a constant is
-    computed here (the row matched the values it was read with), what the database clock decided is read
-    back."""
+    computed here (the row matched the values it was read with); what the database decided (a stamp of its
+    clock) becomes a deferred field, which Django reads from the row on first use — most callers never do."""
     if not type(obj).objects.filter(pk=obj.pk, **where).update(**updates):
         return False
-    decided = []
     for name, value in updates.items():
         attname = type(obj)._meta.get_field(name).attname
         if (shift := _shift(value)) is not None:
             source, delta = shift
             setattr(obj, attname, getattr(obj, type(obj)._meta.get_field(source).attname) + delta)
         elif isinstance(value, Expression):
-            decided.append(name)
+            obj.__dict__.pop(attname, None)  # deferred: loaded from the row when read
         else:
             setattr(obj, attname, value)
-    if decided:
-        obj.refresh_from_db(fields=decided)
     return True
 
 

@@ -31,7 +31,7 @@ from .. import daily_cap, reply_view
 from ..loads import Facts, facts_read, job_read
 from ..locks import job_enrollment_lock, mailbox_lock
 from ..models import Enrollment, SendJob, Sequence, Suppression
-from ..sending_mailbox import enrollment_mailbox
+from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
 from ..states import job_move
 from ..timeline import Event, event_record, iso
 from ..window import mailbox_next_open
@@ -116,14 +116,15 @@ def job_locked(job_id: int, *, lock_mailbox: bool = False) -> Locked:
     guardrail, a mailbox-level failure) either seen here or wait for this transaction.
     """
     job_enrollment_lock(job_id)
-    job = job_read(job_id)
-    mailbox = enrollment_mailbox(job.enrollment)
-    if lock_mailbox:
-        mailbox = mailbox_lock(mailbox_id=mailbox.pk)
-        if job.enrollment.mailbox_id == mailbox.pk:  # the relation the mailbox came through (rotation)
-            job.enrollment.mailbox = mailbox
-        else:
-            job.enrollment.sequence.mailbox = mailbox
+    if not lock_mailbox:
+        job = job_read(job_id)
+        return Locked(job.enrollment, enrollment_mailbox(job.enrollment), job)
+    job = job_read(job_id, without_mailbox=True)  # the mailbox is read once, by its lock
+    mailbox = mailbox_lock(mailbox_id=enrollment_mailbox_id(job.enrollment))
+    if job.enrollment.mailbox_id == mailbox.pk:  # the relation the mailbox came through (rotation)
+        job.enrollment.mailbox = mailbox
+    else:
+        job.enrollment.sequence.mailbox = mailbox
     return Locked(job.enrollment, mailbox, job)
 
 
