@@ -236,8 +236,9 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
         enrollment, mailbox, job = locked.enrollment, locked.mailbox, locked.job
         if job.state != S.AUTHORIZED:
             # The sweeper may have marked it unknown; the message did leave, so say so.
-            event_record(kind=Event.SUBMIT_AFTER_STATE_CHANGE, email=job.enrollment.contact.email, enrollment=enrollment, job=job,
-                         version_seen=job.version, worker_id=worker_id, state=job.state, smtp_reply=smtp_reply)
+            event_record(kind=Event.SUBMIT_AFTER_STATE_CHANGE, email=job.enrollment.contact.email,
+                         enrollment=enrollment, job=job, version_seen=job.version, worker_id=worker_id,
+                         state=job.state, smtp_reply=smtp_reply)
             return False
         # Scheduled at a provider: provider_schedule_id, provider_send_at, cancelable_until.
         schedule = provider_schedule or {}
