@@ -1,4 +1,4 @@
-"""Refuse query strings no page can use: a clear 400 instead of a database error deep in a view."""
+"""Refuse paths and query strings no page can use: a clear 400 instead of a database error deep in a view."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ class RejectInvalidQueryMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # A path carries values too (/api/v1/contacts/<email>, /api/v1/timeline/<email>).
+        if INVALID.search(request.path):
+            return HttpResponseBadRequest("Bad request: the path holds a control character or bytes that are not "
+                                          "UTF-8.\n", content_type="text/plain; charset=utf-8")
         for key, values in request.GET.lists():
             if INVALID.search(key) or any(INVALID.search(value) for value in values):
                 return HttpResponseBadRequest(

@@ -219,6 +219,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "outreach": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO")},
+        # A 500 with its traceback, also with DEBUG off (Django's own console handler logs only with DEBUG on).
+        "django.request": {"handlers": ["console"], "level": "ERROR"},
     },
 }
 
