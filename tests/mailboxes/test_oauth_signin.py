@@ -26,6 +26,7 @@ from mailboxes.checks import imap_check
 from mailboxes.imap.errors import ImapAuthError
 from mailboxes.models import Mailbox
 from mailboxes.sealed import KEYS_ENV, unseal
+from mailboxes.signin import SigninError, authorization_request, signin_client
 from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
 from proving.harness.oauth import OAuthServer, _basic
@@ -225,3 +226,20 @@ def test_a_callback_this_session_did_not_start_is_refused(client, users, auth_se
     answer = client.get("/mailboxes/oauth/callback/?code=stolen&state=not-ours")
     assert answer.status_code == 400 and b"not started in this browser session" in answer.content
     assert not auth_server.codes and auth_server.refreshes == 0
+
+
+def test_google_and_microsoft_sign_in_with_the_installs_client_and_pkce(monkeypatch):
+    monkeypatch.setenv("OUTREACH_OAUTH_GOOGLE_CLIENT_ID", "install-google")
+    monkeypatch.setenv("OUTREACH_OAUTH_GOOGLE_CLIENT_SECRET", "install-google-secret")
+    client = signin_client(provider="google", client_id="", client_secret="")
+    assert (client.client_id, client.client_secret) == ("install-google", "install-google-secret")
+    assert "install-google-secret" not in repr(client)
+    url, state, verifier = authorization_request(client, redirect_uri="https://outreach.example/mailboxes/oauth/"
+                                                                      "callback/")
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+    assert url.startswith("https://accounts.google.com/o/oauth2/v2/auth?")
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    assert (query["code_challenge"], query["code_challenge_method"], query["state"]) == (challenge, "S256", state)
+    assert query["access_type"] == "offline" and "https://mail.google.com/" in query["scope"]
+    with pytest.raises(SigninError, match="OUTREACH_OAUTH_MICROSOFT_CLIENT_ID"):
+        signin_client(provider="microsoft", client_id="", client_secret="")
