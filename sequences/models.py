@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from db.sql import DbClock
+from db.sql import DbClock, EmailDomain
 
 
 class Contact(models.Model):
@@ -24,6 +24,9 @@ class Contact(models.Model):
 
     class Meta:
         ordering = ["email"]
+        # Ingestion finds the people at a colleague's company by their domain (inbound.ingest.colleague): an
+        # index lookup, never a suffix search over every address.
+        indexes = [models.Index(EmailDomain("email"), name="contact_email_domain_idx")]
 
     def __str__(self) -> str:
         return self.email
@@ -358,3 +361,43 @@ class OperatorAction(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
 
+
+class ReplyMatch(models.Model):
+    """A mail from someone at a person's company, without our thread headers, that answers a message we sent
+    to that person by its subject or its quoted text (inbound rule `quoted_text`): the evidence, and what came
+    of it. One row per person it may answer, written in the inbound message's own transaction.
+
+    `stopped` when it fits one person beyond doubt (the person was stopped then); `probable` when an operator
+    must decide (the same text sent to several people there, a subject with no quote), until they stop the
+    person (`operator_stopped`) or dismiss it.
+    """
+
+    class Status(models.TextChoices):
+        STOPPED = "stopped", "Stopped on receipt"
+        PROBABLE = "probable", "Probable reply: an operator decides"
+        OPERATOR_STOPPED = "operator_stopped", "Stopped by an operator"
+        DISMISSED = "dismissed", "Dismissed by an operator"
+
+    inbound = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.PROTECT, related_name="reply_matches")
+    job = models.ForeignKey(SendJob, on_delete=models.PROTECT, related_name="reply_matches")  # what it answers
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="reply_matches")
+    replier = models.CharField(max_length=320)  # who wrote it (not the person we mailed)
+    subject_match = models.BooleanField(default=False)
+    quoted_share = models.FloatField(default=0.0)  # of our message's words found quoted, 0..1
+    quoted_chars = models.PositiveIntegerField(default=0)
+    why = models.TextField(blank=True)  # the verdict, in words
+    status = models.CharField(max_length=16, choices=Status.choices)
+    created_at = models.DateTimeField(db_default=DbClock())
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["inbound", "enrollment"], name="replymatch_once_per_person"),
+        ]
+        indexes = [models.Index(fields=["created_at"], name="replymatch_probable_idx",
+                                condition=Q(status="probable"))]
+
+    def __str__(self) -> str:
+        return f"{self.replier} for {self.enrollment_id} ({self.status})"

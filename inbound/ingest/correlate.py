@@ -17,6 +17,7 @@ from sequences.models import Enrollment, SendJob
 from sequences.sending_mailbox import enrollment_mailbox_id, sends_from
 
 from ..classify.evidence import REFERENCES_CONSIDERED
+from .colleague import QUOTED_TEXT, ColleagueMatch, colleague_match, companies_mailed, company_domains
 from .parse import Parsed
 
 Rule = InboundMessage.Rule
@@ -35,18 +36,21 @@ class Correlation:
     rule: str = Rule.NONE
     job: SendJob | None = None
     addresses: list[str] = field(default_factory=list)  # whose enrollments are affected
-    why: str = ""  # for Rule.NO_EVIDENCE and own copies: why nothing is done, in words
+    why: str = ""  # for Rule.NO_EVIDENCE and own copies: why nothing is done; for `quoted_text`, the verdict
     own_copy: bool = False  # our own sent mail (a Sent folder, our address, our Message-ID): never a reply
+    colleague: ColleagueMatch | None = None  # rule `quoted_text`: the evidence, and whether it is beyond doubt
 
 
 def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
               known: dict[str, SendJob] | None = None, *, looked_up: frozenset[str] | set[str] = frozenset(),
-              folder: str = "", sent_folder: bool = False) -> Correlation:
+              folder: str = "", sent_folder: bool = False, raw: bytes = b"") -> Correlation:
     """Tie an inbound message to a message this mailbox sent before it arrived, strongest evidence first.
 
     One query for every Message-ID the mail names (its own, its thread ids and those of the original
     inside a report), none for ids the caller looked up already with its header (*looked_up*; those
-    that are ours in *known*); one more only for a report's recipients or the sender when no id held.
+    that are ours in *known*); one more only for a report's recipients or the sender when no id held;
+    last, for a person's mail (*raw*) from someone at a company we wrote to, one for the messages we sent
+    there (rule `quoted_text`, `colleague`).
     """
     c = parsed.classification
     embedded = list(c.original_message_ids[:REFERENCES_CONSIDERED]) if c is not None else []
@@ -92,7 +96,21 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
             return Correlation(Rule.SENDER, job, [parsed.from_address])
         if Enrollment.objects.filter(contact__email=parsed.from_address).exists():
             refused.append(f"the sender {parsed.from_address} is enrolled; {_nothing_sent(internaldate)}")
+        if raw and internaldate is not None and c is not None and c.kind in PERSONS_MAIL:
+            found = colleague_match(sender=parsed.from_address, subject=parsed.subject, raw=raw, mailbox=mailbox,
+                                    submitted_by=internaldate + ARRIVAL_SLACK)
+            if found is not None:
+                stop = found.verdict.stop
+                if stop is None:
+                    return Correlation(QUOTED_TEXT, None, [], found.verdict.why, colleague=found)
+                job = found.jobs[stop.key]
+                return Correlation(QUOTED_TEXT, job, [job.enrollment.contact.email], found.verdict.why,
+                                   colleague=found)
     return _no_evidence(refused) if refused else Correlation()
+
+
+# What a person writes (not a report or an automatic answer): the kinds a colleague's mail may act as.
+PERSONS_MAIL = (Kind.HUMAN_REPLY, Kind.UNSUBSCRIBE_REQUEST)
 
 
 # What correlation and the effects read of a job. Not its mailboxes: their many columns would be compiled
@@ -119,22 +137,29 @@ class HeaderTies:
     ours: dict[str, SendJob]  # our jobs, by the Message-IDs the headers name or carry
     looked_up: set[str]  # every Message-ID asked about: those not in `ours` are not ours
     enrolled: set[str]  # sender addresses that are enrolled
+    companies: set[str] = field(default_factory=set)  # domains of senders' companies where someone is enrolled
 
     def may_act(self, parsed: Parsed) -> bool:
         """Whether the header leaves it open that this mail acts: a mail that names nothing of ours, comes
-        from nobody enrolled and whose header shows no machine signal cannot act."""
+        from nobody enrolled nor from a company where someone is, and whose header shows no machine signal
+        cannot act."""
         return bool(parsed.error or parsed.machine or parsed.from_address in self.enrolled
-                    or any(i in self.ours for i in parsed.own_ids))
+                    or any(i in self.ours for i in parsed.own_ids)
+                    or any(d in self.companies for d in company_domains(parsed.from_address)))
 
 
 def ties_in_headers(parsed_by_uid: dict[int, Parsed]) -> HeaderTies:
-    """Our jobs named in a batch's headers, and its enrolled senders: two queries."""
+    """Our jobs named in a batch's headers, its enrolled senders, and the companies of the others where
+    someone is enrolled (a colleague may answer for them): three queries at most."""
     ids = list(dict.fromkeys(i for p in parsed_by_uid.values() for i in [p.message_id, *p.own_ids] if i))
     senders = {p.from_address for p in parsed_by_uid.values() if p.from_address}
     ours = _jobs_named(ids)
     enrolled = set(Enrollment.objects.filter(contact__email__in=senders).values_list("contact__email", flat=True)
                    ) if senders else set()
-    return HeaderTies(ours, set(ids), enrolled)
+    unknown = {p.from_address for p in parsed_by_uid.values()
+               if p.from_address and p.from_address not in enrolled and not p.machine
+               and not any(i in ours for i in p.own_ids)}
+    return HeaderTies(ours, set(ids), enrolled, companies_mailed(unknown))
 
 
 def _sent_to(addresses: list[str], mailbox: Mailbox, internaldate: datetime | None) -> dict[str, SendJob]:

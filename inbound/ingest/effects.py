@@ -18,15 +18,18 @@ from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
 from sequences.sending_mailbox import sends_from
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
-from sequences.services.stops import enrollment_pause_in_transaction, reply_stop_in_transaction
+from sequences.services.reply_matches import MatchFacts, reply_matches_record_in_transaction
+from sequences.services.stops import enrollment_pause_in_transaction, reply_stop_in_transaction, reply_words
 from sequences.services.suppressions import suppression_add_in_transaction
 from sequences.stop_summary import StopSummary
 
 from ..classify import Classification
 from ..classify.mime import parse_for_classify
+from ..classify.quoted import Evidence
 from ..classify.quotes import extract_reply_text
 from ..classify.return_date import return_date
 from ..classify.text import body_text
+from .colleague import QUOTED_TEXT
 from .correlate import Correlation
 
 # One action per kind: (row, correlation, classification, source) -> what was done, in words.
@@ -48,8 +51,36 @@ def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classificati
     # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
     summary = reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
                                                  strong=correlation.rule != InboundMessage.Rule.SENDER,
-                                                 mailbox=row.mailbox)
+                                                 mailbox=row.mailbox, replied_by=row.from_address)
     return _describe("stopped (replied)", summary)
+
+
+def _colleague(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+    """Rule `quoted_text`: someone at the person's company answered our message to them without our thread
+    headers. One person beyond doubt: stop them (as a reply, naming who wrote). Otherwise: probable, for an
+    operator; nothing stops. Either way the evidence is recorded (which message, how much of it is quoted)."""
+    found = correlation.colleague
+    verdict = found.verdict
+
+    def facts(evidence: Evidence) -> MatchFacts:
+        job = found.jobs[evidence.key]
+        return MatchFacts(job_id=job.pk, enrollment_id=job.enrollment_id, subject_match=evidence.subject_match,
+                          quoted_share=evidence.share, quoted_chars=evidence.quoted_chars)
+
+    if verdict.stop is not None:
+        job = found.jobs[verdict.stop.key]
+        reply_matches_record_in_transaction(inbound_id=row.pk, replier=row.from_address,
+                                            matches=[facts(verdict.stop)], why=verdict.why, stopped=True)
+        # The person only, never widened to their company's domain: no header of ours ties the mail to us.
+        summary = reply_stop_in_transaction(job_id=job.pk, job=job, source=source, strong=False,
+                                            mailbox=row.mailbox, replied_by=row.from_address)
+        who = reply_words(job.enrollment.contact.email, row.from_address)
+        return _describe(f"stopped ({who}: {verdict.why}, job #{job.pk})", summary)
+    reply_matches_record_in_transaction(inbound_id=row.pk, replier=row.from_address,
+                                        matches=[facts(e) for e in verdict.probable], why=verdict.why, stopped=False)
+    people = ", ".join(e.person for e in verdict.probable)
+    return (f"probable reply from {row.from_address} for {people} ({verdict.why}): nothing stopped; "
+            "an operator decides under Inbound → Probable replies")
 
 
 def _suppress(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
@@ -122,6 +153,10 @@ def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Clas
         return own_copy_effect(correlation.why)
     if correlation.rule == InboundMessage.Rule.NO_EVIDENCE:
         return f"no evidence we sent to it ({correlation.why}): recorded only, nothing stopped or suppressed"
+    if correlation.rule == QUOTED_TEXT and correlation.colleague is not None:
+        # A person's mail (a reply, or asking to stop "our team"): it stops the person it answers for, never
+        # suppresses an address on the words of someone else.
+        return _colleague(row, correlation, c, f"inbound:{row.pk}")
     if not correlation.addresses:
         return NOT_CORRELATED
     effect = EFFECTS.get(row.kind)

@@ -92,7 +92,8 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
     try:
         parsed = parse(fetched.raw)  # CPU only, before the transaction
         correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, looked_up=looked_up,
-                                 folder=folder, sent_folder=sent_folder) if parsed.classification else Correlation())
+                                 folder=folder, sent_folder=sent_folder, raw=fetched.raw)
+                       if parsed.classification else Correlation())
         if recorded is None:
             recorded = recorded_for(mailbox, folder, uidvalidity, [fetched.uid], [parsed.message_id])
         with transaction.atomic(durable=True):
@@ -109,8 +110,10 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
 
 
 def content_for(kind: str, correlation: Correlation) -> str:
-    """Full content for mail tied to something we sent or machine-generated; metadata only otherwise."""
-    return Content.FULL if correlation.job is not None or kind in MACHINE_KINDS else Content.METADATA
+    """Full content for mail tied to something we sent (a probable reply too: an operator reads it) or
+    machine-generated; metadata only otherwise."""
+    tied = correlation.job is not None or correlation.colleague is not None
+    return Content.FULL if tied or kind in MACHINE_KINDS else Content.METADATA
 
 
 def metadata_row(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: FetchedMessage, message_id: str, *,

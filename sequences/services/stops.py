@@ -106,7 +106,7 @@ def enrollment_stop_locked(enrollment: Enrollment, *, reason: str, actor: str = 
 
 
 def person_stop_in_transaction(*, email: str, reason: str, because: str, source: str = "",
-                               domain: str = "", colleague_reason: str = "") -> StopSummary:
+                               domain: str = "", colleague_reason: str = "", actor: str = "") -> StopSummary:
     """Stop every enrollment of a person in every sequence and mailbox (and, given `domain`, of everyone there).
 
     Requires the caller's transaction. All the rows are locked in one call, in
@@ -123,12 +123,12 @@ def person_stop_in_transaction(*, email: str, reason: str, because: str, source:
     for enrollment in locked:
         own = enrollment.contact.email == email
         summary.add(enrollment_stop_locked(enrollment, reason=reason if own else colleague_reason or reason,
-                                           source=source, because=because))
+                                           actor=actor, source=source, because=because))
     return summary
 
 
 def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, job: SendJob | None = None,
-                              mailbox: Mailbox | None = None) -> StopSummary:
+                              mailbox: Mailbox | None = None, replied_by: str = "", actor: str = "") -> StopSummary:
     """A correlated human reply to the message of `job_id` stops the person in every sequence and mailbox.
 
     With the sequence's `stop_on_reply = "domain"` and strong evidence (the reply names our Message-ID), it
@@ -136,6 +136,7 @@ def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, 
     `job`: that job as the caller read it (enrollment, contact and sequence loaded), not read again; what is
     stopped is decided under the locks that follow, from fresh rows. `mailbox`: the one the job was sent from,
     when the caller has it (ingestion: the mailbox the reply came to), for the words of the stop.
+    `replied_by`: who wrote the reply, when it is not the person (an assistant, a colleague): the stop says so.
     """
     if job is None or job.pk != job_id:
         job = SendJob.objects.select_related(
@@ -144,10 +145,18 @@ def reply_stop_in_transaction(*, job_id: int, source: str, strong: bool = True, 
     widen = strong and sequence.stop_on_reply == Sequence.StopOnReply.DOMAIN and not is_free_mail(contact.domain)
     if mailbox is None or mailbox.pk != enrollment_mailbox_id(job.enrollment):
         mailbox = enrollment_mailbox(job.enrollment)
-    because = f"{contact.email} replied in sequence '{sequence.name}' (mailbox {mailbox.name})"
+    because = f"{reply_words(contact.email, replied_by)} in sequence '{sequence.name}' (mailbox {mailbox.name})"
     return person_stop_in_transaction(email=contact.email, reason=Enrollment.StopReason.REPLIED, because=because,
                                       source=source, domain=contact.domain if widen else "",
-                                      colleague_reason=Enrollment.StopReason.COLLEAGUE_REPLIED)
+                                      colleague_reason=Enrollment.StopReason.COLLEAGUE_REPLIED, actor=actor)
+
+
+def reply_words(person: str, replied_by: str = "") -> str:
+    """Who replied, in words: "ada@acme.test replied", or "assistant@acme.test replied for ada@acme.test"."""
+    replier = replied_by.strip().lower()
+    if not replier or replier == person:
+        return f"{person} replied"
+    return f"{replier} replied for {person}"
 
 
 def enrollment_pause(*, enrollment_id: int, actor: str = "") -> StopSummary:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import bulk, contacts, editor, enroll_upload, preview, views, webhooks
+from . import bulk, contacts, editor, enroll_upload, preview, probable, views, webhooks
 from . import mailboxes as mailbox_views
 
 urlpatterns = [
@@ -53,6 +53,9 @@ urlpatterns = [
     path("incidents/jobs/<int:pk>/", views.incident_job, name="incident_job"),
     path("inbound/", mailbox_views.inbound_list, name="inbound_list"),
     path("inbound/<int:pk>/", mailbox_views.inbound_detail, name="inbound_detail"),
+    path("inbound/probable/", probable.probable_replies, name="inbound_probable"),
+    path("inbound/probable/<int:pk>/stop/", probable.probable_reply_stop, name="inbound_probable_stop"),
+    path("inbound/probable/<int:pk>/dismiss/", probable.probable_reply_dismiss, name="inbound_probable_dismiss"),
     path("suppressions/", views.suppression_list, name="suppression_list"),
     path("suppressions/history/", views.suppression_history, name="suppression_history"),
     path("suppressions/add/", views.suppression_add, name="suppression_add"),

@@ -77,6 +77,10 @@ TABLE = [
     ("incident_job", lambda w: reverse("incident_job", args=[w["job"].pk]), READ),
     ("inbound_list", lambda w: reverse("inbound_list"), READ),
     ("inbound_detail", lambda w: reverse("inbound_detail", args=[w["inbound"].pk]), READ),
+    ("inbound_probable", lambda w: reverse("inbound_probable"), READ),
+    # No probable reply in the world: a permitted click is refused in words, back to the list (302).
+    ("inbound_probable_stop", lambda w: reverse("inbound_probable_stop", args=[1]), OPERATE_POST),
+    ("inbound_probable_dismiss", lambda w: reverse("inbound_probable_dismiss", args=[1]), OPERATE_POST),
     ("suppression_list", lambda w: reverse("suppression_list"), READ),
     ("suppression_history", lambda w: reverse("suppression_history") + "?value=blocked@example.com", READ),
     ("suppression_add", lambda w: reverse("suppression_add"), ADMIN_FORM),
@@ -113,7 +117,7 @@ def test_the_table_covers_every_ui_route():
     # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py.
     names = {p.name for p in ui_urls.urlpatterns if not str(p.pattern).startswith("outbound-webhooks/")}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24
 
 
 def test_every_ui_view_checks_a_permission():
