@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q
@@ -18,7 +18,9 @@ from mailboxes.models import InboundMessage
 
 from ..labels import stamp
 from ..models import SendJob, TimelineEvent
+from ..reply_view import max_age_seconds
 from ..selectors import jobs_with_labels, normalize_email
+from ..sending_mailbox import enrollment_mailbox
 from ..states import PASSED_HANDOFF
 from ..timeline import STOP_EVENTS, Event
 from .rows import enrollment_events, event_rows, job_rows
@@ -97,6 +99,53 @@ def _job_point_kind(event: TimelineEvent) -> tuple[str, str] | None:
     return None
 
 
+# What lifts each kind of stop: a pause lifted before the job existed (or before its final check) did not
+# apply to it, so it neither stopped it nor "violated" anything.
+LIFTED_BY = {
+    Event.SEQUENCE_PAUSED: (Event.SEQUENCE_RESUMED,),
+    Event.MAILBOX_PAUSED: (Event.MAILBOX_RESUMED,),
+    Event.ENROLLMENT_PAUSED: (Event.ENROLLMENT_RESUMED, Event.ENROLLMENT_REACTIVATED),
+    Event.ENROLLMENT_STOPPED: (Event.ENROLLMENT_RESUMED, Event.ENROLLMENT_REACTIVATED),
+    Event.SUPPRESSION_ADDED: (Event.SUPPRESSION_LIFTED,),
+}
+LIFT_EVENTS = tuple(dict.fromkeys(kind for kinds in LIFTED_BY.values() for kind in kinds))
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A stop event and, when it was lifted later, the event that lifted it."""
+
+    event: TimelineEvent
+    lifted: TimelineEvent | None
+
+    def in_force_at(self, moment: datetime) -> bool:
+        return self.event.at <= moment and (self.lifted is None or self.lifted.at > moment)
+
+
+def _scope(event: TimelineEvent) -> tuple[str, Any]:
+    """What a stop or a lift applies to: its sequence, mailbox, enrollment or ledger value."""
+    data = event.data or {}
+    if event.kind in (Event.SEQUENCE_PAUSED, Event.SEQUENCE_RESUMED):
+        return "sequence", data.get("sequence")
+    if event.kind in (Event.MAILBOX_PAUSED, Event.MAILBOX_RESUMED):
+        return "mailbox", data.get("mailbox")
+    if event.kind in (Event.SUPPRESSION_ADDED, Event.SUPPRESSION_LIFTED):
+        return "ledger", event.email
+    return "enrollment", event.enrollment_id
+
+
+def stops_with_lifts(events: list[TimelineEvent]) -> list[Stop]:
+    """Each stop event, paired with the first later event that lifted it (events in commit order)."""
+    found = []
+    for index, event in enumerate(events):
+        if event.kind not in LIFTED_BY:
+            continue
+        lifts = LIFTED_BY[Event(event.kind)]
+        lifted = next((e for e in events[index + 1:] if e.kind in lifts and _scope(e) == _scope(event)), None)
+        found.append(Stop(event, lifted))
+    return found
+
+
 def incident_evidence(job: SendJob) -> dict[str, Any]:
     """The evidence for 'a follow-up was sent after my reply', and the two-lane picture of it."""
     enrollment = job.enrollment
@@ -105,13 +154,20 @@ def incident_evidence(job: SendJob) -> dict[str, Any]:
         InboundMessage.objects.filter(Q(job=job) | Q(enrollment=enrollment)).filter(duplicate_of=None)
         .order_by("committed_at", "id")
     )
-    stops = [
-        e for e in enrollment_events(enrollment).filter(kind__in=STOP_EVENTS) if e.kind != Event.SUPPRESSION_ADDED
+    scope_events = [
+        e for e in enrollment_events(enrollment).filter(kind__in=STOP_EVENTS + LIFT_EVENTS)
+        if e.kind not in (Event.SUPPRESSION_ADDED, Event.SUPPRESSION_LIFTED)
         or e.email in (enrollment.contact.email, "@" + enrollment.contact.domain)
     ]
+    stops = stops_with_lifts(scope_events)
     final_checks = [e for e in job_events if e.kind in (Event.JOB_AUTHORIZED, Event.AUTHORIZE_NOOP, Event.JOB_DEFERRED)
                     or (e.kind == Event.JOB_CANCELED and (e.data or {}).get("final_check"))]
     claims = [e for e in job_events if e.kind == Event.JOB_CLAIMED]
+    view = reply_view_at_authorization(job, job_events)
+    # The moment that decided the job: its final check's authorization, or its cancellation. A stop lifted
+    # before it did not apply to this job.
+    decided = job.authorized_at or job.canceled_at
+    relevant = [stop for stop in stops if decided is None or stop.lifted is None or stop.lifted.at > decided]
 
     points: list[LanePoint] = []
     for event in job_events:
@@ -124,10 +180,10 @@ def incident_evidence(job: SendJob) -> dict[str, Any]:
         if message.internaldate:
             points.append(LanePoint("reply", message.internaldate, f"{what} received (INTERNALDATE)", "received"))
         points.append(LanePoint("reply", message.committed_at, f"{what} committed", "committed"))
-    for event in stops:
-        points.append(LanePoint("reply", event.at, event.kind.replace("_", " ") + " committed", "stop"))
+    for stop in relevant:
+        points.append(LanePoint("reply", stop.event.at, stop.event.kind.replace("_", " ") + " committed", "stop"))
 
-    first_stop = min([p.at for p in points if p.lane == "reply" and p.kind in ("committed", "stop")], default=None)
+    stop_times = [p.at for p in points if p.lane == "reply" and p.kind in ("committed", "stop")]
     return {
         "claims": [(stamp(e.at), e.version_seen, e.worker_id) for e in claims],
         "final_checks": event_rows(final_checks),
@@ -135,11 +191,102 @@ def incident_evidence(job: SendJob) -> dict[str, Any]:
             {"message": m, "received": stamp(m.internaldate) if m.internaldate else "not reported",
              "committed": stamp(m.committed_at)} for m in inbound
         ],
-        "stops": event_rows(stops),
+        "stops": event_rows([stop.event for stop in stops]),
         "events": event_rows(job_events),
-        "verdict": verdict(job, first_stop, inbound),
+        "reply_view": view,
+        "causes": causes(job, stops=stops, inbound=inbound, view=view,
+                         existed=job_events[0].at if job_events else None),
+        "verdict": verdict(job, stop_times, inbound, stops=stops),
         "lanes": lanes(points, window=_window(claims, final_checks)),
     }
+
+
+@dataclass(frozen=True)
+class ReplyViewAt:
+    """The mailbox's reply view as the final check that authorized the job read it."""
+
+    age: float | None  # seconds between the replies' read-through time and the authorization; None: no view
+    max_age: int  # the mailbox's reply_view_max_age now
+    read_through: datetime | None
+
+    @property
+    def stale(self) -> bool:
+        return self.age is not None and self.age > self.max_age
+
+    def words(self) -> str:
+        if self.age is None:
+            return "no reply view: this mailbox's replies had not been read (or it reads none)"
+        return (f"replies read through {stamp(self.read_through)}, {_gap(self.age).removeprefix('+')} before the "
+                f"authorization (max age {self.max_age} s{': STALE' if self.stale else ''})")
+
+
+def reply_view_at_authorization(job: SendJob, job_events: list[TimelineEvent]) -> ReplyViewAt | None:
+    """The reply view's age the authorization recorded (`replies_read_seconds_before`); None: not authorized."""
+    authorized = next((e for e in reversed(job_events) if e.kind == Event.JOB_AUTHORIZED), None)
+    if authorized is None or job.authorized_at is None:
+        return None
+    age = (authorized.data or {}).get("replies_read_seconds_before")
+    read_through = job.authorized_at - timedelta(seconds=age) if age is not None else None
+    return ReplyViewAt(age, max_age_seconds(enrollment_mailbox(job.enrollment)), read_through)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One finding about what allowed (or did not allow) a send, most telling first."""
+
+    tone: str  # css class: violation, reply-pending, stale-view, cannot-recall, not-a-cause
+    title: str
+    text: str
+
+
+def causes(job: SendJob, *, stops: list[Stop], inbound: list[InboundMessage], view: ReplyViewAt | None,
+           existed: datetime | None) -> list[Cause]:
+    """What really allowed a send that passed the final check, in this order: a stop in force at the check
+    (a guard violation), a reply received before the check but committed after it, a reply view that was
+    stale; then what did not apply (a pause lifted before the job existed or before its check)."""
+    at = job.authorized_at
+    if at is None or not (job.state in PASSED_HANDOFF or job.state == S.FAILED):
+        return []
+    found: list[Cause] = []
+    for stop in stops:
+        if stop.in_force_at(at):
+            found.append(Cause("violation", "Guard violation", f"{_stop_words(stop.event)} committed at "
+                               f"{stamp(stop.event.at)} and was still in force when this job was authorized at "
+                               f"{stamp(at)}. This must not happen: report it with this page."))
+    for message in inbound:
+        if message.internaldate and message.internaldate < at < message.committed_at:
+            text = (f"A {message.get_kind_display().lower()} from {message.from_address or 'the person'} reached the "
+                    f"mailbox at {stamp(message.internaldate)} (INTERNALDATE), "
+                    f"{_gap((at - message.internaldate).total_seconds()).removeprefix('+')} before the final check, "
+                    f"and was committed at {stamp(message.committed_at)}, "
+                    f"{_gap((message.committed_at - at).total_seconds()).removeprefix('+')} after it: "
+                    "the final check could not see it.")
+            if view is not None and view.read_through is not None:
+                through = stamp(view.read_through)
+                text += (f" The reply view had read the folders only through {through}: the reply came after "
+                         "that, within the view's max age." if message.internaldate >= view.read_through else
+                         f" The reply view had read the folders through {through} (from the age the authorization "
+                         "recorded), after the reply arrived: the reply was not yet in a folder it read (moved "
+                         "there later, or in a folder not watched).")
+            found.append(Cause("reply-pending", "Reply received, not yet committed", text))
+    # A first message needs no view; a follow-up leaves only on one (sequences.reply_view).
+    if view is not None and (view.stale or view.age is None) and job.step.position > 1:
+        found.append(Cause("stale-view", "Stale reply view", f"At the final check: {view.words()}. A reply that "
+                           "reached the mailbox after the read-through time could not stop this job."))
+    for stop in stops:
+        if stop.lifted is not None and stop.lifted.at <= at:
+            when = ("before this job existed" if existed is not None and stop.lifted.at <= existed
+                    else "before its final check")
+            found.append(Cause("not-a-cause", "Not a cause", f"{_stop_words(stop.event)} at {stamp(stop.event.at)}, "
+                               f"lifted at {stamp(stop.lifted.at)} ({stop.lifted.kind.replace('_', ' ')}), {when}: "
+                               "it did not apply to this job."))
+    return found
+
+
+def _stop_words(event: TimelineEvent) -> str:
+    data = event.data or {}
+    scope = data.get("sequence") or data.get("mailbox") or event.email or ""
+    return event.kind.replace("_", " ").capitalize() + (f" ({scope})" if scope else "")
 
 
 def _window(claims, final_checks) -> tuple[datetime, datetime] | None:
@@ -239,9 +386,21 @@ def lanes(points: list[LanePoint], *, window: tuple[datetime, datetime] | None) 
     }
 
 
-def verdict(job: SendJob, first_stop: datetime | None, inbound: list[InboundMessage]) -> dict[str, str]:
-    """One sentence an investigator can repeat, derived only from database-clock times."""
+def verdict(job: SendJob, stop_times: list[datetime], inbound: list[InboundMessage], *,
+            stops: list[Stop] = ()) -> dict[str, str]:
+    """One sentence an investigator can repeat, derived only from database-clock times. `stop_times`: when each
+    reply or stop that applied to this job committed (not a pause lifted before the job was decided)."""
     passed = job.state in PASSED_HANDOFF or (job.state == S.FAILED and job.authorized_at is not None)
+    if passed and job.authorized_at is not None:
+        in_force = [s for s in stops if s.in_force_at(job.authorized_at)]
+        if in_force:
+            return {"tone": "violation", "text": f"A stop committed at {stamp(in_force[0].event.at)}, BEFORE this "
+                                                 f"job was authorized at {stamp(job.authorized_at)}, and was still in "
+                                                 "force. This must not happen: report it with this page."}
+        # What committed before the authorization and was no stop in force (an auto-reply's hold, a lifted
+        # pause) did not stop this job: the first stop is the first one after it.
+        stop_times = [t for t in stop_times if t >= job.authorized_at]
+    first_stop = min(stop_times, default=None)
     if first_stop is None:
         received = [m.internaldate for m in inbound if m.internaldate]
         return {"tone": "neutral", "text": "No reply, unsubscribe, complaint, bounce or pause is recorded for this "
@@ -251,17 +410,13 @@ def verdict(job: SendJob, first_stop: datetime | None, inbound: list[InboundMess
         return {"tone": "never-sent", "text": f"The stop committed at {stamp(first_stop)}; this job was canceled at "
                                               f"{stamp(job.canceled_at)} ({job.cancel_reason}) — never sent."}
     if passed and job.authorized_at is not None:
-        if job.authorized_at < first_stop:
-            delta = _gap((first_stop - job.authorized_at).total_seconds())
-            text = (f"Authorized at {stamp(job.authorized_at)}, and the first stop committed {delta} later at "
-                    f"{stamp(first_stop)}: the message had passed the final check — already submitted, cannot recall.")
-            early = [m for m in inbound if m.internaldate and m.internaldate < job.authorized_at]
-            if early:
-                text += (f" The reply had reached the mailbox at {stamp(early[0].internaldate)} (INTERNALDATE) "
-                         "but was not yet committed when the final check ran.")
-            return {"tone": "cannot-recall", "text": text}
-        return {"tone": "violation", "text": f"A stop committed at {stamp(first_stop)}, BEFORE this job was "
-                                             f"authorized at {stamp(job.authorized_at)}. This must not happen: "
-                                             "report it with this page."}
+        delta = _gap((first_stop - job.authorized_at).total_seconds())
+        text = (f"Authorized at {stamp(job.authorized_at)}, and the first stop committed {delta} later at "
+                f"{stamp(first_stop)}: the message had passed the final check — already submitted, cannot recall.")
+        early = [m for m in inbound if m.internaldate and m.internaldate < job.authorized_at]
+        if early:
+            text += (f" The reply had reached the mailbox at {stamp(early[0].internaldate)} (INTERNALDATE) "
+                     "but was not yet committed when the final check ran.")
+        return {"tone": "cannot-recall", "text": text}
     return {"tone": "neutral", "text": f"The stop committed at {stamp(first_stop)}; this job is "
                                        f"{job.get_state_display()} and has not passed the hand-off."}
