@@ -103,6 +103,6 @@ def _as_sent(jobs: list[SendJob]):
         try:
             subject = render(job.step.subject or firsts.get(job.step.sequence_id, ""), context)
             body = render(job.step.body, context)
-        except (PrepareError, TemplateSyntaxError):
-            continue
+        except (PrepareError, TemplateSyntaxError, ValueError, TypeError, LookupError, AttributeError):
+            continue  # the mail is still read against the others: a step that fails here never quarantines it
         yield job, " ".join(subject.split()), body

@@ -215,9 +215,9 @@ class ReplyViewAt:
 
     def words(self) -> str:
         if self.age is None:
-            return "no reply view: this mailbox's replies had not been read (or it reads none)"
+            return "no reply view: the mailbox reads no replies (its follow-ups are allowed without one)"
         return (f"replies read through {stamp(self.read_through)}, {_gap(self.age).removeprefix('+')} before the "
-                f"authorization (max age {self.max_age} s{': STALE' if self.stale else ''})")
+                f"authorization (max age {self.max_age} s{': stale' if self.stale else ''})")
 
 
 def reply_view_at_authorization(job: SendJob, job_events: list[TimelineEvent]) -> ReplyViewAt | None:
@@ -264,14 +264,18 @@ def causes(job: SendJob, *, stops: list[Stop], inbound: list[InboundMessage], vi
             if view is not None and view.read_through is not None:
                 through = stamp(view.read_through)
                 text += (f" The reply view had read the folders only through {through}: the reply came after "
-                         "that, within the view's max age." if message.internaldate >= view.read_through else
+                         "that." if message.internaldate >= view.read_through else
                          f" The reply view had read the folders through {through} (from the age the authorization "
                          "recorded), after the reply arrived: the reply was not yet in a folder it read (moved "
                          "there later, or in a folder not watched).")
             found.append(Cause("reply-pending", "Reply received, not yet committed", text))
     # A first message needs no view; a follow-up leaves only on one (sequences.reply_view).
-    if view is not None and (view.stale or view.age is None) and job.step.position > 1:
-        found.append(Cause("stale-view", "Stale reply view", f"At the final check: {view.words()}. A reply that "
+    if view is not None and view.age is None and job.step.position > 1:
+        found.append(Cause("stale-view", "No reply view", "This follow-up passed the final check with no reply "
+                           "view: the mailbox reads no replies (its follow-ups are allowed without one). A reply "
+                           "that reached the mailbox could not stop it."))
+    elif view is not None and view.stale and job.step.position > 1:
+        found.append(Cause("stale-view", "Stale reply view", f"At the final check, {view.words()}. A reply that "
                            "reached the mailbox after the read-through time could not stop this job."))
     for stop in stops:
         if stop.lifted is not None and stop.lifted.at <= at:

@@ -96,6 +96,12 @@ def test_the_page_shows_the_reply_views_age_at_the_authorization(client, users, 
     assert [c.tone for c in response.context["causes"]] == ["reply-pending", "not-a-cause"]
     assert "The reply view had read the folders only through" in response.context["causes"][0].text
     assert "(max age 300 s)" in response.content.decode().split('id="reply-view-age"')[1].split("</dd>")[0]
+    # Read against a max age shorter than the view's age, the same view is stale, and says so next.
+    settings.OUTREACH_REPLY_VIEW_MAX_AGE = 1
+    response = client.get(reverse("incident_job", args=[step2.pk]))
+    assert [c.tone for c in response.context["causes"]] == ["reply-pending", "stale-view", "not-a-cause"]
+    assert response.context["causes"][1].title == "Stale reply view" and "(max age 1 s: stale)" in (
+        response.context["causes"][1].text)
 
 
 def test_a_pause_still_in_force_at_the_final_check_is_a_guard_violation(client, users):
