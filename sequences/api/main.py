@@ -8,10 +8,12 @@ reused Idempotency-Key, 429 with Retry-After over the token's rate.
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_not_required
 from django.db import IntegrityError
-from django.http import Http404
-from django.urls import URLPattern
+from django.http import Http404, JsonResponse
+from django.urls import URLPattern, re_path
 from ninja import NinjaAPI
+from ninja.errors import AuthenticationError
 
 from ..services.common import ServiceError
 from .auth import Forbidden, RateLimited, TokenAuth
@@ -73,10 +75,24 @@ def _not_found(request, exc):
     return api.create_response(request, {"detail": "not found"}, status=404)
 
 
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc):
+    # RFC 6750: a 401 names the scheme it wants.
+    response = api.create_response(request, {"detail": str(exc)}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="outreach API"'
+    return response
+
+
+@login_not_required
+def _no_such_path(request, rest: str = ""):
+    """Any other path under /api/: the API's JSON 404, not the operator UI's HTML page."""
+    return JsonResponse({"detail": "not found: no such API path"}, status=404)
+
+
 def api_urls():
-    """The API's URL patterns, each POST made idempotent under its Idempotency-Key."""
+    """The API's URL patterns, each POST made idempotent under its Idempotency-Key; then a JSON 404 for the rest."""
     patterns, app_name, namespace = api.urls
     for pattern in patterns:
         if isinstance(pattern, URLPattern):
             pattern.callback = idempotent(pattern.callback)
-    return patterns, app_name, namespace
+    return [*patterns, re_path(r"^(?P<rest>.*)$", _no_such_path)], app_name, namespace

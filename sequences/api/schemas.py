@@ -97,7 +97,8 @@ class EnrollIn(ContactIn):
 
 
 class StopIn(Schema):
-    reason: str = Field("operator", description="a stop reason; operators stop with `operator`")
+    reason: str = Field("operator", description="`operator`, the only reason an operator gives (422 otherwise); "
+                                                "replies, complaints and bounces are recorded from evidence")
 
 
 class StopOut(Schema):

@@ -26,6 +26,7 @@ from ..locks import enrollments_lock, sequence_lock
 from ..messages import PrepareError, step_validate
 from ..models import Contact, Enrollment, SendJob, Sequence, Step
 from ..previews import test_message_build
+from ..selectors import suppression_active_for
 from ..states import LIVE, PASSED_HANDOFF
 from .common import ServiceError, T, operator_log
 
@@ -244,6 +245,10 @@ def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str) -> str
     mailbox = step.sequence.mailbox
     if not to:
         raise ServiceError("Your account has no email address to send the test to; an admin can add one.")
+    if (entry := suppression_active_for(to)) is not None:
+        # A test is mail like any other to the address it goes to: a suppressed one gets none.
+        raise ServiceError(f"The test was not sent: {to} is on the suppression list ({entry.reason}); "
+                           "lift it first, or send the test to another address.")
     if mailbox.paused:
         raise ServiceError(f"The mailbox {mailbox.name} is paused: nothing leaves it, tests included.")
     if mailbox.blocked_at is not None:

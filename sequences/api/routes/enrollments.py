@@ -11,7 +11,7 @@ from ...permissions import OPERATE, VIEW_ENROLLMENT
 from ...services import stops
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out
-from ..contacts import contact_row, enrollment_create_from_row
+from ..contacts import BadRow, contact_row, enrollment_create_from_row
 from ..present import enrollment_out, enrollment_row, page_of, stop_out
 from ..schemas import BulkIn, BulkOut, EnrollIn, EnrollmentActionOut, EnrollmentOut, EnrollmentPage, Error, StopIn
 
@@ -91,12 +91,17 @@ def enrollment_resume(request, enrollment_id: int):
     return {"enrollment": enrollment_out(enrollment_id), "result": None}
 
 
-@router.post("/{enrollment_id}/stop", response={200: EnrollmentActionOut, 404: Error, 409: Error})
+@router.post("/{enrollment_id}/stop", response={200: EnrollmentActionOut, 404: Error, 409: Error, 422: Error})
 @needs(OPERATE)
 def enrollment_stop(request, enrollment_id: int, body: StopIn | None = None):
     """Stop for good: pending jobs are canceled; what had passed the hand-off is counted, never recalled."""
     get_object_or_404(Enrollment, pk=enrollment_id)
     reason = body.reason if body else Enrollment.StopReason.OPERATOR
+    if reason != Enrollment.StopReason.OPERATOR:
+        # A reply, an unsubscribe, a complaint or a bounce is evidence the system records itself; an operator's
+        # stop saying so would be counted as one in the results.
+        raise BadRow(f"reason: an operator stops with {Enrollment.StopReason.OPERATOR.value!r}, not {reason[:40]!r} "
+                     "(outcomes such as replies, complaints and bounces come from evidence)")
     summary = stops.enrollment_stop(
         enrollment_id=enrollment_id, reason=reason, actor=actor_of(request), source="api"
     )
