@@ -197,6 +197,15 @@ SECURE_HSTS_PRELOAD = env_bool("OUTREACH_HSTS_PRELOAD", True)
 if env_bool("OUTREACH_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Every way a password is set (the admin, add_user) checks it: at least 12 characters, not a common password,
+# not all digits, not close to the user's name or address.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
 # Login throttling (django-axes): a username, or an address, is locked out after
 # AXES_FAILURE_LIMIT failed logins, on the UI's login form and the admin's alike.
 # Unlock: `python manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS` or `axes_reset`.

@@ -17,6 +17,8 @@ import sys
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -40,11 +42,13 @@ class Command(BaseCommand):
         if any(group is None for group in groups.values()):
             raise CommandError("the role groups are missing: run `python manage.py migrate` first")
         password = ""
+        User = get_user_model()
         if password_stdin:
             password = sys.stdin.readline().rstrip("\n")
-            if len(password) < 8:
-                raise CommandError("the password must have at least 8 characters")
-        User = get_user_model()
+            try:  # the project's password validators (settings.AUTH_PASSWORD_VALIDATORS), as in the admin
+                validate_password(password, user=User(username=username, email=email))
+            except ValidationError as exc:
+                raise CommandError("the password is refused: " + " ".join(exc.messages)) from None
         with transaction.atomic():
             user = User.objects.filter(username=username).first()
             created = user is None
