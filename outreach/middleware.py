@@ -1,9 +1,13 @@
-"""Refuse paths and query strings no page can use: a clear 400 instead of a database error deep in a view."""
+"""Refuse paths and query strings no page can use (a clear 400 instead of a database error deep in a view), and
+end a login that is too old or idle."""
 
 from __future__ import annotations
 
 import re
+import time
 
+from django.conf import settings
+from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 # NUL (PostgreSQL refuses it in text) and the other C0 control characters but tab, newline, return;
@@ -30,3 +34,27 @@ class RejectInvalidQueryMiddleware:
 
 def key_text(key: str) -> str:
     return repr(INVALID.sub("?", key)[:40])
+
+
+class SessionTimeoutMiddleware:
+    """A login ends OUTREACH_SESSION_MAX_HOURS after it began, and after OUTREACH_SESSION_IDLE_MINUTES without a
+    request; the next page then asks to log in again. The last-seen time is written at most once a minute."""
+
+    STARTED, SEEN = "outreach_session_started", "outreach_session_seen"
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            session, now = request.session, int(time.time())
+            started, seen = session.get(self.STARTED, now), session.get(self.SEEN, now)
+            if (now - started > settings.OUTREACH_SESSION_MAX_HOURS * 3600
+                    or now - seen > settings.OUTREACH_SESSION_IDLE_MINUTES * 60):
+                logout(request)
+            else:
+                session.setdefault(self.STARTED, now)
+                if self.SEEN not in session or now - seen >= 60:
+                    session[self.SEEN] = now
+        return self.get_response(request)

@@ -93,6 +93,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    # Before django_rq: its `rqcron` command is outreach's, the scheduler behind a lease (outreach/scheduler.py).
+    "outreach",
     "django_rq",
     "anymail",
     "axes",
@@ -114,6 +116,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "outreach.middleware.SessionTimeoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its lockout page.
@@ -185,6 +188,10 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
 }
 SESSION_COOKIE_HTTPONLY = True
+# A login lasts at most this many hours, and ends after this many minutes without a request (outreach.middleware).
+OUTREACH_SESSION_MAX_HOURS = int(os.environ.get("OUTREACH_SESSION_MAX_HOURS", "12"))
+OUTREACH_SESSION_IDLE_MINUTES = int(os.environ.get("OUTREACH_SESSION_IDLE_MINUTES", "60"))
+SESSION_COOKIE_AGE = OUTREACH_SESSION_MAX_HOURS * 3600
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 # Served over https (the default unless DEBUG): cookies only over https, HSTS, http redirected.
@@ -249,6 +256,12 @@ OUTREACH_CONNECT_FAILURES_TO_BLOCK = int(os.environ.get("OUTREACH_CONNECT_FAILUR
 # A job that meets a blocked mailbox in the final check waits at least this long before it is tried again.
 OUTREACH_BLOCKED_RECHECK_SECONDS = int(os.environ.get("OUTREACH_BLOCKED_RECHECK_SECONDS", "60"))
 OUTREACH_SMTP_TIMEOUT = float(os.environ.get("OUTREACH_SMTP_TIMEOUT", "30"))
+# The scheduler lease (outreach/scheduler.py): any number of `rqcron` processes run, the one holding the lease
+# enqueues. It lives this many seconds unless renewed (every quarter of it); a dead leader's work resumes
+# within 1.25 times this.
+OUTREACH_SCHEDULER_LEASE_SECONDS = float(os.environ.get("OUTREACH_SCHEDULER_LEASE_SECONDS", "20"))
+# Seconds between two dispatcher passes (outreach/cron.py).
+OUTREACH_DISPATCH_INTERVAL = int(os.environ.get("OUTREACH_DISPATCH_INTERVAL", "10"))
 OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
 # Soft bounces in a row that suppress an address.
 OUTREACH_SOFT_BOUNCE_LIMIT = int(os.environ.get("OUTREACH_SOFT_BOUNCE_LIMIT", "3"))

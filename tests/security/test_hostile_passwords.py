@@ -1,14 +1,17 @@
-"""Every way a password is set refuses a weak one: at least 12 characters, not common, not all digits
-(issue 34, item 9)."""
+"""Every way a password is set refuses a weak one (at least 12 characters, not common, not all digits), and a login
+ends when idle or old (issue 34, item 9)."""
 
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from django.contrib.admin.sites import site
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
 
 WEAK = ["a", "short1!", "password1234", "123456789012345", "carol-example"]
 
@@ -31,3 +34,33 @@ def test_the_admin_refuses_a_weak_password_for_another_user(admin_user, password
     assert not form.is_valid()
     other.refresh_from_db()
     assert other.check_password("an old long passphrase")
+
+
+# --- sessions --------------------------------------------------------------------------------------------------------
+
+
+def _dashboard_after(users, *, started_ago: int, seen_ago: int):
+    client = Client()
+    client.force_login(users["operator"])
+    assert client.get(reverse("dashboard")).status_code == 200
+    session = client.session
+    now = int(time.time())
+    session["outreach_session_started"], session["outreach_session_seen"] = now - started_ago, now - seen_ago
+    session.save()
+    return client, client.get(reverse("dashboard"))
+
+
+@pytest.mark.django_db
+def test_a_login_ends_after_an_hour_idle(users):
+    client, response = _dashboard_after(users, started_ago=2 * 3600, seen_ago=61 * 60)
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db
+def test_a_login_ends_after_twelve_hours_however_busy(users, settings):
+    assert settings.SESSION_COOKIE_AGE <= 12 * 3600
+    client, response = _dashboard_after(users, started_ago=12 * 3600 + 60, seen_ago=30)
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+    client, response = _dashboard_after(users, started_ago=11 * 3600, seen_ago=50 * 60)
+    assert response.status_code == 200  # inside both bounds: still logged in
