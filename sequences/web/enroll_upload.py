@@ -157,9 +157,14 @@ def enroll_upload(request, pk: int):
         else:
             try:
                 text = decode(file.read(), file.name)
-                header = next(csv.reader(io.StringIO(text, newline="")), [])
-            except (FileRefused, csv.Error) as exc:
+                reader = csv.reader(io.StringIO(text, newline=""))
+                header = next(reader, [])
+                for _ in reader:  # every row read once now: one the csv module refuses (a cell over its limit)
+                    pass          # refuses the file here, in words, not the mapping page later
+            except FileRefused as exc:
                 error = str(exc)
+            except csv.Error as exc:
+                error = f"{file.name}: line {reader.line_num}: {exc}; nothing was read"
             else:
                 if not any(h.strip() for h in header):
                     error = "The first row must name the columns (one of them the email address)."

@@ -115,7 +115,13 @@ def parse_suppression_csv(text: str) -> tuple[list[ImportRow], list[dict]]:
     rows: list[ImportRow] = []
     invalid: list[dict] = []
     seen: dict[str, int] = {}
-    for cells in reader:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # e.g. a cell over the csv module's limit: the file, not one row, is unreadable
+            raise ValidationError(f"Line {reader.line_num}: {exc}; nothing was imported.") from None
         line = reader.line_num
         if not any(c.strip() for c in cells):
             continue
