@@ -1,6 +1,7 @@
-"""Periodic work, run by exactly one `python manage.py rqcron outreach.cron` process.
+"""Periodic work, run by `python manage.py rqcron outreach.cron`.
 
-RQ's cron scheduler has no lock between two scheduler processes: run one.
+Any number of these schedulers may run, on any hosts: the one holding the scheduler lease enqueues, the
+others wait to take over (outreach/scheduler.py).
 """
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from rq import cron
 from inbound.tasks import inbound_raw_purge, poll_all
 from sequences.tasks import api_housekeeping, dispatch, doctor, reply_view_episodes, webhooks_due
 
-cron.register(dispatch, queue_name="default", interval=10)
+cron.register(dispatch, queue_name="default", interval=settings.OUTREACH_DISPATCH_INTERVAL)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
 cron.register(doctor, queue_name="default", interval=300)
 cron.register(webhooks_due, queue_name="default", interval=10)
