@@ -58,3 +58,13 @@ class SessionTimeoutMiddleware:
                 if self.SEEN not in session or now - seen >= 60:
                     session[self.SEEN] = now
         return self.get_response(request)
+
+
+def client_address(request: HttpRequest) -> str:
+    """The address a request came from: REMOTE_ADDR, or behind the reverse proxy (OUTREACH_BEHIND_PROXY) the last
+    address in X-Forwarded-For, the one the proxy itself appended (those before it are the client's own words)."""
+    if settings.OUTREACH_BEHIND_PROXY:
+        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        if forwarded[-1]:
+            return forwarded[-1][:45]
+    return request.META.get("REMOTE_ADDR", "")

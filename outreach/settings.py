@@ -7,7 +7,7 @@ DJANGO_SECRET_KEY  the signing key; unset, the key `scripts/run` keeps in var/se
 DEBUG         off unless set to 1 (a developer's explicit choice)
 OUTREACH_HTTPS  1 (the default with DEBUG off): Secure cookies, HSTS, redirect to https;
               0 for a plain-http run on loopback (`scripts/run` sets it)
-OUTREACH_BEHIND_PROXY  1: trust X-Forwarded-Proto: https from the reverse proxy (SECURE_PROXY_SSL_HEADER)
+OUTREACH_BEHIND_PROXY  1: trust X-Forwarded-Proto: https and the last X-Forwarded-For address from the reverse proxy
 ALLOWED_HOSTS, OUTREACH_PUBLIC_URL
 """
 
@@ -201,7 +201,8 @@ SECURE_HSTS_SECONDS = int(os.environ.get("OUTREACH_HSTS_SECONDS", "31536000")) i
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OUTREACH_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("OUTREACH_HSTS_PRELOAD", True)
 # Behind a TLS-terminating reverse proxy that sets X-Forwarded-Proto (and strips a client's own).
-if env_bool("OUTREACH_BEHIND_PROXY", False):
+OUTREACH_BEHIND_PROXY = env_bool("OUTREACH_BEHIND_PROXY", False)
+if OUTREACH_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Every way a password is set (the admin, add_user) checks it: at least 12 characters, not a common password,
@@ -222,7 +223,10 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("OUTREACH_LOGIN_COOLOFF
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
-# The client address is REMOTE_ADDR: behind a proxy, the proxy must set it (e.g. gunicorn --forwarded-allow-ips).
+# The client address (login lockout, webhook throttle): REMOTE_ADDR; with OUTREACH_BEHIND_PROXY=1, the address
+# the proxy appended last to X-Forwarded-For (outreach.middleware.client_address), so that one client's failures
+# do not lock everyone out behind the proxy's single address.
+AXES_CLIENT_IP_CALLABLE = "outreach.middleware.client_address"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"

@@ -13,6 +13,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+from tests.ui.conftest import PASSWORD
+
 WEAK = ["a", "short1!", "password1234", "123456789012345", "carol-example"]
 
 
@@ -64,3 +66,28 @@ def test_a_login_ends_after_twelve_hours_however_busy(users, settings):
     assert response.status_code == 302 and reverse("login") in response["Location"]
     client, response = _dashboard_after(users, started_ago=11 * 3600, seen_ago=50 * 60)
     assert response.status_code == 200  # inside both bounds: still logged in
+
+
+# --- behind a reverse proxy ------------------------------------------------------------------------------------------
+
+
+def _login(client: Client, username: str, password: str, forwarded: str):
+    return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR="10.9.9.9",
+                       HTTP_X_FORWARDED_FOR=forwarded)
+
+
+@pytest.mark.django_db
+def test_behind_the_proxy_one_clients_failures_lock_that_client_not_everyone(users, settings):
+    settings.OUTREACH_BEHIND_PROXY = True
+    for n in range(settings.AXES_FAILURE_LIMIT):  # the client's own first entry changes; the proxy's last does not
+        _login(Client(), f"guess-{n}", "wrong", forwarded=f"1.2.3.{n}, 198.51.100.7")
+    assert _login(Client(), "staff-user", PASSWORD, forwarded="198.51.100.7").status_code == 429
+    assert _login(Client(), "staff-user", PASSWORD, forwarded="203.0.113.5").status_code == 302
+
+    # Without the setting a forwarded address is the client's own claim: only REMOTE_ADDR counts.
+    settings.OUTREACH_BEHIND_PROXY = False
+    call_command("axes_reset")
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        _login(Client(), f"guess-{n}", "wrong", forwarded=f"198.51.100.{n}")
+    assert _login(Client(), "staff-user", PASSWORD, forwarded="203.0.113.5").status_code == 429
+
