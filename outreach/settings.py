@@ -197,6 +197,9 @@ X_FRAME_OPTIONS = "DENY"
 # Served over https (the default unless DEBUG): cookies only over https, HSTS, http redirected.
 OUTREACH_HTTPS = env_bool("OUTREACH_HTTPS", not DEBUG)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = OUTREACH_HTTPS
+# A load balancer's or an orchestrator's probe comes over plain http from inside the network: /healthz and
+# /healthz/live answer it instead of redirecting (they carry no secret).
+SECURE_REDIRECT_EXEMPT = [r"^healthz(/live)?$"]
 SECURE_HSTS_SECONDS = int(os.environ.get("OUTREACH_HSTS_SECONDS", "31536000")) if OUTREACH_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("OUTREACH_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("OUTREACH_HSTS_PRELOAD", True)

@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from outreach import health
 from sequences.api.main import api_urls
 
 urlpatterns = [
+    # For load balancers and orchestrators (no login): can this instance serve; is the process alive.
+    path("healthz", health.healthz, name="healthz"),
+    path("healthz/live", health.live, name="healthz-live"),
     path("admin/rq/", include("django_rq.urls")),
     path("admin/", admin.site.urls),
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.

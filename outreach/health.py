@@ -1,0 +1,119 @@
+"""Health for load balancers and orchestrators: `/healthz` (can this instance serve?) and `/healthz/live`.
+
+No login, and nothing a stranger may not read: no address, no server's words, no setting. `/healthz` answers
+503 when the database or Redis cannot be reached (the instance can do nothing useful), else 200; both carry
+the same JSON: the database, Redis, each queue's depth and oldest job's age, the scheduler lease's holder
+(outreach/scheduler.py) and the mailboxes that are blocked or not reading replies (the words of
+sequences.reply_view). What deserves a look without making the instance unusable (no scheduler holds the
+lease, a blocked mailbox) is listed under `warnings`. `/healthz/live` touches neither: the process answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from redis import Redis
+from redis.exceptions import RedisError
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+from rq.queue import Queue
+from rq.registry import FailedJobRegistry, StartedJobRegistry
+from rq.worker import Worker
+
+from db.sql import db_now
+from mailboxes.models import Mailbox
+from outreach.scheduler import lease_read
+from sequences.loads import folder_views
+from sequences.reply_view import HOLDING, view_of
+
+REDIS_TIMEOUT = 2.0  # seconds: a Redis that answers slower than this is as good as unreachable to a probe
+
+
+@never_cache
+@require_GET
+def live(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "alive"})
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    report: dict[str, Any] = {}
+    warnings: list[str] = []
+    database_ok = _database(report, warnings)
+    redis_ok = _redis(report, warnings)
+    report["warnings"] = warnings
+    ok = database_ok and redis_ok
+    return JsonResponse({"status": "ok" if ok else "unavailable", **report}, status=200 if ok else 503)
+
+
+def _database(report: dict[str, Any], warnings: list[str]) -> bool:
+    try:
+        mailboxes = list(Mailbox.objects.prefetch_related("cursors").order_by("name"))
+        now = db_now()
+    except DatabaseError as exc:
+        report["database"] = {"ok": False, "error": type(exc).__name__}
+        return False
+    report["database"] = {"ok": True, "vendor": connection.vendor}
+    blocked, not_reading = [], []
+    for mailbox in mailboxes:
+        if mailbox.blocked_at is not None:
+            blocked.append({"name": mailbox.name, "blocked_seconds": _seconds(now - mailbox.blocked_at)})
+            warnings.append(f"mailbox {mailbox.name} is blocked: its jobs wait")
+        folders = set(mailbox.reply_folders)
+        views = folder_views((c.read_through, c.unread_since) for c in mailbox.cursors.all() if c.folder in folders)
+        view = view_of(mailbox, views, now=now)
+        if view in HOLDING:
+            read = views.read_through
+            not_reading.append({"name": mailbox.name, "reply_view": view.value,
+                                "read_through_seconds_ago": _seconds(now - read) if read else None})
+            warnings.append(f"mailbox {mailbox.name} is not reading replies ({view.value}): follow-ups held")
+    report["mailboxes"] = {"total": len(mailboxes), "blocked": blocked, "not_reading_replies": not_reading}
+    return True
+
+
+def _redis(report: dict[str, Any], warnings: list[str]) -> bool:
+    redis = Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+    try:
+        redis.ping()
+        report["redis"] = {"ok": True}
+        report["queues"] = {name: _queue(Queue(name, connection=redis)) for name in settings.RQ_QUEUES}
+        lease = lease_read(redis)
+    except RedisError as exc:
+        report["redis"] = {"ok": False, "error": type(exc).__name__}
+        return False
+    finally:
+        redis.close()
+    if lease is None:
+        report["scheduler"] = {"leader": None}
+        warnings.append("no scheduler holds the lease: nothing periodic is enqueued (start `rqcron outreach.cron`)")
+    else:
+        report["scheduler"] = {"leader": lease.holder, "term": lease.term,
+                               "lease_held_seconds": lease.held_for_seconds,
+                               "lease_renewed_seconds_ago": lease.renewed_seconds_ago,
+                               "lease_expires_in_seconds": lease.expires_in_seconds}
+    return True
+
+
+def _queue(queue: Queue) -> dict[str, Any]:
+    oldest_age = None
+    for job_id in queue.get_job_ids(0, 1):  # the head of the queue: the job waiting longest
+        with contextlib.suppress(NoSuchJobError):  # taken and finished meanwhile
+            enqueued_at = Job.fetch(job_id, connection=queue.connection).enqueued_at
+            if enqueued_at is not None:
+                oldest_age = _seconds(datetime.now(UTC) - enqueued_at.replace(tzinfo=enqueued_at.tzinfo or UTC))
+    return {"depth": queue.count, "oldest_job_seconds": oldest_age,
+            "running": StartedJobRegistry(queue=queue).count, "failed": FailedJobRegistry(queue=queue).count,
+            "workers": Worker.count(queue=queue)}
+
+
+def _seconds(delta: timedelta) -> float:
+    return round(max(delta.total_seconds(), 0.0), 3)
+
