@@ -4,11 +4,13 @@ from django.urls import include, path
 from outreach import health
 from sequences.api.main import api_urls
 
+from .rq_admin import rq_admin_urls
+
 urlpatterns = [
     # For load balancers and orchestrators (no login): can this instance serve; is the process alive.
     path("healthz", health.healthz, name="healthz"),
     path("healthz/live", health.live, name="healthz-live"),
-    path("admin/rq/", include("django_rq.urls")),
+    path("admin/rq/", rq_admin_urls()),
     path("admin/", admin.site.urls),
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.
     path("api/", api_urls()),
