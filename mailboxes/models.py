@@ -121,6 +121,9 @@ class Mailbox(models.Model):
     # OUTREACH_PROBE_INTERVALS): one attempt per interval, never a burst a provider would lock the account for.
     imap_login_refusals = models.PositiveIntegerField(default=0)
     imap_next_login_at = models.DateTimeField(null=True, blank=True)
+    # When the reply view went blind (stale, or never read), for the episode in progress; null while it sees.
+    # Written with the episode's timeline event (sequences.services.reply_view_episodes), never elsewhere.
+    reply_view_blind_since = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(db_default=DbClock())
 

@@ -33,7 +33,8 @@ class Event(StrEnum):
     MAILBOX_UNBLOCKED = "mailbox_unblocked"
     MAILBOX_CONNECT_FAILED = "mailbox_connect_failed"  # the server could not be reached (counted)
     # The mailbox's reply view went blind / reads again: one of each per episode (sequences.services.
-    # reply_view_episodes), written under the email key `mailbox:<id>`; outbound webhooks of the same names.
+    # reply_view_episodes; the episode in progress is Mailbox.reply_view_blind_since); outbound webhooks of the
+    # same names.
     MAILBOX_REPLY_VIEW_STALE = "mailbox_reply_view_stale"
     MAILBOX_REPLY_VIEW_RESTORED = "mailbox_reply_view_restored"
     # The deliverability guardrail paused the mailbox (outbound webhook `mailbox.paused_by_guardrail`), with the

@@ -54,7 +54,7 @@ from proving.harness.stack import (
 from proving.variants import ENV_FLAG
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.services.mailbox_health import mailbox_probe
-from sequences.services.reply_view_episodes import episode_key, reply_view_episodes_sweep
+from sequences.services.reply_view_episodes import EPISODE_KINDS, reply_view_episodes_sweep
 from sequences.tasks import dispatch
 
 S = SendJob.State
@@ -309,7 +309,7 @@ def _print_timeline(out: TextIO, *, mailbox: Mailbox, people: list[Enrollment], 
                                            f"(inbound #{inbound.pk}, {inbound.correlation_rule})"))
     for event in TimelineEvent.objects.filter(enrollment__in=person, kind="enrollment_stopped"):
         rows.append((event.at, f"person {person[event.enrollment_id]} stopped ({event.data.get('reason', '')})"))
-    for event in TimelineEvent.objects.filter(email=episode_key(mailbox.pk)):
+    for event in TimelineEvent.objects.filter(kind__in=EPISODE_KINDS, data__mailbox_id=mailbox.pk):
         rows.append((event.at, f"{event.kind} (outbound webhook mailbox.{event.kind.removeprefix('mailbox_')})"))
     day = moments.revoked
     clock = "database clock" if connections["default"].vendor == "postgresql" else "each process's clock (SQLite)"

@@ -6,10 +6,9 @@ older than its `reply_view_max_age`), or never read and older than that age. An 
 the webhooks `mailbox.reply_view_stale` and `mailbox.reply_view_restored`. A mark of mail heard of but not
 read yet (`View.UNREAD`) holds follow-ups for seconds; it neither starts nor ends an episode.
 
-No column keeps the episode: the last of these two events of the mailbox *is* its state, found through the
-timeline's indexed `email` column under the key `mailbox:<id>` (no person's address has that form, so a
-person's search, export or erasure never meets it). A sweep compares that state with the view now and writes
-the event that differs, under the mailbox's row lock, so two sweeps at once write it once.
+The mailbox row keeps the episode: `Mailbox.reply_view_blind_since` is set when it starts and cleared when it
+ends, in the transaction that writes the event. A sweep compares it with the view now and changes what
+differs, under the mailbox's row lock, so two sweeps at once write each event once.
 """
 
 from __future__ import annotations
@@ -18,25 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import CharField, OuterRef, Subquery, Value
-from django.db.models.functions import Cast, Concat
 
 from db.sql import db_now
 from mailboxes.models import Mailbox
 
 from ..loads import FolderViews, folder_views
 from ..locks import mailbox_lock
-from ..models import TimelineEvent
 from ..reply_view import View, max_age_seconds, view_of
 from ..timeline import Event, event_record, iso
 
 EPISODE_KINDS = (Event.MAILBOX_REPLY_VIEW_STALE, Event.MAILBOX_REPLY_VIEW_RESTORED)
-BLIND = frozenset({View.STALE, View.NEVER_READ})
-
-
-def episode_key(mailbox_id: int) -> str:
-    """The timeline `email` under which a mailbox's reply-view episodes are written."""
-    return f"mailbox:{mailbox_id}"
 
 
 @dataclass(frozen=True)
@@ -66,48 +56,35 @@ def blind_since(mailbox: Mailbox, *, now: datetime) -> datetime | None:
 
 
 def reply_view_episodes_sweep() -> list[Change]:
-    """Write the start or the end of each IMAP mailbox's blind episode that the timeline does not have yet.
+    """Write the start or the end of each IMAP mailbox's blind episode that its row does not say yet.
 
-    Reads without a lock; a change is written in its own short transaction that locks the mailbox and reads
-    its last episode event again."""
-    last_kind = Subquery(
-        TimelineEvent.objects.filter(email=_key_of(OuterRef("pk")), kind__in=EPISODE_KINDS)
-        .order_by("-at", "-id").values("kind")[:1]
-    )
-    mailboxes = list(Mailbox.objects.exclude(imap_host="").prefetch_related("cursors"))
-    last = dict(Mailbox.objects.filter(pk__in=[m.pk for m in mailboxes]).annotate(k=last_kind).values_list("pk", "k"))
+    Reads without a lock; a change is written in its own short transaction that locks the mailbox and decides
+    again."""
     now = db_now()
     changes = []
-    for mailbox in mailboxes:
+    for mailbox in Mailbox.objects.exclude(imap_host="").prefetch_related("cursors"):
         blind = blind_since(mailbox, now=now) is not None
-        if blind != (last[mailbox.pk] == Event.MAILBOX_REPLY_VIEW_STALE) and _write(mailbox.pk, blind=blind):
+        if blind != (mailbox.reply_view_blind_since is not None) and _write(mailbox.pk, blind=blind):
             changes.append(Change(mailbox.name, Event.MAILBOX_REPLY_VIEW_STALE if blind else
                                   Event.MAILBOX_REPLY_VIEW_RESTORED))
     return changes
 
 
-def _key_of(pk) -> Concat:
-    return Concat(Value("mailbox:"), Cast(pk, CharField()), output_field=CharField())
-
-
 def _write(mailbox_id: int, *, blind: bool) -> bool:
-    """Record the episode's start (blind) or end under the mailbox's lock, unless a sweep just did."""
+    """Start (blind) or end the episode under the mailbox's lock, unless a sweep just did."""
     with transaction.atomic(durable=True):
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
-        key = episode_key(mailbox_id)
-        last = (TimelineEvent.objects.filter(email=key, kind__in=EPISODE_KINDS).order_by("-at", "-id")
-                .values_list("kind", "at").first())
-        now = db_now()
-        since = blind_since(mailbox, now=now)
-        was_blind = last is not None and last[0] == Event.MAILBOX_REPLY_VIEW_STALE
-        if (since is not None) != blind or was_blind == blind:
+        since = blind_since(mailbox, now=db_now())
+        started = mailbox.reply_view_blind_since
+        if (since is not None) != blind or (started is not None) == blind:
             return False
-        common = {"mailbox": mailbox.name, "read_through": iso(read_views(mailbox).read_through),
-                  "max_age_seconds": max_age_seconds(mailbox)}
+        Mailbox.objects.filter(pk=mailbox.pk).update(reply_view_blind_since=since)
+        common = {"mailbox": mailbox.name, "mailbox_id": mailbox.pk,
+                  "read_through": iso(read_views(mailbox).read_through), "max_age_seconds": max_age_seconds(mailbox)}
         if blind:
-            event_record(kind=Event.MAILBOX_REPLY_VIEW_STALE, email=key, version_seen=mailbox.version,
-                         blind_since=iso(since), reason=mailbox.last_poll_error, **common)
+            event_record(kind=Event.MAILBOX_REPLY_VIEW_STALE, version_seen=mailbox.version, blind_since=iso(since),
+                         reason=mailbox.last_poll_error, **common)
         else:
-            event_record(kind=Event.MAILBOX_REPLY_VIEW_RESTORED, email=key, version_seen=mailbox.version,
-                         stale_event_at=iso(last[1]) if last else "", **common)
+            event_record(kind=Event.MAILBOX_REPLY_VIEW_RESTORED, version_seen=mailbox.version,
+                         blind_since=iso(started), **common)
         return True

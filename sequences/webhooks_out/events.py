@@ -96,7 +96,7 @@ def webhook_event_for(
         keep = ("mailbox", "read_through", "blind_since", "max_age_seconds", "reason")
         return WebhookEvent.MAILBOX_REPLY_VIEW_STALE, {k: data.get(k, "") for k in keep}
     if kind == Event.MAILBOX_REPLY_VIEW_RESTORED:
-        keep = ("mailbox", "read_through", "stale_event_at", "max_age_seconds")
+        keep = ("mailbox", "read_through", "blind_since", "max_age_seconds")
         return WebhookEvent.MAILBOX_REPLY_VIEW_RESTORED, {k: data.get(k, "") for k in keep}
     if kind == GUARDRAIL_KIND:
         # The mailbox, the reason in words and the figures the guardrail decided on.

@@ -217,8 +217,9 @@ def test_a_blind_mailbox_is_announced_once_per_episode_and_its_recovery_once(ima
     assert reply_view_episodes() == 0
     (kind, data), = heard(receiver)[1:]
     assert kind == RESTORED and data["mailbox"] == imap_mailbox.name
-    stale_event = TimelineEvent.objects.get(kind="mailbox_reply_view_stale")
-    assert data["stale_event_at"] == stale_event.at.isoformat()
+    assert data["blind_since"] == (read_through + timedelta(seconds=600)).isoformat()  # the episode's start
+    imap_mailbox.refresh_from_db()
+    assert imap_mailbox.reply_view_blind_since is None  # the episode is over
 
     blind(imap_mailbox, monkeypatch)  # a second outage is a second episode
     assert reply_view_episodes() == 1
