@@ -11,6 +11,7 @@ lease, a blocked mailbox) is listed under `warnings`. `/healthz/live` touches ne
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,7 +32,7 @@ from db.sql import db_now
 from mailboxes.models import Mailbox
 from outreach.scheduler import lease_read
 from sequences.loads import folder_views
-from sequences.reply_view import HOLDING, view_of
+from sequences.reply_view import HOLDING, View, view_of
 
 REDIS_TIMEOUT = 2.0  # seconds: a Redis that answers slower than this is as good as unreachable to a probe
 
@@ -56,35 +57,30 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 def _database(report: dict[str, Any], warnings: list[str]) -> bool:
     try:
-        mailboxes = list(Mailbox.objects.prefetch_related("cursors").order_by("name"))
-        now = db_now()
+        mailboxes = mailboxes_read()
     except DatabaseError as exc:
         report["database"] = {"ok": False, "error": type(exc).__name__}
         return False
     report["database"] = {"ok": True, "vendor": connection.vendor}
     blocked, not_reading = [], []
     for mailbox in mailboxes:
-        if mailbox.blocked_at is not None:
-            blocked.append({"name": mailbox.name, "blocked_seconds": _seconds(now - mailbox.blocked_at)})
+        if mailbox.blocked_seconds is not None:
+            blocked.append({"name": mailbox.name, "blocked_seconds": mailbox.blocked_seconds})
             warnings.append(f"mailbox {mailbox.name} is blocked: its jobs wait")
-        folders = set(mailbox.reply_folders)
-        views = folder_views((c.read_through, c.unread_since) for c in mailbox.cursors.all() if c.folder in folders)
-        view = view_of(mailbox, views, now=now)
-        if view in HOLDING:
-            read = views.read_through
-            not_reading.append({"name": mailbox.name, "reply_view": view.value,
-                                "read_through_seconds_ago": _seconds(now - read) if read else None})
-            warnings.append(f"mailbox {mailbox.name} is not reading replies ({view.value}): follow-ups held")
+        if mailbox.view in HOLDING:
+            not_reading.append({"name": mailbox.name, "reply_view": mailbox.view.value,
+                                "read_through_seconds_ago": mailbox.read_through_seconds_ago})
+            warnings.append(f"mailbox {mailbox.name} is not reading replies ({mailbox.view.value}): follow-ups held")
     report["mailboxes"] = {"total": len(mailboxes), "blocked": blocked, "not_reading_replies": not_reading}
     return True
 
 
 def _redis(report: dict[str, Any], warnings: list[str]) -> bool:
-    redis = Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+    redis = redis_connect()
     try:
         redis.ping()
         report["redis"] = {"ok": True}
-        report["queues"] = {name: _queue(Queue(name, connection=redis)) for name in settings.RQ_QUEUES}
+        report["queues"] = queues_read(redis)
         lease = lease_read(redis)
     except RedisError as exc:
         report["redis"] = {"ok": False, "error": type(exc).__name__}
@@ -102,6 +98,43 @@ def _redis(report: dict[str, Any], warnings: list[str]) -> bool:
     return True
 
 
+# --- the readings, shared with /metrics (outreach/metrics.py) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class MailboxHealth:
+    name: str
+    blocked_seconds: float | None  # None: not blocked
+    view: View  # its reply view, as the final check judges it (sequences.reply_view)
+    read_through_seconds_ago: float | None  # None: a reply folder never read, or no IMAP
+
+
+def mailboxes_read() -> list[MailboxHealth]:
+    """Every mailbox's blocked state and reply view, by the database clock (raises DatabaseError)."""
+    mailboxes = list(Mailbox.objects.prefetch_related("cursors").order_by("name"))
+    now = db_now()
+    found = []
+    for mailbox in mailboxes:
+        folders = set(mailbox.reply_folders)
+        views = folder_views((c.read_through, c.unread_since) for c in mailbox.cursors.all() if c.folder in folders)
+        read = views.read_through if views.read == len(folders) else None
+        found.append(MailboxHealth(
+            name=mailbox.name,
+            blocked_seconds=_seconds(now - mailbox.blocked_at) if mailbox.blocked_at else None,
+            view=view_of(mailbox, views, now=now),
+            read_through_seconds_ago=_seconds(now - read) if read and mailbox.has_imap else None))
+    return found
+
+
+def redis_connect() -> Redis:
+    return Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT)
+
+
+def queues_read(redis: Redis) -> dict[str, dict[str, Any]]:
+    """Each RQ queue's depth, its oldest job's age in seconds, jobs running and failed, workers (raises RedisError)."""
+    return {name: _queue(Queue(name, connection=redis)) for name in settings.RQ_QUEUES}
+
+
 def _queue(queue: Queue) -> dict[str, Any]:
     oldest_age = None
     for job_id in queue.get_job_ids(0, 1):  # the head of the queue: the job waiting longest
@@ -116,4 +149,3 @@ def _queue(queue: Queue) -> dict[str, Any]:
 
 def _seconds(delta: timedelta) -> float:
     return round(max(delta.total_seconds(), 0.0), 3)
-

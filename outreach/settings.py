@@ -269,6 +269,8 @@ OUTREACH_SMTP_TIMEOUT = float(os.environ.get("OUTREACH_SMTP_TIMEOUT", "30"))
 OUTREACH_SCHEDULER_LEASE_SECONDS = float(os.environ.get("OUTREACH_SCHEDULER_LEASE_SECONDS", "20"))
 # Seconds between two dispatcher passes (outreach/cron.py).
 OUTREACH_DISPATCH_INTERVAL = int(os.environ.get("OUTREACH_DISPATCH_INTERVAL", "10"))
+# /metrics (outreach/metrics.py): off unless set; a scrape sends "Authorization: Bearer <this token>".
+OUTREACH_METRICS_TOKEN = os.environ.get("OUTREACH_METRICS_TOKEN", "")
 OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
 # Soft bounces in a row that suppress an address.
 OUTREACH_SOFT_BOUNCE_LIMIT = int(os.environ.get("OUTREACH_SOFT_BOUNCE_LIMIT", "3"))

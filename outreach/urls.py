@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from outreach import health
+from outreach import health, metrics
 from sequences.api.main import api_urls
 
 from .rq_admin import rq_admin_urls
@@ -10,6 +10,8 @@ urlpatterns = [
     # For load balancers and orchestrators (no login): can this instance serve; is the process alive.
     path("healthz", health.healthz, name="healthz"),
     path("healthz/live", health.live, name="healthz-live"),
+    # Prometheus (a bearer token, OUTREACH_METRICS_TOKEN; off without it).
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/rq/", rq_admin_urls()),
     path("admin/", admin.site.urls),
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.
