@@ -35,6 +35,18 @@ def test_an_operator_cannot_stop_with_an_outcome_as_the_reason(client, reason):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("body", ["[]", "[1]", '"operator"', "1", "true"])
+def test_a_stop_body_that_is_no_object_is_a_422(client, body):
+    enrollment = enroll(make_sequence(mailbox=MailboxFactory(), steps=1), "ann@example.com")
+    response = client.post(f"/api/v1/enrollments/{enrollment.pk}/stop", data=body, content_type="application/json")
+    assert response.status_code == 422, response.content
+    enrollment.refresh_from_db()
+    assert enrollment.status == Enrollment.Status.ACTIVE
+    assert client.post(f"/api/v1/enrollments/{enrollment.pk}/stop", data="",
+                       content_type="application/json").status_code == 200  # no body: the operator's stop
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer otk_wrong"}, {"Authorization": "Basic eDp5"}])
 def test_a_401_names_the_bearer_scheme(headers):
     response = Client(headers=headers).get("/api/v1/sequences")

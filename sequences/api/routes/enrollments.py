@@ -96,6 +96,10 @@ def enrollment_resume(request, enrollment_id: int):
 def enrollment_stop(request, enrollment_id: int, body: StopIn | None = None):
     """Stop for good: pending jobs are canceled; what had passed the hand-off is counted, never recalled."""
     get_object_or_404(Enrollment, pk=enrollment_id)
+    if request.body.strip() not in (b"", b"null") and not request.body.lstrip().startswith(b"{"):
+        # The body is optional, but one that is there is an object: an array or a number is not "no reason"
+        # (the schema would read it as an empty object).
+        raise BadRow('the body is a JSON object, e.g. {"reason": "operator"}, or nothing')
     reason = body.reason if body else Enrollment.StopReason.OPERATOR
     if reason != Enrollment.StopReason.OPERATOR:
         # A reply, an unsubscribe, a complaint or a bounce is evidence the system records itself; an operator's
