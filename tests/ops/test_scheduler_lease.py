@@ -1,6 +1,6 @@
 """Any number of schedulers, one working: real `manage.py rqcron outreach.cron` processes (outreach/scheduler.py).
 
-The lease lives 2 s here (20 s by default) and the dispatcher runs every second (10 s by default); no worker
+The lease lives 3 s here (20 s by default) and the dispatcher runs every second (10 s by default); no worker
 runs, so every dispatcher pass a scheduler enqueues stays in RQ's record of the cron job's enqueues, with
 the time it was enqueued. Each case fails with the lease taken away (`LeasedCronScheduler.enqueue_jobs`
 enqueuing as django-rq's scheduler does): two schedulers then dispatch twice as often, and a paused one
@@ -25,7 +25,7 @@ from proving.harness.stack import Process, wait_for
 
 pytestmark = pytest.mark.slow
 INTERVAL = 1.0  # seconds between dispatcher passes
-LEASE = 2.0
+LEASE = 3.0
 DISPATCH = get_cron_job_history_key("sequences.tasks.dispatch")
 
 
@@ -79,8 +79,8 @@ def test_two_schedulers_dispatch_as_often_as_one(redis_conn, tmp_path):
         at_most_one_scheduler_rate(redis_conn, since=first, seconds=5)
         assert all(p.alive() for p in processes)
         held = leader(redis_conn, processes)
-        assert {enqueued_by(redis_conn, job_id) for job_id, _ in dispatches(redis_conn)} == {lease_read(
-            redis_conn).holder}, f"a pass was enqueued by another scheduler than the leader (pid {held.pid})"
+        enqueuers = {enqueued_by(redis_conn, job_id) for job_id, _ in dispatches(redis_conn)}
+        assert {pid_of(name) for name in enqueuers} == {held.pid}, "a pass was enqueued by the follower"
     finally:
         for p in processes:
             p.stop()
