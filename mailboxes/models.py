@@ -39,6 +39,16 @@ class Mailbox(models.Model):
     smtp_security = models.CharField(max_length=10, choices=Security.choices, default=Security.NONE)
 
     daily_cap = models.PositiveIntegerField(default=200)
+    # Spacing (sequences.daily_cap, enforced by the final check under this row's lock): two messages are never
+    # handed off closer than `min_gap` seconds, plus a random extra up to `gap_jitter`; `next_handoff_at` is the
+    # earliest moment the next one may leave, written by the final check only.
+    min_gap = models.PositiveIntegerField(default=0)
+    gap_jitter = models.PositiveIntegerField(default=0)
+    next_handoff_at = models.DateTimeField(null=True, blank=True)
+    # Ramp-up: at most `ramp_start` messages on the mailbox's first sending day, `ramp_step` more each day after,
+    # up to daily_cap; no ramp when ramp_start is null.
+    ramp_start = models.PositiveIntegerField(null=True, blank=True)
+    ramp_step = models.PositiveIntegerField(default=0)
     # Sending window: weekdays as "mon,tue,..." (empty = every day), local times.
     window_days = models.CharField(max_length=40, blank=True)
     window_start = models.TimeField(null=True, blank=True)

@@ -58,8 +58,12 @@ def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
             continue  # the ESP's URL is fixed, never per mailbox
         if name == "guardrail_window_days":
             value = f"{value}d"
-        elif name == "guardrail_silence_seconds":
+        elif name in ("guardrail_silence_seconds", "min_gap", "gap_jitter"):
+            if name != "guardrail_silence_seconds" and not value:
+                continue  # no spacing: the default
             value = duration_text(value)
+        elif name == "ramp_step" and mailbox.ramp_start is None:
+            continue
         tables.setdefault(group, {})[keys[-1]] = value
     return tables
 

@@ -97,6 +97,8 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "address": ("address",), "display_name": ("display_name",), "daily_cap": ("daily_cap",),
     "is_drill_target": ("drill_target",), "ca_file": ("ca_file",),
     "reply_view_max_age": ("reply_view_max_age",), "follow_ups_without_reply_view": ("follow_ups_without_reply_view",),
+    "min_gap": ("min_gap",), "gap_jitter": ("gap_jitter",), "ramp_start": ("ramp", "start"),
+    "ramp_step": ("ramp", "step"),
     "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
     "smtp_password_env": ("smtp", "password_env"), "smtp_security": ("smtp", "security"),
     "window_days": ("window", "days"), "window_start": ("window", "start"), "window_end": ("window", "end"),
@@ -202,7 +204,8 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
                                  "transport", "drill_target", "ca_file", "auth", "oauth2", "guardrail",
-                                 "reply_view_max_age", "follow_ups_without_reply_view"})
+                                 "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter",
+                                 "ramp"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -227,6 +230,25 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
         except ValueError as exc:
             reader.error(f"{path}.reply_view_max_age", str(exc), max_age)
     out["follow_ups_without_reply_view"] = reader.get(table, path, "follow_ups_without_reply_view", bool, False)
+    # The pace (sequences.daily_cap): messages at least min_gap apart, plus a random extra up to gap_jitter; a
+    # ramp-up from `start` messages on the first sending day, `step` more each day, up to daily_cap.
+    for key in ("min_gap", "gap_jitter"):
+        out[key] = 0
+        if key in table:
+            try:
+                out[key] = parse_duration(table[key])
+            except ValueError as exc:
+                reader.error(f"{path}.{key}", str(exc), table[key])
+    ramp = reader.get(table, path, "ramp", dict, None)
+    out["ramp_start"], out["ramp_step"] = None, 0
+    if ramp is not None:
+        reader.unknown(ramp, f"{path}.ramp", {"start", "step"})
+        out["ramp_start"] = reader.get(ramp, f"{path}.ramp", "start", int, required=True)
+        out["ramp_step"] = reader.get(ramp, f"{path}.ramp", "step", int, 0)
+        if out["ramp_start"] is not None and out["ramp_start"] < 1:
+            reader.error(f"{path}.ramp.start", "must be at least 1 (the first day's messages)", out["ramp_start"])
+        if out["ramp_step"] is not None and out["ramp_step"] < 0:
+            reader.error(f"{path}.ramp.step", "must be 0 or more", out["ramp_step"])
     # A private CA (PEM) trusted for this mailbox's SMTP and IMAP TLS, besides the system's.
     out["ca_file"] = reader.get(table, path, "ca_file", str, "")
     if out["ca_file"] and not Path(out["ca_file"]).is_file():

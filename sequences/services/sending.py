@@ -50,18 +50,34 @@ def held_error(reason: str) -> str:
 
 
 def dispatch_due(*, limit: int | None = None) -> list[int]:
-    """Move due scheduled jobs to queued; returns their ids (enqueue them after commit)."""
+    """Move due scheduled jobs to queued; returns their ids (enqueue them after commit).
+
+    A mailbox that spaces its messages (`min_gap`) gets at most one job per pass, and none before its next
+    hand-off may leave: the final check enforces the gap, this keeps its queue from filling with jobs it
+    would only defer.
+    """
     limit = limit or settings.OUTREACH_DISPATCH_BATCH
     with transaction.atomic(durable=True):
         now = db_now()
         # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes).
         jobs = list(
             SendJob.objects.filter(Q(scheduled_at__lte=now) | early_handoff_due(now=now), state=S.SCHEDULED)
+            .exclude(enrollment__mailbox__min_gap__gt=0, enrollment__mailbox__next_handoff_at__gt=now)
             .select_for_update(skip_locked=True, of=("self",), no_key=True)
             .select_related("enrollment__contact", "step")
             .order_by("scheduled_at", "id")[:limit]
         )
-        return [job.pk for job in jobs if job_move(job=job, to=S.QUEUED)]
+        spaced = set(Mailbox.objects.filter(min_gap__gt=0).values_list("pk", flat=True)) if jobs else set()
+        taken: set[int] = set()
+        queued = []
+        for job in jobs:
+            mailbox_id = job.enrollment.mailbox_id
+            if mailbox_id in spaced and mailbox_id in taken:
+                continue
+            taken.add(mailbox_id)
+            if job_move(job=job, to=S.QUEUED):
+                queued.append(job.pk)
+        return queued
 
 
 def queued_stale(*, older_than_seconds: int) -> list[int]:
@@ -172,11 +188,16 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if opening is not None:
             return _defer(job, worker_id=worker_id, until=opening, why="outside_sending_window")
         day = daily_cap.cap_day(mailbox, send_time)
-        if mailbox.daily_cap <= 0:
+        limit = daily_cap.day_limit(mailbox, day)
+        if limit <= 0:
             return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
+        gap = daily_cap.gap_wait(mailbox, now)
+        if gap is not None:
+            return _defer(job, worker_id=worker_id, until=gap, why="min_gap")
 
-        if not daily_cap.slot_take(mailbox=mailbox, day=day):
+        if not daily_cap.slot_take(mailbox=mailbox, day=day, limit=limit):
             return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
+        daily_cap.gap_take(mailbox, now)
         lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True,
                     replies_read_seconds_before=reply_view.view_age_seconds(facts)):

@@ -47,7 +47,8 @@ SECURITY_CHOICES = [(Security.NONE, "none"), (Security.STARTTLS, "STARTTLS"), (S
 FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "smtp_security", "smtp_username",
           "smtp_password_env", "imap_host", "imap_port", "imap_security", "imap_username", "imap_password_env",
           "imap_folders", "ca_file", "daily_cap", "window_days", "window_start", "window_end", "window_timezone",
-          "reply_view_max_age", "follow_ups_without_reply_view", "oauth2_provider", "oauth2_client_id",
+          "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter", "ramp_start", "ramp_step",
+          "oauth2_provider", "oauth2_client_id",
           "oauth2_token_url", "oauth2_authorize_url", "oauth2_userinfo_url", "oauth2_scope")
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -105,6 +106,15 @@ class MailboxForm(forms.Form):
                                  widget=forms.TimeInput(attrs={"type": "time"}))
     window_timezone = forms.CharField(max_length=64, initial="UTC", label="Time zone",
                                       help_text='an IANA zone such as Europe/Berlin, or "recipient"')
+    min_gap = forms.CharField(max_length=40, required=False, label="Minimum gap",
+                              help_text='at least this long between two messages of this mailbox, e.g. "3m" '
+                                        '(empty: no spacing)')
+    gap_jitter = forms.CharField(max_length=40, required=False, label="Gap jitter",
+                                 help_text='a random extra up to this long on each gap, e.g. "1m"')
+    ramp_start = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Ramp-up start",
+                                    help_text="messages on the first sending day (empty: the daily cap from day one)")
+    ramp_step = forms.IntegerField(min_value=0, max_value=1_000_000, required=False, label="Ramp-up step",
+                                   help_text="more messages each following day, up to the daily cap")
     reply_view_max_age = forms.CharField(max_length=40, required=False, label="Reply view max age",
                                          help_text='follow-ups wait when replies were last read longer ago than '
                                                    'this, e.g. "10m" (empty: the install\'s default)')
@@ -152,6 +162,24 @@ class MailboxForm(forms.Form):
             return parse_duration(value)
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
+
+    def _seconds(self, field: str) -> int:
+        value = self.cleaned_data[field].strip()
+        if not value:
+            return 0
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_min_gap(self) -> int:
+        return self._seconds("min_gap")
+
+    def clean_gap_jitter(self) -> int:
+        return self._seconds("gap_jitter")
+
+    def clean_ramp_step(self) -> int:
+        return self.cleaned_data["ramp_step"] or 0
 
     def clean_window_timezone(self) -> str:
         zone = self.cleaned_data["window_timezone"].strip()
@@ -220,4 +248,6 @@ def initial_for(mailbox: Mailbox | None, preset: str) -> dict[str, Any]:
     values["imap_enabled"] = bool(mailbox.imap_host)
     if mailbox.reply_view_max_age is not None:
         values["reply_view_max_age"] = duration_text(mailbox.reply_view_max_age)
+    for name in ("min_gap", "gap_jitter"):
+        values[name] = duration_text(getattr(mailbox, name)) if getattr(mailbox, name) else ""
     return values

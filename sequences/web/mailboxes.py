@@ -181,6 +181,7 @@ def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: Co
                                     "imap_password", "imap_password_env", "imap_folders", "imap_folders_more"]),
         ("TLS", ["ca_file"]),
         ("Limits", ["daily_cap", "window_days", "window_start", "window_end", "window_timezone"]),
+        ("Pace", ["min_gap", "gap_jitter", "ramp_start", "ramp_step"]),
         ("Reply view", ["reply_view_max_age", "follow_ups_without_reply_view"]),
         ("OAuth sign-in", ["oauth2_provider", "oauth2_client_id", "oauth2_client_secret", "oauth2_authorize_url",
                            "oauth2_token_url", "oauth2_userinfo_url", "oauth2_scope"]),

@@ -47,10 +47,11 @@ def window_words(mailbox, zone: str = "") -> str:
     return f"{days}{hours} {zone or mailbox.window_timezone}"
 
 
-def _cap_state(mailbox, now: datetime) -> tuple[int, datetime | None]:
-    """(messages counted today, when the next day's slots open): the final check's own counter."""
+def _cap_state(mailbox, now: datetime) -> tuple[int, int, datetime | None]:
+    """(messages counted today, today's limit (the daily cap, or the ramp's figure), when the next day's slots
+    open): the final check's own counter."""
     day = daily_cap.cap_day(mailbox, now)
-    return daily_cap.sent_on(mailbox, day), daily_cap.day_end(mailbox, day)
+    return daily_cap.sent_on(mailbox, day), daily_cap.day_limit(mailbox, day), daily_cap.day_end(mailbox, day)
 
 
 def _held_by(job: SendJob) -> list[str]:
@@ -103,7 +104,8 @@ def send_when_rows(jobs, *, limit: int = 50) -> tuple[list[SendWhen], int]:
     return rows, total
 
 
-def _row(job: SendJob, *, now: datetime, sent_before: datetime | None, cap: tuple[int, datetime | None]) -> SendWhen:
+def _row(job: SendJob, *, now: datetime, sent_before: datetime | None,
+         cap: tuple[int, int, datetime | None]) -> SendWhen:
     details = f"job {job.pk}, version {job.version}" + (f", worker {job.worker_id}" if job.worker_id else "")
     if job.state == S.QUEUED:
         return SendWhen(job, "now", ["Queued: a worker sends it in a moment, after the final check."], details)
@@ -135,13 +137,19 @@ def _row(job: SendJob, *, now: datetime, sent_before: datetime | None, cap: tupl
             "opens."
         )
         due = opening
-    sent, free = cap
-    if sent >= mailbox.daily_cap and free is not None:
+    sent, limit, free = cap
+    if sent >= limit and free is not None:
+        ramp = " on its ramp-up" if limit < mailbox.daily_cap else ""
         reasons.append(
-            f"{reason_sentence('daily_cap_reached')} ({sent} of {mailbox.daily_cap} today): "
+            f"{reason_sentence('daily_cap_reached')} ({sent} of {limit} today{ramp}): "
             f"the next slot opens at {stamp(free)}."
         )
         due = max(due, free)
+    gap = daily_cap.gap_wait(mailbox, due)
+    if gap is not None:
+        reasons.append(f"{reason_sentence('min_gap')} ({duration_words(mailbox.min_gap)} apart): the next may leave "
+                       f"at {stamp(gap)}.")
+        due = gap
     if not reasons:
         reasons.append(
             "Due now: the next dispatcher pass sends it, after the final check."
