@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from db.sql import db_now
 from mailboxes.checks import ConnectionCheck, connection_check
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.sealed import encryption_ready, seal
@@ -32,6 +33,8 @@ from mailboxes.signin import (
     exchange,
     signin_client,
 )
+from sequences import daily_cap
+from sequences.labels import duration_words
 from sequences.models import SendJob
 from sequences.permissions import OPERATE, VIEW_INBOUND, VIEW_MAILBOX
 from sequences.selectors import jobs_with_labels
@@ -56,10 +59,27 @@ def mailbox_list(request):
             result, jobs_with_labels().filter(
                 sends_from(Mailbox.objects.filter(name=result.get("name", "")).values("pk")[:1], via="enrollment__"))
         )
+    listed = mailbox_rows(list(Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name")))
+    now = db_now()
     return render(request, "ui/mailbox_list.html", {
-        "mailbox_rows": mailbox_rows(list(Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name"))),
+        "mailbox_rows": [(m, view, pace_words(m, now)) for m, view in listed],
         "can_operate": request.user.has_perm(OPERATE), "result": result, "check": check,
     })
+
+
+def pace_words(mailbox: Mailbox, now) -> str:
+    """Today's limit (the ramp's figure while it ramps, and the day it reaches the cap) and the spacing."""
+    day = daily_cap.cap_day(mailbox, now)
+    limit = daily_cap.day_limit(mailbox, day)
+    words = f"today {daily_cap.sent_on(mailbox, day)} of {limit} sent"
+    if limit < mailbox.daily_cap:
+        full = daily_cap.ramp_full_on(mailbox, day)
+        words += (f" (ramping up by {mailbox.ramp_step} a day: the full {mailbox.daily_cap} from {full:%a %-d %b})"
+                  if full else " (ramping up; a step of 0 never reaches the daily cap)")
+    if mailbox.min_gap:
+        jitter = f" plus up to {duration_words(mailbox.gap_jitter)}" if mailbox.gap_jitter else ""
+        words += f"; messages at least {duration_words(mailbox.min_gap)}{jitter} apart"
+    return words
 
 
 @ui_view(OPERATE, methods=("POST",))
