@@ -86,7 +86,11 @@ class PrepareError(Exception):
 
 
 class MissingValue(PrepareError):
-    pass
+    """A variable without a fallback is undefined or empty for this contact; `name` names it."""
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(f"missing value for {name}")
 
 
 class TemplateFailed(PrepareError):
@@ -161,9 +165,9 @@ class _StrictVariableNode(VariableNode):
             try:
                 value = var.resolve(context)
             except VariableDoesNotExist:
-                raise MissingValue(f"missing value for {var.var}") from None
+                raise MissingValue(var.var) from None
             if value is None or (isinstance(value, str) and not value.strip()):
-                raise MissingValue(f"missing value for {var.var}")
+                raise MissingValue(var.var)
         return super().render(context)
 
 

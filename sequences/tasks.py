@@ -143,10 +143,12 @@ def bulk_enrollment_run(bulk_id: int) -> str:
 def api_housekeeping() -> int:
     """Periodic: forget idempotency keys older than a day."""
     return idempotency_keys_purge()
-def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str) -> dict[str, Any]:
-    """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page."""
+def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str,
+                      allow_missing: bool = False) -> dict[str, Any]:
+    """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page.
+    `allow_missing`: the operator ticked "also enroll the rows that lack a value"."""
     result = enrollments_create_many(sequence_id=sequence_id, rows=[ContactRow(**r) for r in rows],
-                                              actor=actor, progress=_meta_progress())
+                                     actor=actor, progress=_meta_progress(), allow_missing=allow_missing)
     return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
             "invalid": len(rejected), "contacts_created": result.contacts_created,
             "contacts_kept": result.contacts_kept, "rejected": sorted([tuple(r) for r in rejected] + result.rejected)}

@@ -28,9 +28,10 @@ class MailboxFactory(factory.django.DjangoModelFactory):
 
 
 def make_sequence(*, mailbox: Mailbox, steps: int = 2, waits: tuple[int, ...] | None = None,
-                  name: str = "") -> Sequence:
+                  name: str = "", **templates: str) -> Sequence:
+    """`templates`: `subject` and `body` for data.sequence_create (its defaults otherwise)."""
     waits = (waits or (0,) * steps)[:steps]
-    return data.sequence_create(mailbox=mailbox, name=name or f"sequence-{next(_seq)}", waits=waits)
+    return data.sequence_create(mailbox=mailbox, name=name or f"sequence-{next(_seq)}", waits=waits, **templates)
 
 
 def enroll(sequence: Sequence, email: str, **fields) -> Enrollment:

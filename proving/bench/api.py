@@ -54,7 +54,7 @@ def _stops(sequence, n: int, tag: str) -> float:
     from sequences.services.enrollments import ContactRow, enrollments_create_batch
     from sequences.services.stops import enrollment_stop
 
-    rows = [ContactRow(line=i, email=f"{tag}{i}@api.bench") for i in range(n)]
+    rows = [ContactRow(line=i, email=f"{tag}{i}@api.bench", first_name="Bench", company="Bench") for i in range(n)]
     enrollments_create_batch(sequence_id=sequence.pk, rows=rows)
     ids = list(Enrollment.objects.filter(sequence=sequence, contact__email__startswith=tag)
                .order_by("id").values_list("id", flat=True))

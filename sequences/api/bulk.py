@@ -79,8 +79,8 @@ def bulk_enrollment_run(*, bulk_id: int) -> str:
         return "not queued (done already)"
     bulk = BulkEnrollment.objects.get(pk=bulk_id)
     results = {r["line"]: r for r in bulk.results}
-    pending = [ContactRow(**r) for r in bulk.rows if results[r["line"]]["status"] == "pending"]
     try:
+        pending = [ContactRow(**r) for r in bulk.rows if results[r["line"]]["status"] == "pending"]
         for start in range(0, len(pending), BATCH):
             batch = pending[start : start + BATCH]
             outcome = enrollments_create_batch(

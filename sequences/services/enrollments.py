@@ -9,10 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.template import TemplateSyntaxError
 
 from db.sql import db_now
 
 from ..digests import address_erased, addresses_erased
+from ..messages import MissingValue, PrepareError, contact_context, render
 from ..models import Contact, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
 from ..selectors import normalize_email, suppression_active_for
 from ..timeline import Event, event_record, events_record_many
@@ -96,6 +98,7 @@ class BatchResult:
     contacts_kept: int = 0  # existing contacts the file would have changed, left as they were
     suppressed: int = 0  # rejected rows whose address (or domain) is suppressed
     already_enrolled: int = 0  # rejected rows already in the sequence
+    missing_values: int = 0  # rejected rows lacking a value a step uses without a fallback
 
 
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
@@ -125,14 +128,67 @@ class Refusal:
     ERASED = "erased"  # counted with the suppressed: never mailed again
     ALREADY_ENROLLED = "already_enrolled"
     TIMEZONE = "timezone"
+    MISSING_VALUE = "missing_value"  # a step would fail for lack of a value (unless the import allows it)
 
     kind: str
     reason: str
 
 
+class StepNeeds:
+    """Which value a row lacks that some step of the sequence uses without a fallback, found by rendering every
+    step's subject and body for the contact the row makes (as preparation will): '' when none.
+
+    Rendered once per pattern of filled-in variables (a file's rows share a few), so a large import renders
+    its steps a few times, not once per row; a template that branches on a value's content rather than on its
+    presence is judged by the first row of its pattern.
+    """
+
+    def __init__(self, sequence: Sequence):
+        self.steps = list(sequence.steps.order_by("position").values_list("position", "subject", "body"))
+        self.seen: dict[frozenset[str], str] = {}
+
+    def missing(self, contact: Contact) -> str:
+        try:
+            context = contact_context(contact)
+        except PrepareError:
+            return ""  # not a missing value: preparation says what it is
+        pattern = frozenset(k for k, v in context.items() if v not in (None, "") and not (isinstance(v, str)
+                                                                                          and not v.strip()))
+        if pattern not in self.seen:
+            self.seen[pattern] = self._first_missing(context)
+        return self.seen[pattern]
+
+    def _first_missing(self, context: dict) -> str:
+        for position, subject, body in self.steps:
+            for text in (subject, body):
+                try:
+                    render(text, context)
+                except MissingValue as exc:
+                    return f"no value for {exc.name}, used by step {position} without a fallback"
+                except (PrepareError, TemplateSyntaxError):
+                    continue  # another failure: preparation reports it with its reason
+        return ""
+
+
+def _row_contact(row: ContactRow, contact: Contact | None, *, update_contacts: bool) -> Contact:
+    """The contact a row leaves behind: a new one from the row, an existing one as it is, or changed by the row."""
+    if contact is None:
+        return Contact(email=row.email, first_name=row.first_name, last_name=row.last_name, company=row.company,
+                       timezone=row.timezone_name, fields=row.fields)
+    if not update_contacts:
+        return contact
+    merged = Contact(email=contact.email, first_name=contact.first_name, last_name=contact.last_name,
+                     company=contact.company, timezone=contact.timezone, fields=contact.fields)
+    for name, value in _changes(contact, row).items():
+        setattr(merged, name, value)
+    return merged
+
+
 def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bool = False,
-              existing: dict[str, Contact] | None = None) -> dict[str, Refusal]:
-    """The rows the batch refuses, by address: the one rule for enrolling and for a dry run."""
+              existing: dict[str, Contact] | None = None, allow_missing: bool = False,
+              needs: StepNeeds | None = None) -> dict[str, Refusal]:
+    """The rows the batch refuses, by address: the one rule for enrolling and for a dry run. A row that lacks a
+    value a step needs is refused unless `allow_missing` (that person would stop at that step, "failed")."""
     emails = [row.email for row in rows]
     suppressed = _suppressed(emails)
     erased = addresses_erased(emails)
@@ -152,15 +208,22 @@ def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bo
             refused[email] = Refusal(Refusal.ALREADY_ENROLLED, f"{email} is already enrolled in {sequence.name!r}")
         elif zone:
             refused[email] = Refusal(Refusal.TIMEZONE, f"{email}: timezone: {zone}")
+        elif not allow_missing:
+            needs = needs or StepNeeds(sequence)
+            lacking = needs.missing(_row_contact(row, existing.get(email), update_contacts=update_contacts))
+            if lacking:
+                refused[email] = Refusal(Refusal.MISSING_VALUE, f"{email}: {lacking}")
     return refused
 
 
-def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow]) -> dict[str, Refusal]:
+def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow], allow_missing: bool = False
+                        ) -> dict[str, Refusal]:
     """What enrollments_create_batch would refuse, without writing anything (reads only)."""
     sequence = Sequence.objects.get(pk=sequence_id)
+    needs = StepNeeds(sequence)
     refused: dict[str, Refusal] = {}
     for start in range(0, len(rows), 5000):
-        refused |= _refusals(sequence, rows[start:start + 5000])
+        refused |= _refusals(sequence, rows[start:start + 5000], allow_missing=allow_missing, needs=needs)
     return refused
 
 
@@ -186,7 +249,7 @@ def _zone_refused(row: ContactRow, contact: Contact | None, *, update_contacts: 
 
 
 def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update_contacts: bool = False,
-                             actor: str = "") -> BatchResult:
+                             actor: str = "", allow_missing: bool = False) -> BatchResult:
     """Enroll many contacts and schedule each one's step 1; one transaction for the batch.
 
     Writes what contact_upsert + enrollment_create write for each accepted row
@@ -204,7 +267,8 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         emails = [row.email for row in rows]
         existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
-        refused = _refusals(sequence, rows, update_contacts=update_contacts, existing=existing)
+        refused = _refusals(sequence, rows, update_contacts=update_contacts, existing=existing,
+                            allow_missing=allow_missing)
         accepted: list[ContactRow] = []
         for row in rows:
             refusal = refused.get(row.email)
@@ -216,6 +280,8 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
                 result.suppressed += 1
             elif refusal.kind == Refusal.ALREADY_ENROLLED:
                 result.already_enrolled += 1
+            elif refusal.kind == Refusal.MISSING_VALUE:
+                result.missing_values += 1
 
         new_rows = [r for r in accepted if r.email not in existing]
         created = Contact.objects.bulk_create([
@@ -265,17 +331,19 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
 
 
 def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: str = "", batch_size: int = 1000,
-                            progress=None) -> BatchResult:
+                            progress=None, allow_missing: bool = False) -> BatchResult:
     """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each."""
     total = BatchResult()
     for start in range(0, len(rows), batch_size):
-        result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size], actor=actor)
+        result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size], actor=actor,
+                                          allow_missing=allow_missing)
         total.enrolled += result.enrolled
         total.rejected += result.rejected
         total.contacts_created += result.contacts_created
         total.contacts_kept += result.contacts_kept
         total.suppressed += result.suppressed
         total.already_enrolled += result.already_enrolled
+        total.missing_values += result.missing_values
         if progress is not None:
             progress(min(start + batch_size, len(rows)), len(rows))
     return total

@@ -224,8 +224,14 @@ def dry_run(sequence: Sequence, parsed: Parsed) -> dict:
         for r in parsed.rows
         if r.email in refused and refused[r.email].kind == Refusal.TIMEZONE
     ]
-    rejected = sorted(parsed.rejected + zones)
+    missing = [
+        (r.line, refused[r.email].reason)
+        for r in parsed.rows
+        if r.email in refused and refused[r.email].kind == Refusal.MISSING_VALUE
+    ]
+    rejected = sorted(parsed.rejected + zones + missing)
     return {
+        "n_missing": len(missing),
         "valid": len(parsed.rows) - len(refused),
         "rejected": rejected[:SHOWN_REJECTED],
         "n_rejected": len(rejected),
@@ -257,6 +263,7 @@ def enroll_run(request, pk: int, token: str):
             [asdict(r) for r in parsed.rows],
             parsed.rejected,
             actor,
+            allow_missing=request.POST.get("allow_missing") == "1",
             job_timeout=3600,
             result_ttl=7 * 86400,
             failure_ttl=7 * 86400,

@@ -123,7 +123,7 @@ def test_enrollment_labels_say_already_submitted_after_a_stop(api, world, smtp_s
 
 def test_bulk_enrollment_runs_in_the_background_with_per_row_results(api, world):
     client = api("operator")
-    contacts = [{"email": f"bulk{i}@example.com", "first_name": f"B{i}"} for i in range(1200)]
+    contacts = [{"email": f"bulk{i}@example.com", "first_name": f"B{i}", "company": "Co"} for i in range(1200)]
     contacts += [{"email": "blocked@example.com"}, {"email": "bulk1@example.com"}, {"email": "nope"}]
     response = client.post("/api/v1/enrollments/bulk", {"sequence_id": world["sequence"].pk, "contacts": contacts})
     assert response.status_code == 202, response.text

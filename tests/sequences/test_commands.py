@@ -119,7 +119,8 @@ def test_enroll_without_an_email_column_fails(tmp_path):
 
 def test_pause_resume_suppress_and_timeline(tmp_path):
     run("load_sequences", write(tmp_path, "a.toml", GOOD))
-    run("enroll", "--sequence", "Intro", write(tmp_path, "c.csv", "email,first_name\nada@example.com,Ada\n"))
+    run("enroll", "--sequence", "Intro",
+        write(tmp_path, "c.csv", "email,first_name,company\nada@example.com,Ada,Acme\n"))
     out = run("pause", "sequence", "Intro")
     assert "1 job canceled — never sent; 0 jobs in flight" in out
     assert "0 jobs handed off earlier (submitted before this stop) — cannot recall" in out

@@ -68,7 +68,7 @@ def test_an_erased_address_is_refused_at_the_next_import_and_nothing_of_it_remai
     assert "kept only as a keyed hash" in out.getvalue()
 
     csv = tmp_path / "contacts.csv"
-    csv.write_text(f"email,first_name\n{EMAIL},Zebulon\nnew.person@example.com,Nina\n")
+    csv.write_text(f"email,first_name,company\n{EMAIL},Zebulon,Zoo\nnew.person@example.com,Nina,Acme\n")
     errors = io.StringIO()
     with pytest.raises(CommandError, match="1 row rejected"):
         call_command("enroll", "--sequence", first.sequence.name, str(csv), stdout=io.StringIO(), stderr=errors)

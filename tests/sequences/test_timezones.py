@@ -139,8 +139,8 @@ def test_an_unknown_zone_is_refused_at_enrollment_with_the_reason(mailbox, smtp_
     # The CSV path: one line per refused row, the others enrolled.
     path = tmp_path / "contacts.csv"
     path.write_text(
-        "email,first_name,timezone\nedited@example.com,Ed,\nok@example.com,Ok,Asia/Tokyo\n"
-        "bad@example.com,Bad,Moon/Base\n"
+        "email,first_name,company,timezone\nedited@example.com,Ed,Acme,\nok@example.com,Ok,Acme,Asia/Tokyo\n"
+        "bad@example.com,Bad,Acme,Moon/Base\n"
     )
     out, err = StringIO(), StringIO()
     with pytest.raises(CommandError, match="2 rows rejected"):

@@ -57,12 +57,16 @@ class Command(BaseCommand):
         parser.add_argument("--sequence", required=True, help="sequence name")
         parser.add_argument("--update-contacts", action="store_true",
                             help="update existing contacts with the file's non-empty values (default: keep them)")
+        parser.add_argument("--allow-missing", action="store_true",
+                            help="enroll rows that lack a value some step uses without a fallback (default: refuse "
+                                 "them; such a person stops at that step, failed)")
         parser.add_argument("--batch-size", type=int, default=1000, help="rows per transaction (default 1000)")
         parser.add_argument("--progress-every", type=int, default=10000,
                             help="when stdout is not a terminal, a progress line to stderr every N rows (0: none)")
         parser.add_argument("file", help="CSV file (UTF-8)")
 
-    def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, **options):
+    def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, allow_missing,
+               **options):
         seq = Sequence.objects.filter(name=sequence).first()
         if seq is None:
             raise CommandError(f"no sequence named {sequence!r}")
@@ -117,7 +121,8 @@ class Command(BaseCommand):
         for start in range(0, len(rows), batch_size):
             try:
                 result = enrollments_create_batch(sequence_id=seq.pk, rows=rows[start:start + batch_size],
-                                                           update_contacts=update_contacts, actor="command")
+                                                  update_contacts=update_contacts, actor="command",
+                                                  allow_missing=allow_missing)
             except ServiceError as exc:
                 raise CommandError(str(exc)) from None
             total.enrolled += result.enrolled
