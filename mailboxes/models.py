@@ -212,6 +212,7 @@ class InboundMessage(models.Model):
         EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
         RECIPIENT = "report_recipient", "Failed or complained-about recipient named in the report"
         SENDER = "sender_address", "Sender is an address this mailbox sent to (weaker)"
+        QUOTED_TEXT = "quoted_text", "A colleague at the person's company answers or quotes what we sent"
         NO_EVIDENCE = "no_evidence", "No evidence we sent to it"
         NONE = "none", "Not correlated"
 

@@ -19,7 +19,7 @@ from django.db.models import Exists, OuterRef
 from django.template import TemplateSyntaxError
 
 from db.sql import EmailDomain
-from mailboxes.models import Mailbox
+from mailboxes.models import InboundMessage, Mailbox
 from sequences.freemail import is_free_mail
 from sequences.messages import PrepareError, contact_context, render
 from sequences.models import Contact, Enrollment, SendJob, Step
@@ -29,7 +29,7 @@ from ..classify.mime import parse_for_classify
 from ..classify.quoted import Sent, Verdict, decide, evidence_for, full_text, organisational_domain
 
 CANDIDATES = 50  # latest messages to the company measured against one mail
-QUOTED_TEXT = "quoted_text"  # the inbound rule's name, as recorded on the inbound message
+QUOTED_TEXT = InboundMessage.Rule.QUOTED_TEXT  # the inbound rule, as recorded on the inbound message
 
 
 @dataclass(frozen=True)
