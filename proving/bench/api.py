@@ -34,9 +34,9 @@ def _enroll_direct(sequence, n: int) -> float:
 def _enroll_api(sequence, n: int) -> tuple[float, dict[int, int]]:
     from django.test import Client
 
-    from sequences.api.tokens import api_token_create
+    from sequences.api.tokens import MAX_RATE_PER_MINUTE, api_token_create
 
-    _, token = api_token_create(name="bench", role="operator", rate_per_minute=10**9)
+    _, token = api_token_create(name="bench", role="operator", rate_per_minute=MAX_RATE_PER_MINUTE)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     statuses: dict[int, int] = {}
     started = time.perf_counter()
