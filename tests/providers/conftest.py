@@ -26,8 +26,9 @@ def _provider_settings(settings, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def rq_default(settings):
-    """RQ on a Redis database of this suite's own, emptied around each test."""
-    url = settings.REDIS_URL.rsplit("/", 1)[0] + "/14"
+    """RQ on the test run's own Redis database (REDIS_URL: each pass of scripts/test has one), emptied around
+    each test."""
+    url = settings.REDIS_URL
     settings.RQ_QUEUES = {name: {"URL": url, "DEFAULT_TIMEOUT": 600} for name in ("send", "ingest", "default")}
     conn = redis.Redis.from_url(url)
     conn.flushdb()
