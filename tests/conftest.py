@@ -60,12 +60,18 @@ def imap_mailbox(mailbox, dovecot, monkeypatch):
 
 
 def pytest_collection_modifyitems(config, items):
-    """On the SQLite pass, skip the tests marked `postgresql` with the reason each gives."""
+    """On the SQLite pass, skip the tests marked `postgresql` with the reason each gives. A test marked
+    `own_postgresql` makes a PostgreSQL database of its own whatever the suite's database: it runs once, on the
+    SQLite pass (the shorter of the two, which scripts/test runs side by side), and is skipped on the other."""
     from django.conf import settings
 
-    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
-        return
+    on_postgresql = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
     for item in items:
+        if on_postgresql:
+            if item.get_closest_marker("own_postgresql") is not None:
+                item.add_marker(pytest.mark.skip(reason="makes a PostgreSQL database of its own: run on the "
+                                                        "SQLite pass"))
+            continue
         marker = item.get_closest_marker("postgresql")
         if marker is not None:
             reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "needs PostgreSQL")

@@ -8,8 +8,7 @@ from tests.bench.helpers import run_bench
 
 
 @pytest.mark.slow
-@pytest.mark.postgresql("a benchmark runs in a PostgreSQL database of its own whatever the suite's database: "
-                         "the SQLite pass would repeat it")
+@pytest.mark.own_postgresql
 def test_bench_api_enrolls_through_both_paths_and_writes_the_outbox(tmp_path):
     stdout, report = run_bench("api", "--api-calls", "5", tmp_path=tmp_path)
     result = report["results"]["api"]

@@ -14,8 +14,7 @@ SENDS = 12
 
 
 @pytest.mark.slow
-@pytest.mark.postgresql("a benchmark runs in a PostgreSQL database of its own whatever the suite's database: "
-                         "the SQLite pass would repeat it")
+@pytest.mark.own_postgresql
 def test_bench_guard_quick_sends_everything_in_both_variants_and_writes_json(tmp_path):
     stdout, report = run_bench(
         "guard", "--quick", "--workers", "1,2", "--sends", str(SENDS), "--mailboxes", "2", "--seconds", "1",

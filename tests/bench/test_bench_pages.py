@@ -11,8 +11,7 @@ from tests.bench.helpers import run_bench
 
 
 @pytest.mark.slow
-@pytest.mark.postgresql("a benchmark runs in a PostgreSQL database of its own whatever the suite's database: "
-                         "the SQLite pass would repeat it")
+@pytest.mark.own_postgresql
 def test_bench_pages_measures_every_page_on_both_sizes(tmp_path):
     stdout, report = run_bench(
         "pages", "--quick", "--page-jobs", "3000", "--page-enrollments", "600", "--page-small-jobs", "500",

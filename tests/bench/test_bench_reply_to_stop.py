@@ -12,8 +12,7 @@ from tests.bench.helpers import run_bench
 
 
 @pytest.mark.slow
-@pytest.mark.postgresql("a benchmark runs in a PostgreSQL database of its own whatever the suite's database: "
-                         "the SQLite pass would repeat it")
+@pytest.mark.own_postgresql
 def test_bench_reply_to_stop_idle_and_under_a_send_backlog(tmp_path):
     stdout, report = run_bench(
         "reply-to-stop", "--replies", "3", "--backlog-followups", "5", "--backlog-replies", "2",

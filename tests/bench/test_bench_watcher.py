@@ -13,8 +13,7 @@ REPLIES = 3
 
 
 @pytest.mark.slow
-@pytest.mark.postgresql("a benchmark runs in a PostgreSQL database of its own whatever the suite's database: "
-                         "the SQLite pass would repeat it")
+@pytest.mark.own_postgresql
 def test_bench_watcher_quick_stops_every_reply_in_both_designs_and_writes_json(tmp_path):
     stdout, report = run_bench(
         "watcher", "--quick", "--folders", "6", "--folders-per-mailbox", "3", "--replies", str(REPLIES),

@@ -7,9 +7,7 @@ import sqlite3
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgresql(
-    "drill faults brings a PostgreSQL database of its own whatever the suite's database: the SQLite pass would "
-    "repeat it")]
+pytestmark = [pytest.mark.slow, pytest.mark.own_postgresql]
 
 
 def test_quick_subset_loses_nothing_duplicates_nothing_reopens_nothing(run_drill, tmp_path):

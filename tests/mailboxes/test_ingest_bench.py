@@ -13,8 +13,7 @@ MESSAGES = 100
 
 
 @pytest.mark.slow
-@pytest.mark.postgresql("a benchmark runs in a PostgreSQL database of its own whatever the suite's database: "
-                         "the SQLite pass would repeat it")
+@pytest.mark.own_postgresql
 def test_bench_ingest_reports_the_product_next_to_the_bare_fetch_and_the_unrelated_only_path(tmp_path):
     stdout, report = run_bench("ingest", "--quick", "--messages", str(MESSAGES), tmp_path=tmp_path)
     assert "unrelated only: mailbox_poll" in stdout
