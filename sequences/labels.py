@@ -31,7 +31,8 @@ def stamp(moment: datetime | None) -> str:
 class Tone(StrEnum):
     """What the colour of a label says (a CSS class); the words say it precisely."""
 
-    NEVER_SENT = "never-sent"
+    NEVER_SENT = "never-sent"  # canceled before it left: grey
+    FAILED = "failed"  # it did not leave, and that is a failure to look at: red
     PENDING = "pending"
     SENT = "sent"
     CANNOT_RECALL = "cannot-recall"
@@ -77,9 +78,9 @@ def job_label_and_tone(job: SendJob) -> Label:
     if job.state == S.FAILED and job.authorized_at is None:
         # Failed without an authorization: the message could not be prepared and never reached a transport.
         reason = job.error.removeprefix("could not prepare: ") or "could not be prepared"
-        return Label(f"Not sent — could not be prepared: {reason}", Tone.NEVER_SENT)
+        return Label(f"Not sent — could not be prepared: {reason}", Tone.FAILED)
     if job.state == S.FAILED:
-        return Label(f"Failed — not sent ({job.error or 'transport refused'})", Tone.NEVER_SENT)
+        return Label(f"Failed — not sent ({job.error or 'transport refused'})", Tone.FAILED)
     if job.state == S.CLAIMED:
         return Label(f"Being prepared by {job.worker_id or 'a worker'} — not sent yet", Tone.PENDING)
     if job.state == S.QUEUED:

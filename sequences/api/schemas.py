@@ -53,7 +53,7 @@ class JobOut(Schema):
     step: int
     state: str
     label: str = Field(description="the honest label, in the UI's words")
-    tone: str = Field(description="never-sent, pending, sent, cannot-recall or unknown")
+    tone: str = Field(description="never-sent, failed, pending, sent, cannot-recall or unknown")
     scheduled_at: datetime | None
     submitted_at: datetime | None
     message_id: str
