@@ -59,15 +59,17 @@ def dispatch_due(*, limit: int | None = None) -> list[int]:
     limit = limit or settings.OUTREACH_DISPATCH_BATCH
     with transaction.atomic(durable=True):
         now = db_now()
+        spaced = dict(Mailbox.objects.filter(min_gap__gt=0).values_list("pk", "next_handoff_at"))
         # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes).
+        due = SendJob.objects.filter(Q(scheduled_at__lte=now) | early_handoff_due(now=now), state=S.SCHEDULED)
+        waiting = [pk for pk, at in spaced.items() if at is not None and at > now]
+        if waiting:  # without spaced mailboxes the due batch is read exactly as before
+            due = due.exclude(enrollment__mailbox_id__in=waiting)
         jobs = list(
-            SendJob.objects.filter(Q(scheduled_at__lte=now) | early_handoff_due(now=now), state=S.SCHEDULED)
-            .exclude(enrollment__mailbox__min_gap__gt=0, enrollment__mailbox__next_handoff_at__gt=now)
-            .select_for_update(skip_locked=True, of=("self",), no_key=True)
+            due.select_for_update(skip_locked=True, of=("self",), no_key=True)
             .select_related("enrollment__contact", "step")
             .order_by("scheduled_at", "id")[:limit]
         )
-        spaced = set(Mailbox.objects.filter(min_gap__gt=0).values_list("pk", flat=True)) if jobs else set()
         taken: set[int] = set()
         queued = []
         for job in jobs:
