@@ -12,6 +12,8 @@ from typing import Any
 
 from django.db import connection
 
+from db.sql import rows_copied
+
 from .models import Enrollment, SendJob, TimelineEvent
 
 
@@ -121,7 +123,7 @@ def event_record(
 def events_record_many(events: list[TimelineEvent]) -> list[TimelineEvent]:
     """Append many events (unsaved rows) in one INSERT, as event_record appends one; requires the transaction."""
     assert connection.in_atomic_block, "timeline events are written inside the transition's transaction"
-    rows = TimelineEvent.objects.bulk_create(events)
+    rows = rows_copied(events)
     for row in rows:
         for listener in _listeners:
             listener(row)

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.template import TemplateSyntaxError
 
-from db.sql import db_now
+from db.sql import db_now, rows_copied
 
 from ..digests import address_erased, addresses_erased
 from ..messages import MissingValue, PrepareError, contact_context, render
@@ -284,7 +284,7 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
                 result.missing_values += 1
 
         new_rows = [r for r in accepted if r.email not in existing]
-        created = Contact.objects.bulk_create([
+        created = rows_copied([
             Contact(email=r.email, first_name=r.first_name, last_name=r.last_name, company=r.company,
                     timezone=r.timezone_name, fields=r.fields) for r in new_rows])
         result.contacts_created = len(created)
@@ -308,12 +308,12 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         contacts = {c.email: c for c in created} | existing
         # Each keeps the mailbox chosen here for its whole life (services.rotation).
         mailboxes = mailboxes_choose(sequence, count=len(accepted), now=db_now())
-        enrollments = Enrollment.objects.bulk_create([
+        enrollments = rows_copied([
             Enrollment(sequence=sequence, contact=contacts[r.email], mailbox=m)
             for r, m in zip(accepted, mailboxes, strict=True)])
         # Step 1 of a new enrollment, as schedule_next creates it: nothing sent yet, due after its wait.
         scheduled_at = db_now() + timedelta(seconds=step.wait_seconds)
-        jobs = SendJob.objects.bulk_create([
+        jobs = rows_copied([
             SendJob(enrollment=e, step=step, state=SendJob.State.SCHEDULED, scheduled_at=scheduled_at,
                     message_id=new_message_id(m)) for e, m in zip(enrollments, mailboxes, strict=True)])
         events = []

@@ -94,11 +94,12 @@ def test_non_utf8_input_names_the_line_and_byte(tmp_path, sequence):
 
 def test_the_batch_writes_what_one_enrollment_writes(tmp_path, sequence, mailbox):
     single = enroll(make_sequence(mailbox=mailbox, steps=2), "one@example.com", first_name="One")
-    rows = "".join(f"p{i}@example.com,P{i},Co{i}\n" for i in range(25))
-    out, err, exc = enroll_csv(tmp_path, sequence, "email,first_name,company\n" + rows, "--batch-size", "10",
-                               "--progress-every", "10")
-    assert exc is None and "25 enrolled, 0 rejected" in out
-    assert "10/25 rows" in err and "20/25 rows" in err and "rows/s  ETA" in err
+    # A batch of 200 (PostgreSQL: COPY, db.sql.rows_copied) and one of 50 (an INSERT): the same rows either way.
+    rows = "".join(f"p{i}@example.com,P{i},Co{i}\n" for i in range(250))
+    out, err, exc = enroll_csv(tmp_path, sequence, "email,first_name,company\n" + rows, "--batch-size", "200",
+                               "--progress-every", "200")
+    assert exc is None and "250 enrolled, 0 rejected" in out
+    assert "200/250 rows" in err and "rows/s  ETA" in err
     enrollment = Enrollment.objects.get(sequence=sequence, contact__email="p7@example.com")
 
     def shape(e: Enrollment):
@@ -107,7 +108,10 @@ def test_the_batch_writes_what_one_enrollment_writes(tmp_path, sequence, mailbox
                 [(j.state, j.step.position, j.version) for j in e.jobs.all()])
 
     assert shape(enrollment) == shape(single)
+    assert shape(Enrollment.objects.get(sequence=sequence, contact__email="p207@example.com")) == shape(single)
+    assert Contact.objects.get(email="p7@example.com").first_name == "P7"
+    assert TimelineEvent.objects.filter(enrollment__sequence=sequence, at__isnull=False).count() == 500
     job = enrollment.jobs.get()
     assert job.message_id.endswith("@" + mailbox.address.split("@")[1] + ">")
-    assert SendJob.objects.filter(enrollment__sequence=sequence, state="scheduled").count() == 25
+    assert SendJob.objects.filter(enrollment__sequence=sequence, state="scheduled").count() == 250
     assert dispatch_due()  # the scheduled jobs are what the dispatcher picks up
