@@ -21,7 +21,8 @@ import hashlib
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 import requests
@@ -100,6 +101,9 @@ class OAuth2Config:
     client_secret_env: str = ""  # the names of the variables, for hints (never their values)
     refresh_token_env: str = ""
     timeout: float = 30.0
+    # Called with a new refresh token when the provider rotates it (Microsoft does; RFC 9700 4.14): a token
+    # stored sealed is replaced there, so the next process starts from it. Unset: kept in memory only.
+    keep_rotated: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def cache_key(self) -> str:
@@ -137,7 +141,7 @@ class _Cached:
     access_token: str = field(default="", repr=False)
     expires_at: float = 0.0  # time.time()
     lifetime: float = 0.0
-    # A provider may rotate the refresh token (Microsoft): the newest stays here, in memory, never elsewhere.
+    # A provider may rotate the refresh token (Microsoft): the newest is used from here on.
     refresh_token: str = field(default="", repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -179,7 +183,21 @@ def access_token(config: OAuth2Config, *, rejected: str = "") -> str:
         entry.access_token, entry.expires_at, entry.lifetime = token, expires_at, expires_at - started
         if rotated:
             entry.refresh_token = rotated
+            _rotated(config, entry, rotated)
         return token
+
+
+def _rotated(config: OAuth2Config, entry: _Cached, refresh_token: str) -> None:
+    """The provider handed out a new refresh token: the client it belongs to is this entry's too (a config read
+    after it was stored finds the same access token, not a refresh of its own), and it is kept where the old one
+    was stored, when the config says where."""
+    with _cache_lock:
+        _cache[replace(config, refresh_token=refresh_token).cache_key] = entry
+    if config.keep_rotated is None:
+        log.warning("OAuth2 client %s: the provider rotated the refresh token; the new one is kept in this "
+                    "process' memory only (sign in from the browser to have it stored)", config.client_id)
+        return
+    config.keep_rotated(refresh_token)
 
 
 def _refresh(config: OAuth2Config, refresh_token: str) -> tuple[str, float, str]:

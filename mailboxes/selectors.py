@@ -8,7 +8,7 @@ from django.conf import settings
 from .imap.connection import ImapConfig
 from .models import Auth, Mailbox
 from .oauth2 import OAuth2Config, provider_defaults
-from .sealed import SEALED_FIELDS, SealedSecretUnreadable, unseal
+from .sealed import SEALED_FIELDS, SealedSecretUnreadable, seal, unseal
 from .secrets import SecretRefused, secret_from_env
 from .transports.base import CheckStep, MailboxRefused, Submission, Transport
 from .transports.esp import EspConfig, EspTransport, esp_api_url
@@ -98,7 +98,19 @@ def oauth2_config_for(mailbox: Mailbox) -> OAuth2Config | None:
         client_secret_env=mailbox.oauth2_client_secret_env,
         refresh_token_env=mailbox.oauth2_refresh_token_env,
         timeout=settings.OUTREACH_SMTP_TIMEOUT,
+        keep_rotated=_rotated_token_keeper(mailbox) if mailbox.oauth2_refresh_token_sealed else None,
     )
+
+
+def _rotated_token_keeper(mailbox: Mailbox):
+    """Store a rotated refresh token sealed in place of the one it replaces; not over a newer sign-in."""
+    pk, before = mailbox.pk, mailbox.oauth2_refresh_token_sealed
+
+    def keep(refresh_token: str) -> None:
+        Mailbox.objects.filter(pk=pk, oauth2_refresh_token_sealed=before).update(
+            oauth2_refresh_token_sealed=seal(refresh_token))
+
+    return keep
 
 
 def transport_for(mailbox: Mailbox) -> Transport:

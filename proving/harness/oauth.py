@@ -50,6 +50,9 @@ class OAuthServer:
         self.client_id = client_id
         self.client_secret = client_secret or "cs-" + secrets.token_urlsafe(12)
         self.lifetime = lifetime  # seconds, the expires_in of every access token issued from now on
+        # Refresh token rotation (RFC 9700 4.14.2), strictly: each refresh answers with a new refresh token and
+        # the one it used stops working (Microsoft answers with a new one too, yet keeps the old one for a while).
+        self.rotate = False
         self.port = free_port()
         self._grants: dict[str, _Grant] = {}
         self._access: dict[str, _Access] = {}
@@ -111,16 +114,17 @@ class OAuthServer:
             if form.get("grant_type") != "refresh_token" or grant is None or grant.revoked:
                 self.refused += 1
                 return 400, {"error": "invalid_grant", "error_description": "Token has been expired or revoked."}
-            access = "at-" + secrets.token_urlsafe(24)
-            self._access[access] = _Access(grant.user, form["refresh_token"], time.time() + self.lifetime)
+            refresh_token = form["refresh_token"]
+            answer = {"token_type": "Bearer", "expires_in": self.lifetime, "scope": form.get("scope", "")}
+            if self.rotate:
+                grant.revoked = True
+                refresh_token = answer["refresh_token"] = "rt-" + secrets.token_urlsafe(24)
+                self._grants[refresh_token] = _Grant(grant.user)
+            access = answer["access_token"] = "at-" + secrets.token_urlsafe(24)
+            self._access[access] = _Access(grant.user, refresh_token, time.time() + self.lifetime)
             self.refreshes += 1
             self.issued.append(access)
-            return 200, {
-                "access_token": access,
-                "token_type": "Bearer",
-                "expires_in": self.lifetime,
-                "scope": form.get("scope", ""),
-            }
+            return 200, answer
 
     def _introspect(self, form: dict[str, str]) -> tuple[int, dict]:
         with self._lock:

@@ -15,6 +15,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 from django.db import connection
 
@@ -23,6 +24,7 @@ from inbound.ingest.poll import mailbox_poll
 from mailboxes import oauth2
 from mailboxes.imap.session import ImapSession
 from mailboxes.models import Mailbox
+from mailboxes.sealed import KEYS_ENV, seal, unseal
 from mailboxes.selectors import imap_config_for, oauth2_config_for, transport_for
 from mailboxes.transports.smtp import POOL
 from proving.harness.dovecot import Dovecot
@@ -349,3 +351,25 @@ def test_an_oauth2_mailbox_exports_to_toml_that_loads_back_the_same(tmp_path):
         "oauth2_client_id": box.oauth2_client_id,
         "oauth2_refresh_token_env": "OUTREACH_SECRET_G_REFRESH",
     }
+
+
+def test_a_rotated_refresh_token_stored_sealed_replaces_the_old_one_and_survives_a_restart(
+        box, oauth, smtp, monkeypatch):
+    """A provider that rotates refresh tokens and retires the old one at once (RFC 9700 4.14.2): the new one is
+    sealed in place of the old, so a restarted process (an empty token cache) still logs in; one refresh per
+    rotation, not one per message."""
+    monkeypatch.setenv(KEYS_ENV, Fernet.generate_key().decode())
+    Mailbox.objects.filter(pk=box.pk).update(oauth2_refresh_token_env="",
+                                             oauth2_refresh_token_sealed=seal(oauth.refresh_token))
+    box.refresh_from_db()
+    oauth.rotate = True
+    enroll_many(box, 2)
+    assert run_due() == [S.SUBMITTED, S.SUBMITTED]
+    assert oauth.refreshes == 1  # the second message found the access token the first one got
+    stored = Mailbox.objects.get(pk=box.pk).oauth2_refresh_token_sealed
+    assert unseal(stored) not in ("", oauth.refresh_token)  # the first one is retired at the provider
+
+    oauth2.forget_all()  # a restart
+    enroll_many(box, 1)
+    assert run_due() == [S.SUBMITTED]
+    assert oauth.refreshes == 2 and oauth.refused == 0
