@@ -3,12 +3,39 @@
 The replies inbox shows one suggested category for every human reply, and says which phrase decided and how
 sure the suggestion is; an operator's choice always wins over it. ``suggest`` reads only the person's new
 text (``Classification.reply_text``: the quoted history already removed).
+
+How a suggestion is made (the phrases are in intent_phrases.py, readable per category and language):
+
+1. The new text: any quote left is cut the way ingestion cuts it (quotes.extract_reply_text), then the
+   signature ("-- ") and a trailing confidentiality notice.
+2. Every phrase of every table is looked for, plus the unsubscribe and out-of-office wording ingestion
+   decides on (reply.py, autoreply.py), so the inbox and ingestion read the same words.
+3. Each match is weighed: a negation shortly before it in the same clause turns an interest into a refusal
+   ("not really interested") and voids any other phrase ("please don't remove me"); a phrase after "but"
+   in its sentence counts a little more ("thanks, but we're all set"); a meeting time asked as a question
+   ("does Thursday at 3 work?") is a proposal, so interest, not a booked meeting.
+4. The strongest match decides; ties go to the more specific category, then the longer phrase.
+   Confidence is the match's strength, less when an opposite category was found nearly as strong.
+
+Decisions worth knowing: a reply that puts the conversation off to a later period ("not now, maybe in Q3",
+"circle back next year") is Not interested: nothing is wanted now, and the operator may note a date. A
+proposed time is Interested; only a confirmed one ("booked", "see you Thursday", a calendar acceptance) is
+Meeting booked. A question about removing *other* people from something else ("how do I unsubscribe my team
+from X?") is Other. A reply nothing matches is Other with no phrase and confidence 0.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
+
+from . import intent_phrases as phrases
+from .autoreply import _OOO_BODY_RE
+from .quotes import extract_reply_text
+from .reply import _FOOTER_LINE_RE, _UNSUBSCRIBE_RE, _UNSUBSCRIBE_SUBJECT_RE
+from .return_date import MONTH_OF, WEEKDAY_OF
 
 
 class Category(StrEnum):
@@ -45,5 +72,215 @@ class Suggestion:
 
 
 def suggest(text: str) -> Suggestion:
-    """The category a reply's new text suggests. Nothing recognised yet: every reply is Other."""
-    return Suggestion(Category.OTHER)
+    """The category a reply's new text suggests, the phrase that decided it and how sure it is."""
+    body = new_text(text or "")
+    found = [weighed for match in _matches(body) if (weighed := _weigh(body, match)) is not None]
+    if not found:
+        return Suggestion(Category.OTHER, language=language_of(body))
+    best = max(found, key=_rank)
+    rival = max((m.strength for m in found if m.category not in _AGREES[best.category]), default=0.0)
+    # An opposite answer found nearly as strong makes the suggestion less sure: by up to 0.15 when as strong.
+    confidence = best.strength - 0.5 * max(0.0, rival - (best.strength - 0.3))
+    start, end = best.start, best.end
+    while end < len(body) and body[end].isalnum():
+        end += 1  # a phrase that ends inside a word ("no me envíe|n") is shown to the word's end
+    return Suggestion(
+        best.category,
+        phrase=" ".join(body[start:end].split()),
+        confidence=round(min(max(confidence, 0.05), 0.99), 2),
+        language=best.language or language_of(body),
+    )
+
+
+# The categories whose phrases a reply of the winning category commonly contains too, without doubt:
+# "not interested, remove me" is an unsubscribe, "not me, talk to Ana" a referral, "sounds good, booked".
+_AGREES = {
+    Category.UNSUBSCRIBE: {Category.UNSUBSCRIBE, Category.NOT_INTERESTED, Category.OTHER},
+    Category.OUT_OF_OFFICE: {Category.OUT_OF_OFFICE, Category.WRONG_PERSON, Category.MEETING, Category.OTHER},
+    Category.WRONG_PERSON: {Category.WRONG_PERSON, Category.NOT_INTERESTED, Category.INTERESTED, Category.OTHER},
+    Category.MEETING: {Category.MEETING, Category.INTERESTED, Category.WRONG_PERSON, Category.OTHER},
+    Category.NOT_INTERESTED: {Category.NOT_INTERESTED, Category.OTHER},
+    Category.INTERESTED: {Category.INTERESTED, Category.OTHER},
+    Category.OTHER: set(Category),
+}
+
+# ---------------------------------------------------------------------------------------------------------
+# The new text
+
+MAX_TEXT = 5000  # a person's answer is at the top; pasted threads beyond this add nothing
+_SIGNATURE_RE = re.compile(r"^--\s*$", re.M)
+_NOTICE_RE = re.compile(
+    r"^\W*(confidentiality notice|disclaimer|this e-?mail (and any attachments )?(is|are|may)"
+    r"|if you (are not|have received this)|diese (e-?mail|nachricht) (enthält|ist|kann)"
+    r"|ce (message|courriel|e-?mail)( et .{0,40})? (est|sont|peut)|este (mensaje|correo)( y .{0,40})? (es|son|puede))",
+    re.I | re.M,
+)
+
+
+def new_text(text: str) -> str:
+    """The person's own words: without a quote left in, the signature and a confidentiality notice."""
+    text = text.replace("\r\n", "\n")[:MAX_TEXT]
+    text = extract_reply_text(text) or text
+    for cut in (_SIGNATURE_RE, _NOTICE_RE):
+        found = cut.search(text)
+        if found and found.start() > 0 and text[: found.start()].strip():
+            text = text[: found.start()]
+    return text.strip()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Matching
+
+
+@dataclass(frozen=True)
+class Match:
+    category: Category
+    strength: float
+    start: int
+    end: int
+    language: str  # "" when the phrase is ingestion's (several languages in one pattern)
+
+
+def _matches(body: str) -> list[Match]:
+    found = []
+    for category, language, strength, pattern in _compiled():
+        found += [Match(category, strength, m.start(), m.end(), language) for m in pattern.finditer(body)]
+    # Ingestion's own wording: the same decision the ingestion of this mail made or would make.
+    found += [Match(Category.OUT_OF_OFFICE, phrases.STRONG, m.start(), m.end(), "")
+              for m in _OOO_BODY_RE.finditer(body)]
+    offset = 0
+    for index, line in enumerate(body.split("\n")):
+        # Like ingestion: a request to stop comes in the first lines, and footers mention unsubscribing.
+        if index < 8 and not _FOOTER_LINE_RE.search(line):
+            for rx in (_UNSUBSCRIBE_RE, _UNSUBSCRIBE_SUBJECT_RE):
+                found += [
+                    Match(Category.UNSUBSCRIBE, phrases.DECISIVE, offset + m.start(), offset + m.end(), "")
+                    for m in rx.finditer(line)
+                ]
+        offset += len(line) + 1
+    return found
+
+
+@cache
+def _compiled() -> tuple[tuple[Category, str, float, re.Pattern[str]], ...]:
+    """Each table's phrases of one language and strength as one pattern (the phrase found is the match)."""
+    out = []
+    for category, table in phrases.TABLES.items():
+        for language, tiers in table.items():
+            for strength, patterns in tiers.items():
+                alternation = "|".join(f"(?:{_expand(p)})" for p in patterns)
+                out.append((Category(category), language, strength, re.compile(
+                    rf"(?<!\w)(?:{alternation})(?!\w)", re.I | re.M)))
+    return tuple(out)
+
+
+def _names(names) -> str:
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+
+
+_MACROS = {
+    "{day}": rf"(?:{_names(WEEKDAY_OF)}|the \d{{1,2}}(?:st|nd|rd|th))",
+    "{month}": rf"(?:{_names(MONTH_OF)})",
+    "{time}": r"(?:\d{1,2}(?:[:.h]\d{2})?\s?(?:am|pm|h|uhr)?(?:\s?(?:[A-Z]{3}|my time))?)",
+    "{name}": r"(?-i:[A-ZÀ-Ý][a-zà-ÿ]+)",
+    "{email}": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+}
+# Letters people type without their accent; outside a [...] class only.
+_PLAIN = {
+    "é": "[eéèê]", "è": "[eéèê]", "ê": "[eéèê]", "à": "[aàâá]", "â": "[aàâá]", "á": "[aàâá]", "í": "[iíîï]",
+    "î": "[iíîï]", "ó": "[oóô]", "ô": "[oóô]", "ú": "[uúûù]", "û": "[uúûù]", "ñ": "[nñ]", "ç": "[cç]",
+    "ä": "(?:ä|ae|a)", "ö": "(?:ö|oe|o)", "ü": "(?:ü|ue|u)", "ß": "(?:ß|ss)",
+}
+
+
+def _expand(pattern: str) -> str:
+    """A table's phrase as a regular expression: the macros, spaces, apostrophes and accents of the docstring."""
+    for macro, rx in _MACROS.items():
+        pattern = pattern.replace(macro, rx)
+    out, in_class = [], False
+    for char in pattern:
+        if in_class:
+            in_class = char != "]"
+            out.append(char)
+        elif char == "[":
+            in_class = True
+            out.append(char)
+        elif char == " ":
+            out.append(r"[\s-]+")
+        elif char in "'’":
+            out.append(r"['’`´]?\s?")
+        else:
+            out.append(_PLAIN.get(char, char))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Weighing one match
+
+
+@dataclass(frozen=True)
+class Weighed:
+    category: Category
+    strength: float
+    start: int
+    end: int
+    language: str
+    length: int
+
+
+# Every language's negations at once: a reply mixes languages, and "nicht" cannot mean anything else in English.
+_NEGATION_RE = re.compile(rf"(?<!\w)(?:{'|'.join(phrases.NEGATIONS.values())})(?!\w)|n['’]t\b", re.I)
+_NEGATABLE = {Category.INTERESTED, Category.MEETING}
+_CONTRAST_RE = re.compile(rf"(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
+_SENTENCE_END = re.compile(r"[.!?\n]")
+_CLAUSE_END = re.compile(rf"[,;:()\u2013\u2014]|\s-\s|(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
+
+
+def _weigh(body: str, match: Match) -> Weighed | None:
+    """The match's category and strength once its sentence is read, or None when it is negated away."""
+    category, strength = match.category, match.strength
+    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(body, 0, match.start)), default=0)
+    after = _SENTENCE_END.search(body, match.end)
+    question = bool(after and after.group() == "?") or body[sentence_start : match.start].lstrip().startswith("¿")
+    clauses = _CLAUSE_END.finditer(body, sentence_start, match.start)
+    clause_start = max((m.end() for m in clauses), default=sentence_start)
+    start = match.start
+    negated = [m for m in _NEGATION_RE.finditer(body, clause_start, match.start)
+               if len(body[m.start() : match.start].split()) <= phrases.NEGATION_WORDS]
+    # Only phrases said in the positive are turned by a negation; the refusals and referrals carry their own
+    # ("not the right person"), and a request to stop is often built with one ("je ne veux plus recevoir"),
+    # so only a negation right in front voids it ("please don't remove me").
+    if category in _NEGATABLE and negated:
+        if category is Category.MEETING:
+            return None
+        category, strength, start = Category.NOT_INTERESTED, strength - 0.05, negated[0].start()
+    if category is Category.UNSUBSCRIBE and negated and len(body[negated[-1].end() : match.start].split()) == 0:
+        return None
+    if category is Category.MEETING and question:
+        category = Category.INTERESTED  # "does Thursday at 3 work?" proposes a time; nothing is booked yet
+    if _CONTRAST_RE.search(body, sentence_start, match.start):
+        strength += phrases.CONTRAST_BONUS
+    return Weighed(category, strength, start, match.end, match.language, match.end - match.start)
+
+
+_ORDER = {Category(name): len(phrases.CATEGORY_ORDER) - i for i, name in enumerate(phrases.CATEGORY_ORDER)}
+
+
+def _rank(match: Weighed) -> tuple[float, int, int, int]:
+    return round(match.strength, 3), _ORDER[match.category], match.length, -match.start
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Language
+
+
+_STOPWORDS = {lang: frozenset(words.split()) for lang, words in phrases.STOPWORDS.items()}
+_WORD_RE = re.compile(r"\w+(?:'\w+)?")
+
+
+def language_of(text: str) -> str:
+    """The language most of the reply's small words belong to; "" when none is found."""
+    words = [w.lower() for w in _WORD_RE.findall(text[:2000])]
+    scores = {lang: sum(w in stop for w in words) for lang, stop in _STOPWORDS.items()}
+    best = max(scores, key=lambda lang: scores[lang])
+    return best if scores[best] else ""

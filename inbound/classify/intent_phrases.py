@@ -1,0 +1,393 @@
+"""The phrase tables behind a reply's suggested category (intent.py reads them). Pure data: no ORM.
+
+One table per category, one list per language, the phrases grouped by how strongly they decide:
+
+    DECISIVE 0.95  the reply says it in so many words ("please remove me", "I'm not the right person")
+    STRONG   0.90  an explicit statement ("not interested", "booked a slot for Tuesday")
+    CLEAR    0.80  the usual wording of that answer ("tell me more", "we're all set", "see you Thursday")
+    WEAK     0.65  leans that way, often overruled ("sounds good", "interesting")
+
+The strongest phrase found decides; between equals, the more specific category (the order of CATEGORY_ORDER)
+and then the longer phrase. So "not now, maybe in Q3" (CLEAR, not interested) wins over "sounds good"
+(WEAK, interested), and "not interested — talk to Ana" is a referral.
+
+How to write a phrase:
+- a regular expression, matched case-insensitively, whole words only, anywhere in the reply's new text;
+- a space matches any run of spaces, line breaks or a hyphen ("dites-m'en" = "dites m'en");
+- an apostrophe is optional and may be ’ or ' ("don't", "dont", "don’t");
+- an accented letter also matches its plain form (é = e, ä = ae or a, ß = ss): people type without accents;
+- {day} a weekday, {month} a month (the names return_date.py reads), {time} "3", "3pm", "15:00", "15h",
+  "15 Uhr", {name} a capitalised name, {email} an address.
+
+Unsubscribe and out-of-office wording that ingestion already knows (reply.py, autoreply.py) is not repeated
+here: intent.py reads those patterns directly, so the inbox and ingestion agree on the same words. The
+tables below only add what a person writes and ingestion does not need (it would never suppress on them).
+"""
+
+from __future__ import annotations
+
+DECISIVE, STRONG, CLEAR, WEAK = 0.95, 0.90, 0.80, 0.65
+
+# Between phrases of equal strength, the earlier category here wins: a request to stop outranks a refusal it
+# contains, a referral outranks the "not me" around it, a booked meeting outranks the interest that led to it.
+CATEGORY_ORDER = (
+    "unsubscribe", "out_of_office", "wrong_person", "meeting", "not_interested", "interested", "other",
+)
+
+# A word of these, up to NEGATION_WORDS words before a phrase in the same clause, negates it: a negated
+# interest ("not really interested", "no me parece interesante") is a refusal; any other negated phrase counts
+# for nothing ("please don't unsubscribe me").
+NEGATION_WORDS = 3
+NEGATIONS = {
+    "en": r"not|n't|never|no|hardly|neither|nor",
+    "de": r"nicht|kein|keine|keinen|keiner|nie|niemals|weder",
+    "fr": r"pas|ne|n'|jamais|ni|aucun|aucune",
+    "es": r"no|nunca|ni|tampoco|jamás",
+    "nl/it/pt": r"niet|geen|non|não|nao|nem",
+}
+# Words after which, in the same sentence, the reply says what it really means ("thanks, but we're all set").
+CONTRAST = r"but|however|though|aber|jedoch|allerdings|doch|mais|cependant|toutefois|pero|sin embargo|aunque"
+CONTRAST_BONUS = 0.05
+
+# Small words that tell the language of a reply nothing decided (only to fill Suggestion.language).
+STOPWORDS = {
+    "en": "the and you is to we i this for with thanks please are our my not be it have",
+    "de": "und ich sie nicht das ist wir mit bitte danke für ihre uns der die den ein eine mir mich mehr",
+    "fr": "je vous nous est pas les des une merci pour avec le la mon votre sur ce",
+    "es": "que usted para gracias con los una por está nos el mi su es de la las me más muy pero",
+    "nl": "ik niet het een dat wij bedankt voor met van is ons jullie graag",
+    "it": "sono non grazie per il che della siamo ci mi la di un una",
+    "pt": "não obrigado você para com uma estou meu até de que é o os",
+}
+
+INTERESTED = {
+    "en": {
+        CLEAR: (
+            r"(tell|show) (me|us) more", r"(i|we)('m| am|'re| are|'d be| would be|'ll be) (very |really |quite |"
+            r"definitely |potentially |possibly |certainly )?(interested|keen|curious)", r"keen to (hear|learn|see)",
+            r"send( me| us| over| it over)?( some| a bit)?( more)? (info|information|details|pricing|prices|a quote|"
+            r"a proposal|the deck|a deck|the one pager|the one-pager|case studies|a brochure)",
+            r"(share|send)( me| us)? (your|the) (pricing|prices|price list|rates|deck)",
+            r"(can|could) you (send|share|show)", r"how much (does|would|is|will)", r"what (does|would) (it|this) cost",
+            r"pricing (tiers|plans|options)", r"let's (talk|chat|connect|set up|schedule|find a time|hop on|jump on)",
+            r"(happy|glad|open) to (jump on|hop on|have|take|chat|talk|learn|hear|connect|a)",
+            r"(i|we)( would|'d) love to (learn|hear|see|chat|talk)", r"open to a (conversation|call|chat)",
+            r"(what|when)('s| is| does) your availability( look like)?", r"when are you (free|available)",
+            r"(can|could) (we|you) (set up|schedule|book|arrange) a (call|demo|meeting)", r"(show|give) us a demo",
+            r"send (me|us) (a couple of |some )?(times|slots)", r"(the )?timing is (good|great|right)",
+            r"what (would|does) (the )?(onboarding|next step|implementation)", r"what('s| is| are) the next steps?",
+            r"(yes|yeah|sure)[,!.]? (please|let's)", r"interested in (a|the|learning|seeing|hearing)",
+            # A time proposed (not yet confirmed: that is a meeting booked).
+            r"how about {day}", r"(does|would|could) {day}( at {time})? work",
+        ),
+        WEAK: (
+            r"sounds (good|great|interesting|useful|promising)", r"(looks|sounds) (relevant|useful)", r"interesting",
+            r"we('ve| have) been looking for", r"why not", r"yes", r"case studies", r"interested|intrested|intersted",
+            r"let's (do it|go)", r"keen",
+        ),
+    },
+    "de": {
+        CLEAR: (
+            r"(wir|ich) (hätten|habe|haben|hätte) (großes |grundsätzlich )?interesse",
+            r"(erzähl|erzählen sie) (mir|uns) mehr", r"gerne? mehr (darüber )?(erfahren|hören|infos|informationen)",
+            r"(schicken|senden|schick) (sie |du )?(mir |uns )?(gerne |gern |mal |doch |bitte )*"
+            r"(ein paar |mehr |weitere )?(infos|informationen|unterlagen|ein angebot|preise|eine preisübersicht)",
+            r"was kostet", r"(können|könnten) sie (uns|mir) ein angebot", r"(interessiert|intressiert) mich",
+            r"(wir|ich) (sind|bin) interessiert",
+            r"(gerne|lassen sie uns|können wir) (kurz |nächste woche )*(telefonieren|sprechen|austauschen)",
+            r"wann (passt es|haben sie zeit|hätten sie zeit)", r"(schlagen|nennen) sie .{0,20}termine vor",
+            r"wie würde (die einführung|das) .{0,20}aussehen", r"offen dafür",
+        ),
+        WEAK: (r"klingt (gut|spannend|interessant)", r"interessant", r"spannend", r"interesse", r"demo"),
+    },
+    "fr": {
+        CLEAR: (
+            r"(ça|cela|votre proposition) (m'|nous )intéresse", r"(je suis|nous sommes|serions|serais) intéressée?s?",
+            r"dites( moi| m'en| nous)( en)? plus", r"en savoir plus", r"(envoyez|envoyer|faire parvenir)( moi| nous)?"
+            r" (une |un |la |vos |plus d'|des )?(documentation|doc|tarifs|devis|proposition|informations|infos|"
+            r"plaquette)", r"(quels sont|connaître) vos tarifs", r"combien (ça|cela) coûte", r"combien coûte",
+            r"on peut en parler", r"(avec plaisir|volontiers) pour (un|une) (échange|appel|démo|rendez vous)",
+            r"quelles sont vos disponibilités", r"(tu es|vous êtes) dispo", r"proposer (deux|quelques) créneaux",
+            r"comment (ça|cela) (marche|fonctionne)",
+        ),
+        WEAK: (r"(a l'air|semble|c'est) intéressant", r"intéressant", r"pourquoi pas", r"démo"),
+    },
+    "es": {
+        CLEAR: (
+            r"(me|nos) (interesa|interesaría)", r"(estoy|estamos) (muy )?interesad[oa]s?", r"cuént(ame|enos) más",
+            r"(envi|mand)(ar|e|en|a)(me|nos)? (más |un |una |los )?(información|info|precios|presupuesto|"
+            r"propuesta|tarifas)", r"cuánto (cuesta|vale|costaría)", r"hablemos", r"podemos hablar",
+            r"saber más", r"qué disponibilidad", r"(ver|agendar|tener) una (demo|llamada|reunión)",
+            r"(proponer|propón|proponga) (un par de|algunos) horarios", r"cómo funciona",
+            r"abiertos a (conocer|hablar|escuchar)",
+        ),
+        WEAK: (r"suena (bien|interesante)", r"me parece (buena idea|interesante)", r"interesante", r"demo"),
+    },
+}
+
+MEETING = {
+    "en": {
+        STRONG: (
+            r"^(accepted|updated invitation accepted)\s*:", r"(i|i've|i have|just|we've|we have) (re)?booked",
+            r"booked (a|the|us a|you a|in a) (slot|time|call|meeting|demo)", r"accepted (the|your) (invite|invitation)",
+            r"(call|meeting|demo|chat)( is)? (confirmed|booked|scheduled|set) for", r"confirmed for {day}",
+            r"(just )?sent (you )?(a|an|the) (calendar )?(invite|invitation)", r"(re)?booked (it )?for {day}",
+        ),
+        CLEAR: (
+            r"see you (on )?({day}|tomorrow|then|next week|on the)", r"talk (to you )?(on )?({day}|then|tomorrow)",
+            r"(got|received) the invite", r"looking forward to (our|the) (call|chat|meeting|demo) (on|tomorrow|{day})",
+            r"{day},? (at )?{time} (works|is fine|is perfect|suits)", r"{day} (at )?{time}( \w+)? works for me",
+            r"{time}( \w+)? on {day} works", r"(works|fine|perfect) for me[.!]? (i've|i have) accepted",
+        ),
+    },
+    "de": {
+        STRONG: (
+            r"^angenommen\s*:", r"termin .{0,40}(gebucht|eingetragen|bestätigt)", r"ist bestätigt",
+            r"(habe|hab) .{0,40}(kalendereinladung|einladung) .{0,40}geschickt", r"einladung angenommen",
+        ),
+        CLEAR: (
+            r"(dann|also|ok|gut|prima|super|passt)[,!.]? bis ({day}|morgen)", r"{day},? (um )?{time} passt",
+            r"freue mich auf (unser|das) (gespräch|telefonat|treffen|call)",
+            r"ich trage (es|das|den termin) (mir )?ein",
+        ),
+    },
+    "fr": {
+        STRONG: (
+            r"^accepté\s*:", r"(j'ai|nous avons) réservé (un|le) créneau", r"rendez vous .{0,30}(est )?confirmé",
+            r"(envoyé|envoyer) une invitation pour", r"invitation acceptée", r"c'est noté pour",
+        ),
+        CLEAR: (
+            r"(à|a) ({day}|demain)( {time})?( alors)?[ .!]", r"au plaisir d'échanger (demain|{day})",
+            r"{day},? {time} (me )?convient", r"bien reçu l'invitation",
+        ),
+    },
+    "es": {
+        STRONG: (
+            r"^aceptado\s*:", r"(he|hemos) reservado", r"queda (confirmada|confirmado|agendado|agendada)",
+            r"(enviar|envié|enviado) una invitación para", r"invitación aceptada", r"agendado para",
+        ),
+        CLEAR: (
+            r"nos vemos (el )?({day}|mañana|pronto)", r"hasta (mañana|el {day})", r"recibí la invitación",
+            r"{day} a las {time} (me )?(va|viene) bien",
+        ),
+    },
+}
+
+_LATER_EN = (
+    r"(in|after|until|for|next|the next|the new|a few|couple of|\d+|three|six) (q[1-4]|quarter|year|months?"
+    r"|spring|summer|autumn|fall|winter|new year|{month})"
+)
+NOT_INTERESTED = {
+    "en": {
+        STRONG: (
+            r"not interested", r"no (longer )?interest", r"(not|don't|do not) (want|wish) to (move forward|proceed)",
+            r"(decided|chosen) not to (move forward|proceed|pursue|go ahead)", r"(we'll|we will|i'll|i will) pass",
+            # Put off to later: nothing is wanted now (intent.py's docstring says why this is not "interested").
+            r"not (right )?now", r"not at (the|this) (moment|time)",
+        ),
+        CLEAR: (
+            r"(we're|we are|i'm|i am) (all )?(set|good|covered)( for now)?", r"no,? thank(s| you)",
+            r"(already|currently) (have|use|work with|using) (a|an|our|another)", r"happy with (our|the|them)",
+            r"not (a|the right) (fit|priority|match)", r"isn't a (priority|fit)", r"not a priority",
+            r"(don't|do not|won't) need", r"no need", r"(don't|do not) have (the )?budget", r"no budget",
+            r"maybe (later|" + _LATER_EN + r")",
+            r"(reach out|circle back|check back|get back to (me|us)|follow up|try again|ask (me|us) again|"
+            r"touch base)( again| with (me|us))? " + _LATER_EN, r"timing isn't (great|right|good)",
+            r"^(no|nope|nah)[.!]*$", r"(we )?handle (all )?(this|that|it|outreach|everything) in house",
+            r"not looking for", r"(won't|will not) be (moving forward|proceeding)",
+        ),
+    },
+    "de": {
+        STRONG: (
+            r"kein(e|en)? interesse", r"kein bedarf", r"nicht interessiert", r"interessiert (uns|mich) (leider )?nicht",
+            r"(aktuell|derzeit|momentan|im moment|zurzeit) (leider )?(nicht|kein)",
+            r"(entschieden|beschlossen),? .{0,40}nicht weiter", r"nicht weiter(zu)?verfolgen",
+        ),
+        CLEAR: (
+            r"(bereits|schon) (gut )?(versorgt|aufgestellt|einen anbieter|einen dienstleister|eine lösung)",
+            r"arbeiten (bereits|schon) mit", r"(sind|bin) (sehr )?zufrieden", r"nein,? danke", r"keine priorität",
+            r"passt (leider )?nicht",
+            r"kein budget", r"(machen|erledigen) (das|wir) (alles )?(intern|selbst)",
+            r"(melden sie sich|kommen sie) (gerne |gern )?(im|in|nächstes|nach|zu)",
+            r"vielleicht (später|im|in|nächstes|nach)", r"zu einem späteren zeitpunkt",
+        ),
+    },
+    "fr": {
+        STRONG: (
+            r"pas intéressée?s?", r"(ne|n') ?(nous |m')intéresse (pas|plus)", r"ne souhaitons pas donner suite",
+            r"(pas|plus) d'intérêt", r"pas (pour le moment|pour l'instant|maintenant)",
+        ),
+        CLEAR: (
+            r"(déjà|deja) (équipés|équipé|une solution|un prestataire|un fournisseur|tout ce qu)",
+            r"non,? merci", r"pas (une|la|notre) priorité",
+            r"pas besoin", r"pas de budget", r"(en|à l')interne", r"plus tard",
+            r"peut être (en|à|l'année|après|plus tard)", r"revenir vers nous (l'année|dans|en|après)",
+            r"l'année prochaine",
+        ),
+    },
+    "es": {
+        STRONG: (
+            r"no (me|nos) interesa", r"no (estoy|estamos) interesad[oa]s?", r"(decidido|decidimos) no seguir",
+            r"ningún interés", r"(ahora|por ahora|de momento|por el momento)( mismo)? no",
+        ),
+        CLEAR: (
+            r"ya (tenemos|contamos con|trabajamos con|estamos cubiertos)", r"no,? gracias",
+            r"no es (una )?prioridad",
+            r"más adelante", r"el año que viene", r"el próximo año", r"no (lo )?necesitamos",
+            r"no tenemos presupuesto", r"(todo )?internamente", r"en este momento no",
+        ),
+    },
+}
+
+WRONG_PERSON = {
+    "en": {
+        DECISIVE: (
+            r"(i'm|i am) not the (right|correct|best|appropriate) (person|contact)",
+            r"(got|have|reached|contacted|emailed) the wrong (person|contact)", r"wrong person",
+            r"no longer (works|working) (at|for|here|with)", r"(is|are) no longer with",
+            r"(has|have) left (the company|us|\w+ last)", r"not my (area|department|call|responsibility)",
+            r"(i'm|i am) not (in charge|responsible)", r"(i|we) (don't|do not) (deal with|handle|decide)",
+        ),
+        STRONG: (
+            r"(i've|i have|i) forwarded (your|this|the) (email|e-mail|message|note)",
+            r"(you|you'd|you may|you might) (want|need|be better) (to )?(reach out|speak|talk|contact)",
+            r"(better|best) to (speak|talk) (with|to)", r"would be the (one|person) to (talk|speak)",
+            r"(adding|copying|cc'ing|looping in|cc) (in )?(my colleague|her|him|{name})",
+            r"(my|our) (colleague|coworker|boss|manager|head of \w+|cto|ceo|coo|cmo)( \w+){0,4},? (who )?(handles|"
+            r"runs|owns|is responsible|might|may|would|took over|is the)",
+            r"talk to {name}", r"(please )?(contact|reach out to|write to|try) ({email}|{name}|our)",
+        ),
+    },
+    "de": {
+        DECISIVE: (
+            r"nicht (der|die) (richtige|zuständige) (ansprechpartner|ansprechpartnerin|person)",
+            r"nicht zuständig", r"falsche(r|n)? ansprechpartner", r"(bei mir|da sind sie) (leider )?falsch",
+            r"nicht mehr (in unserem|im|bei|für)", r"hat (das unternehmen|die firma|uns) .{0,20}verlassen",
+        ),
+        STRONG: (
+            r"(ihre|deine) (mail|e-mail|nachricht|anfrage) an .{0,40}weitergeleitet",
+            r"(wenden sie sich|sprechen sie) (bitte |lieber )?(an|mit)",
+            r"(der|die) richtige ansprechpartner(in)? wäre",
+            r"bitte kontaktieren sie ({email}|frau|herrn?|unsere?n?|{name})", r"in cc gesetzt",
+        ),
+        CLEAR: (r"meine kollegin|mein kollege",),
+    },
+    "fr": {
+        DECISIVE: (
+            r"pas (la bonne personne|le bon interlocuteur|la bonne interlocutrice)", r"trompée? d'interlocuteur",
+            r"(ne|n') (m'occupe|gère|suis) pas (de|en charge)", r"a quitté (la société|l'entreprise|le groupe)",
+            r"ne fait plus partie",
+        ),
+        STRONG: (
+            r"(j'ai )?transféré votre (message|mail|e-mail|courriel)", r"adressez vous (plutôt )?à",
+            r"(contactez|écrire à|écrivez à) (plutôt )?({email}|{name}|le service|notre)", r"mieux placée? pour",
+            r"(ma|mon) (collègue|collaborateur|collaboratrice) .{0,40}(gère|s'occupe|en copie|mieux)",
+            r"je (la|le) mets en copie", r"je lui transmets",
+        ),
+    },
+    "es": {
+        DECISIVE: (
+            r"no soy la persona (adecuada|indicada|correcta)", r"equivocado de persona", r"persona equivocada",
+            r"ya no trabaja", r"(dejó|ha dejado) la empresa", r"no me encargo", r"no llevo (estos|este)",
+        ),
+        STRONG: (
+            r"(he|hemos) reenviado (tu|su) (correo|mensaje|email)", r"(hable|habla|contacte|contacta) con",
+            r"te pongo en copia", r"(puede|puedes) escribir a",
+        ),
+        CLEAR: (r"(mi|nuestro|nuestra) (compañer[oa]|responsable)",),
+    },
+}
+
+OUT_OF_OFFICE = {
+    "en": {
+        STRONG: (
+            r"(i'm|i am) (away|travelling|traveling|on vacation|on holiday|on leave|on parental leave|at a conference)"
+            r"( \w+){0,3} (until|till|through|this week|and will|with)", r"out of (the )?office until",
+            r"limited (e-?mail )?access( to e-?mail)?", r"(office|offices) (is|are|will be) closed",
+            r"back in the office (on|from)", r"will (reply|respond) (when|after|as soon as) i('m| am)? (back|return)",
+        ),
+    },
+    "de": {
+        STRONG: (
+            r"nicht im büro", r"im urlaub", r"in elternzeit", r"auf dienstreise", r"(nur )?eingeschränkt erreichbar",
+            r"(bin|sind) .{0,30}wieder (erreichbar|im büro|da|für sie da)", r"büro ist .{0,30}geschlossen",
+            r"keinen zugriff auf (meine )?e-?mails",
+        ),
+    },
+    "fr": {
+        STRONG: (
+            r"absente? du bureau", r"en congés?( maternité| paternité| parental)?", r"en déplacement",
+            r"de retour le", r"accès limité à mes (e-?mails|messages)", r"(bureaux|bureau) (sont|est) fermés?",
+            r"dès mon retour",
+        ),
+    },
+    "es": {
+        STRONG: (
+            r"fuera de la oficina", r"de vacaciones", r"de baja", r"de viaje", r"estaré ausente",
+            r"acceso limitado al correo", r"(oficinas|oficina) (permanecerán|estarán|está|están) cerradas?",
+            r"a mi regreso", r"volveré el",
+        ),
+    },
+}
+
+UNSUBSCRIBE = {
+    "en": {
+        DECISIVE: (
+            r"delete (my|our) (data|details|personal data|e-?mail address)", r"stop contacting (me|us)",
+            r"(like|want|wish|need) to (unsubscribe|be removed|opt out)", r"unsubscribe (me|us)",
+            r"take (me|us) off (your|the|this) (list|mailing list)", r"remove (my|our) e-?mail from",
+        ),
+        STRONG: (r"remove me", r"leave me alone", r"(how many times|i've asked)",),
+    },
+    "de": {
+        DECISIVE: (
+            r"aus (ihrem|dem|eurem) verteiler", r"(meine|unsere) daten (zu )?löschen", r"tragen sie (mich|uns)"
+            r" .{0,10}aus", r"nicht mehr (zu )?(kontaktieren|anschreiben)",
+            r"(kontaktieren|schreiben|mailen) sie (mich|uns|mir) (bitte )?nicht mehr",
+            r"hören sie auf,? (mir|uns) zu schreiben",
+        ),
+    },
+    "fr": {
+        DECISIVE: (
+            r"(me|nous) retirer de (votre|la|vos)", r"supprimer (mes|nos) données", r"supprimer mon adresse",
+            r"ne plus (me|nous) contacter", r"plus recevoir (vos|de vos|ces)", r"arrêtez de (m'|nous )écrire",
+            r"^\W*stop\W*$",
+        ),
+    },
+    "es": {
+        DECISIVE: (
+            r"(denme|dame|darme|nos) de baja", r"(eliminen|elimines|borren|borres) (me|mis datos|nuestros datos)",
+            r"me eliminen", r"dejen de (escribirme|enviarme|contactarme)",
+            r"no (me|nos) vuelvan a (contactar|escribir)",
+            r"no quiero recibir más",
+        ),
+    },
+}
+
+# Replies that look like one of the above and are not: decided as Other, by the words that show it.
+OTHER = {
+    "en": {
+        # A question about taking *other* people off something else is no request to stop writing to this one.
+        1.0: (
+            r"how (do|can|would|could) (i|we) (unsubscribe|remove|opt out) (my|our|the) (team|users|staff|"
+            r"employees|customers|colleagues|clients|members)(?! from (your|these|this) (list|emails|mailing))",
+        ),
+        WEAK: (
+            r"who are you", r"how did you get my (address|e-?mail)", r"what is this (regarding|about)",
+            r"is this spam",
+        ),
+    },
+    "de": {WEAK: (r"woher haben sie", r"worum geht es")},
+    "fr": {WEAK: (r"qui êtes vous", r"comment avez vous eu", r"de quoi s'agit il")},
+    "es": {WEAK: (r"quién es usted", r"de dónde ha sacado", r"de qué se trata")},
+}
+
+TABLES = {
+    "unsubscribe": UNSUBSCRIBE,
+    "out_of_office": OUT_OF_OFFICE,
+    "wrong_person": WRONG_PERSON,
+    "meeting": MEETING,
+    "not_interested": NOT_INTERESTED,
+    "interested": INTERESTED,
+    "other": OTHER,
+}
