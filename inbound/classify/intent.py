@@ -185,22 +185,30 @@ _MACROS = {
     "{name}": r"(?-i:[A-ZÀ-Ý][a-zà-ÿ]+)",
     "{email}": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
 }
-# Letters people type without their accent; outside a [...] class only.
-_PLAIN = {
-    "é": "[eéèê]", "è": "[eéèê]", "ê": "[eéèê]", "à": "[aàâá]", "â": "[aàâá]", "á": "[aàâá]", "í": "[iíîï]",
-    "î": "[iíîï]", "ó": "[oóô]", "ô": "[oóô]", "ú": "[uúûù]", "û": "[uúûù]", "ñ": "[nñ]", "ç": "[cç]",
-    "ä": "(?:ä|ae|a)", "ö": "(?:ö|oe|o)", "ü": "(?:ü|ue|u)", "ß": "(?:ß|ss)",
-}
+# A letter matches its accented and plain forms both ways (people type "interesse" for "intéressé" and write
+# "envía" where the table says "envia"); outside a [...] class only.
+_LETTERS = ("aàâá", "eéèêë", "iíîï", "oóô", "uúûù", "nñ", "cç")
+_PLAIN = {char: f"[{group}]" for group in _LETTERS for char in group}
+_PLAIN.update({"ä": "(?:ä|ae|a)", "ö": "(?:ö|oe|o)", "ü": "(?:ü|ue|u)", "ß": "(?:ß|ss)"})
+_MACRO_RE = re.compile("|".join(re.escape(name) for name in _MACROS))
 
 
 def _expand(pattern: str) -> str:
     """A table's phrase as a regular expression: the macros, spaces, apostrophes and accents of the docstring."""
-    for macro, rx in _MACROS.items():
-        pattern = pattern.replace(macro, rx)
-    out, in_class = [], False
+    parts = _MACRO_RE.split(pattern)
+    macros = _MACRO_RE.findall(pattern)
+    return "".join(_letters(part) + (_MACROS[macros[i]] if i < len(macros) else "") for i, part in enumerate(parts))
+
+
+def _letters(pattern: str) -> str:
+    out, in_class, escaped = [], False, False
     for char in pattern:
-        if in_class:
-            in_class = char != "]"
+        if escaped or in_class:
+            in_class = in_class and char != "]"
+            escaped = False
+            out.append(char)
+        elif char == "\\":
+            escaped = True
             out.append(char)
         elif char == "[":
             in_class = True
@@ -210,7 +218,7 @@ def _expand(pattern: str) -> str:
         elif char in "'’":
             out.append(r"['’`´]?\s?")
         else:
-            out.append(_PLAIN.get(char, char))
+            out.append(_PLAIN.get(char.lower(), char) if char.isalpha() else char)
     return "".join(out)
 
 

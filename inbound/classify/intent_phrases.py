@@ -79,9 +79,17 @@ INTERESTED = {
             r"(yes|yeah|sure)[,!.]? (please|let's)", r"interested in (a|the|learning|seeing|hearing)",
             # A time proposed (not yet confirmed: that is a meeting booked).
             r"how about {day}", r"(does|would|could) {day}( at {time})? work",
+            r"(call|ring|phone) me", r"when can we (talk|chat|speak|meet)", r"(can|could|shall) we (talk|chat|speak)",
+            r"(i'm|i am|we're|we are) (free|available) ({day}|tomorrow|next|this|on)", r"walk (me|us) through",
+            r"exactly what (we|i) (need|want|were looking for)", r"(like|love|want) to (try|test) it",
+            r"(a|the) (free )?(trial|pilot|test account|trial account)", r"open to (hearing|learning|chatting|talking)",
+            r"send (it )?over whatever", r"pass (this|it) (on )?to my (team|boss)",
         ),
         WEAK: (
-            r"sounds (good|great|interesting|useful|promising)", r"(looks|sounds) (relevant|useful)", r"interesting",
+            r"sounds (good|great|interesting|useful|promising)", r"looks (promising|interesting|good|great)",
+            # A question about the product or its terms is interest: what it costs, how it fits, how to try it.
+            r"(cost|costs|price|prices|pricing|quote|per seat|per user|integrations?|contracts?|trial|onboarding)",
+            r"(looks|sounds) (relevant|useful)", r"interesting",
             r"we('ve| have) been looking for", r"why not", r"yes", r"case studies", r"interested|intrested|intersted",
             r"let's (do it|go)", r"keen",
         ),
@@ -97,8 +105,13 @@ INTERESTED = {
             r"(gerne|lassen sie uns|können wir) (kurz |nächste woche )*(telefonieren|sprechen|austauschen)",
             r"wann (passt es|haben sie zeit|hätten sie zeit)", r"(schlagen|nennen) sie .{0,20}termine vor",
             r"wie würde (die einführung|das) .{0,20}aussehen", r"offen dafür",
+            r"(rufen sie mich|ruf mich|rufen sie uns) .{0,30}an", r"zukommen lassen", r"gerne? (ausprobieren|testen)",
+            r"(einen )?termin (machen|vereinbaren|ausmachen|finden)", r"wann können wir",
         ),
-        WEAK: (r"klingt (gut|spannend|interessant)", r"interessant", r"spannend", r"interesse", r"demo"),
+        WEAK: (
+            r"(klingt|hört sich) (gut|spannend|interessant) an", r"klingt (gut|spannend|interessant)", r"interessant",
+            r"spannend", r"interesse", r"demo", r"(preis|preise|preislich|kosten|testzugang|testphase|testversion)",
+        ),
     },
     "fr": {
         CLEAR: (
@@ -109,8 +122,13 @@ INTERESTED = {
             r"on peut en parler", r"(avec plaisir|volontiers) pour (un|une) (échange|appel|démo|rendez vous)",
             r"quelles sont vos disponibilités", r"(tu es|vous êtes) dispo", r"proposer (deux|quelques) créneaux",
             r"comment (ça|cela) (marche|fonctionne)",
+            r"(appelez moi|m'appeler|me rappeler|appelez nous)", r"(je suis|nous sommes) partante?s?",
+            r"quand (pouvons nous|peut on) (échanger|parler|se parler)", r"(faire|avoir) un essai",
         ),
-        WEAK: (r"(a l'air|semble|c'est) intéressant", r"intéressant", r"pourquoi pas", r"démo"),
+        WEAK: (
+            r"(a l'air|semble|c'est) intéressant", r"intéressant", r"pourquoi pas", r"démo",
+            r"(prix|tarifs?|coût|essai|devis)",
+        ),
     },
     "es": {
         CLEAR: (
@@ -120,8 +138,13 @@ INTERESTED = {
             r"saber más", r"qué disponibilidad", r"(ver|agendar|tener) una (demo|llamada|reunión)",
             r"(proponer|propón|proponga) (un par de|algunos) horarios", r"cómo funciona",
             r"abiertos a (conocer|hablar|escuchar)",
+            r"(llámeme|llámame|me (puede|puedes) llamar|llamarme)", r"(me|nos) gustaría (probar|ver|saber|conocer)",
+            r"cuándo podemos (hablar|vernos|reunirnos)", r"(más|mas) detalles",
         ),
-        WEAK: (r"suena (bien|interesante)", r"me parece (buena idea|interesante)", r"interesante", r"demo"),
+        WEAK: (
+            r"suena (bien|interesante)", r"me parece (buena idea|interesante)", r"interesante", r"demo",
+            r"(precio|precios|coste|costo|cuesta|prueba|presupuesto|tarifas?)",
+        ),
     },
 }
 
@@ -132,12 +155,18 @@ MEETING = {
             r"booked (a|the|us a|you a|in a) (slot|time|call|meeting|demo)", r"accepted (the|your) (invite|invitation)",
             r"(call|meeting|demo|chat)( is)? (confirmed|booked|scheduled|set) for", r"confirmed for {day}",
             r"(just )?sent (you )?(a|an|the) (calendar )?(invite|invitation)", r"(re)?booked (it )?for {day}",
+            r"(grabbed|booked|reserved|blocked|picked) (a|the) (time|slot|spot)", r"locked in for",
+            r"(in|into) (the|my|our) (diary|calendar) for", r"invite accepted",
         ),
         CLEAR: (
             r"see you (on )?({day}|tomorrow|then|next week|on the)", r"talk (to you )?(on )?({day}|then|tomorrow)",
             r"(got|received) the invite", r"looking forward to (our|the) (call|chat|meeting|demo) (on|tomorrow|{day})",
             r"{day},? (at )?{time} (works|is fine|is perfect|suits)", r"{day} (at )?{time}( \w+)? works for me",
             r"{time}( \w+)? on {day} works", r"(works|fine|perfect) for me[.!]? (i've|i have) accepted",
+            r"(speak|talk|see you|chat) (then|soon then)", r"{time} tomorrow (is|works)",
+        ),
+        WEAK: (
+            r"{day},? (at )?{time}( then)?",
         ),
     },
     "de": {
@@ -147,7 +176,9 @@ MEETING = {
         ),
         CLEAR: (
             r"(dann|also|ok|gut|prima|super|passt)[,!.]? bis ({day}|morgen)", r"{day},? (um )?{time} passt",
-            r"freue mich auf (unser|das) (gespräch|telefonat|treffen|call)",
+            r"freue mich auf (unser|das) (gespräch|telefonat|treffen|call)", r"termin steht",
+            r"(einladung|termin) .{0,30}angenommen", r"(habe sie|habe ihn) angenommen",
+            r"wir sehen uns (am )?({day}|morgen)", r"bis (morgen|{day}) um {time}", r"(gebucht|reserviert)",
             r"ich trage (es|das|den termin) (mir )?ein",
         ),
     },
@@ -158,7 +189,8 @@ MEETING = {
         ),
         CLEAR: (
             r"(à|a) ({day}|demain)( {time})?( alors)?[ .!]", r"au plaisir d'échanger (demain|{day})",
-            r"{day},? {time} (me )?convient", r"bien reçu l'invitation",
+            r"{day},? {time} (me )?convient", r"bien reçu l'invitation", r"on se voit",
+            r"(pris|réservé|bloqué) (un )?(rendez vous|créneau)", r"(reçue|bien reçue) et acceptée",
         ),
     },
     "es": {
@@ -168,7 +200,10 @@ MEETING = {
         ),
         CLEAR: (
             r"nos vemos (el )?({day}|mañana|pronto)", r"hasta (mañana|el {day})", r"recibí la invitación",
-            r"{day} a las {time} (me )?(va|viene) bien",
+            r"{day} a las {time} (me )?(va|viene) bien", r"(reservé|agendé|bloqueé) (una|un|la|el)",
+        ),
+        WEAK: (
+            r"(el )?{day} a las {time}( entonces)?",
         ),
     },
 }
@@ -183,7 +218,8 @@ NOT_INTERESTED = {
             r"not interested", r"no (longer )?interest", r"(not|don't|do not) (want|wish) to (move forward|proceed)",
             r"(decided|chosen) not to (move forward|proceed|pursue|go ahead)", r"(we'll|we will|i'll|i will) pass",
             # Put off to later: nothing is wanted now (intent.py's docstring says why this is not "interested").
-            r"not (right )?now", r"not at (the|this) (moment|time)",
+            r"not (right )?now", r"not at (the|this) (moment|time)", r"not this (year|quarter|month)",
+            r"(isn't|is not|not) for us", r"not in the market", r"(have to|must|will|'ll) decline",
         ),
         CLEAR: (
             r"(we're|we are|i'm|i am) (all )?(set|good|covered)( for now)?", r"no,? thank(s| you)",
@@ -195,6 +231,9 @@ NOT_INTERESTED = {
             r"touch base)( again| with (me|us))? " + _LATER_EN, r"timing isn't (great|right|good)",
             r"^(no|nope|nah)[.!]*$", r"(we )?handle (all )?(this|that|it|outreach|everything) in house",
             r"not looking for", r"(won't|will not) be (moving forward|proceeding)",
+            r"(signed|committed|locked into|locked in) .{0,40}(contract|another vendor|another provider|with)",
+            r"(don't|do not) have the (bandwidth|capacity|time|resources)", r"try (me|us) again",
+            r"(so|then) no[.!]*$", r"too expensive", r"(price|cost) is too high",
         ),
     },
     "de": {
@@ -209,7 +248,9 @@ NOT_INTERESTED = {
             r"passt (leider )?nicht",
             r"kein budget", r"(machen|erledigen) (das|wir) (alles )?(intern|selbst)",
             r"(melden sie sich|kommen sie) (gerne |gern )?(im|in|nächstes|nach|zu)",
-            r"vielleicht (später|im|in|nächstes|nach)", r"zu einem späteren zeitpunkt",
+            r"vielleicht (später|im|in|nächstes|nach)", r"zu einem späteren zeitpunkt", r"kein thema",
+            r"(dankend )?ablehnen", r"andere prioritäten", r"suchen (derzeit |aktuell )?nichts", r"nicht für uns",
+            r"(sind|bin) .{0,40}zufrieden", r"zu teuer",
         ),
     },
     "fr": {
@@ -222,7 +263,8 @@ NOT_INTERESTED = {
             r"non,? merci", r"pas (une|la|notre) priorité",
             r"pas besoin", r"pas de budget", r"(en|à l')interne", r"plus tard",
             r"peut être (en|à|l'année|après|plus tard)", r"revenir vers nous (l'année|dans|en|après)",
-            r"l'année prochaine",
+            r"l'année prochaine", r"pas le bon moment", r"décliner", r"(utilisons|avons) déjà",
+            r"(en )?sommes (très )?satisfaits", r"pas pour nous", r"trop cher",
         ),
     },
     "es": {
@@ -235,6 +277,8 @@ NOT_INTERESTED = {
             r"no es (una )?prioridad",
             r"más adelante", r"el año que viene", r"el próximo año", r"no (lo )?necesitamos",
             r"no tenemos presupuesto", r"(todo )?internamente", r"en este momento no",
+            r"no es (buen|el) momento", r"declinar", r"ya (usamos|utilizamos)", r"(estamos )?satisfechos",
+            r"no es para nosotros", r"demasiado caro",
         ),
     },
 }
@@ -256,6 +300,9 @@ WRONG_PERSON = {
             r"(my|our) (colleague|coworker|boss|manager|head of \w+|cto|ceo|coo|cmo)( \w+){0,4},? (who )?(handles|"
             r"runs|owns|is responsible|might|may|would|took over|is the)",
             r"talk to {name}", r"(please )?(contact|reach out to|write to|try) ({email}|{name}|our)",
+            r"wrong (guy|man|woman|contact|department|email|address)", r"(i|i've|i have) left {name}",
+            r"that would be {name}", r"i think you want (our|to talk|{name})", r"(she|he) handles",
+            r"(can't|cannot) help (you )?(here|with this)",
         ),
     },
     "de": {
@@ -269,6 +316,7 @@ WRONG_PERSON = {
             r"(wenden sie sich|sprechen sie) (bitte |lieber )?(an|mit)",
             r"(der|die) richtige ansprechpartner(in)? wäre",
             r"bitte kontaktieren sie ({email}|frau|herrn?|unsere?n?|{name})", r"in cc gesetzt",
+            r"zuständig ist", r"(leite|gebe) .{0,40}weiter", r"(arbeite|bin) nicht mehr (bei|für|in)",
         ),
         CLEAR: (r"meine kollegin|mein kollege",),
     },
@@ -282,7 +330,9 @@ WRONG_PERSON = {
             r"(j'ai )?transféré votre (message|mail|e-mail|courriel)", r"adressez vous (plutôt )?à",
             r"(contactez|écrire à|écrivez à) (plutôt )?({email}|{name}|le service|notre)", r"mieux placée? pour",
             r"(ma|mon) (collègue|collaborateur|collaboratrice) .{0,40}(gère|s'occupe|en copie|mieux)",
-            r"je (la|le) mets en copie", r"je lui transmets",
+            r"je (la|le) mets en copie", r"je lui transmets", r"pas moi qui", r"voyez avec",
+            r"(n'est|ne travaille) plus (chez|avec|dans)", r"(transmis|transféré) votre (demande|message|mail)",
+            r"la personne (concernée|en charge|responsable)",
         ),
     },
     "es": {
@@ -292,7 +342,9 @@ WRONG_PERSON = {
         ),
         STRONG: (
             r"(he|hemos) reenviado (tu|su) (correo|mensaje|email)", r"(hable|habla|contacte|contacta) con",
-            r"te pongo en copia", r"(puede|puedes) escribir a",
+            r"te pongo en copia", r"(puede|puedes) escribir a", r"no soy yo quien", r"pregunte (en|a|con)",
+            r"ya no está en la empresa", r"(pasado|reenviado|transmitido) (su|tu) (mensaje|correo)",
+            r"la persona (responsable|encargada)",
         ),
         CLEAR: (r"(mi|nuestro|nuestra) (compañer[oa]|responsable)",),
     },
@@ -305,6 +357,8 @@ OUT_OF_OFFICE = {
             r"( \w+){0,3} (until|till|through|this week|and will|with)", r"out of (the )?office until",
             r"limited (e-?mail )?access( to e-?mail)?", r"(office|offices) (is|are|will be) closed",
             r"back in the office (on|from)", r"will (reply|respond) (when|after|as soon as) i('m| am)? (back|return)",
+            r"on (sabbatical|sick leave|medical leave|maternity leave|paternity leave)", r"not monitoring (this|my)",
+            r"on my return",
         ),
     },
     "de": {
@@ -318,14 +372,14 @@ OUT_OF_OFFICE = {
         STRONG: (
             r"absente? du bureau", r"en congés?( maternité| paternité| parental)?", r"en déplacement",
             r"de retour le", r"accès limité à mes (e-?mails|messages)", r"(bureaux|bureau) (sont|est) fermés?",
-            r"dès mon retour",
+            r"dès mon retour", r"en vacances", r"absente? jusqu",
         ),
     },
     "es": {
         STRONG: (
             r"fuera de la oficina", r"de vacaciones", r"de baja", r"de viaje", r"estaré ausente",
             r"acceso limitado al correo", r"(oficinas|oficina) (permanecerán|estarán|está|están) cerradas?",
-            r"a mi regreso", r"volveré el",
+            r"a mi regreso", r"volveré el", r"ausente hasta",
         ),
     },
 }
@@ -336,6 +390,7 @@ UNSUBSCRIBE = {
             r"delete (my|our) (data|details|personal data|e-?mail address)", r"stop contacting (me|us)",
             r"(like|want|wish|need) to (unsubscribe|be removed|opt out)", r"unsubscribe (me|us)",
             r"take (me|us) off (your|the|this) (list|mailing list)", r"remove (my|our) e-?mail from",
+            r"remove (me|us|our \w+|my \w+)( \w+)? from (your|the|this|all)",
         ),
         STRONG: (r"remove me", r"leave me alone", r"(how many times|i've asked)",),
     },
@@ -345,12 +400,14 @@ UNSUBSCRIBE = {
             r" .{0,10}aus", r"nicht mehr (zu )?(kontaktieren|anschreiben)",
             r"(kontaktieren|schreiben|mailen) sie (mich|uns|mir) (bitte )?nicht mehr",
             r"hören sie auf,? (mir|uns) zu schreiben",
+            r"keine (weiteren )?(e-?mails|nachrichten|mails) (mehr|von ihnen)",
         ),
     },
     "fr": {
         DECISIVE: (
             r"(me|nous) retirer de (votre|la|vos)", r"supprimer (mes|nos) données", r"supprimer mon adresse",
-            r"ne plus (me|nous) contacter", r"plus recevoir (vos|de vos|ces)", r"arrêtez de (m'|nous )écrire",
+            r"ne plus (me|nous) contacter", r"plus recevoir", r"arrêtez de (m'|nous )écrire",
+            r"(retirez|supprimez|effacez) (moi|mon adresse|mes coordonnées|nous)",
             r"^\W*stop\W*$",
         ),
     },
@@ -359,7 +416,8 @@ UNSUBSCRIBE = {
             r"(denme|dame|darme|nos) de baja", r"(eliminen|elimines|borren|borres) (me|mis datos|nuestros datos)",
             r"me eliminen", r"dejen de (escribirme|enviarme|contactarme)",
             r"no (me|nos) vuelvan a (contactar|escribir)",
-            r"no quiero recibir más",
+            r"no quiero (recibir )?más (correos|emails|mensajes|e-mails)", r"no quiero recibir más",
+            r"(borren|eliminen|borrar) (mi|mis) (dirección|correo|datos)",
         ),
     },
 }
