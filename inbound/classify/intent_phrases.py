@@ -83,12 +83,15 @@ INTERESTED = {
             r"(i'm|i am|we're|we are) (free|available) ({day}|tomorrow|next|this|on)", r"walk (me|us) through",
             r"exactly what (we|i) (need|want|were looking for)", r"(like|love|want) to (try|test) it",
             r"(a|the) (free )?(trial|pilot|test account|trial account)", r"open to (hearing|learning|chatting|talking)",
-            r"send (it )?over whatever", r"pass (this|it) (on )?to my (team|boss)",
+            r"send (it )?over whatever", r"pass (this|it) (on )?to my (team|boss)", r"i'm listening",
+            r"(put together|prepare|send (me|us)) (a|an) (proposal|quote|offer)", r"curious (how|about|to)",
+            r"connect me with (a|one of your) (customer|client|reference)s?", r"(references|case study)",
         ),
         WEAK: (
             r"sounds (good|great|interesting|useful|promising)", r"looks (promising|interesting|good|great)",
             # A question about the product or its terms is interest: what it costs, how it fits, how to try it.
             r"(cost|costs|price|prices|pricing|quote|per seat|per user|integrations?|contracts?|trial|onboarding)",
+            r"(gdpr|soc 2|iso 27001|compliant|dpa)",
             r"(looks|sounds) (relevant|useful)", r"interesting",
             r"we('ve| have) been looking for", r"why not", r"yes", r"case studies", r"interested|intrested|intersted",
             r"let's (do it|go)", r"keen",
@@ -107,10 +110,13 @@ INTERESTED = {
             r"wie würde (die einführung|das) .{0,20}aussehen", r"offen dafür",
             r"(rufen sie mich|ruf mich|rufen sie uns) .{0,30}an", r"zukommen lassen", r"gerne? (ausprobieren|testen)",
             r"(einen )?termin (machen|vereinbaren|ausmachen|finden)", r"wann können wir",
+            r"lassen sie uns .{0,30}(sprechen|telefonieren|austauschen)", r"(schick|schicken sie) (mir|uns) .{0,20}"
+            r"(unterlagen|infos|informationen|referenzen|angebot)", r"(kostenlos )?testen", r"referenzen",
         ),
         WEAK: (
             r"(klingt|hört sich) (gut|spannend|interessant) an", r"klingt (gut|spannend|interessant)", r"interessant",
             r"spannend", r"interesse", r"demo", r"(preis|preise|preislich|kosten|testzugang|testphase|testversion)",
+            r"(dsgvo|konform|gerne weiter)",
         ),
     },
     "fr": {
@@ -124,10 +130,12 @@ INTERESTED = {
             r"comment (ça|cela) (marche|fonctionne)",
             r"(appelez moi|m'appeler|me rappeler|appelez nous)", r"(je suis|nous sommes) partante?s?",
             r"quand (pouvons nous|peut on) (échanger|parler|se parler)", r"(faire|avoir) un essai",
+            r"(je suis|suis) disponible", r"rappelez moi", r"curieu(x|se) d'en savoir", r"en savoir davantage",
+            r"(envoyez|envoyer)( moi| nous)? une présentation", r"je veux bien",
         ),
         WEAK: (
             r"(a l'air|semble|c'est) intéressant", r"intéressant", r"pourquoi pas", r"démo",
-            r"(prix|tarifs?|coût|essai|devis)",
+            r"(prix|tarifs?|coût|essai|devis|rgpd)",
         ),
     },
     "es": {
@@ -139,7 +147,8 @@ INTERESTED = {
             r"(proponer|propón|proponga) (un par de|algunos) horarios", r"cómo funciona",
             r"abiertos a (conocer|hablar|escuchar)",
             r"(llámeme|llámame|me (puede|puedes) llamar|llamarme)", r"(me|nos) gustaría (probar|ver|saber|conocer)",
-            r"cuándo podemos (hablar|vernos|reunirnos)", r"(más|mas) detalles",
+            r"cuándo podemos (hablar|vernos|reunirnos)", r"(más|mas) detalles", r"recibir (más )?información",
+            r"(un hueco|una llamada|una reunión)",
         ),
         WEAK: (
             r"suena (bien|interesante)", r"me parece (buena idea|interesante)", r"interesante", r"demo",
@@ -156,7 +165,8 @@ MEETING = {
             r"(call|meeting|demo|chat)( is)? (confirmed|booked|scheduled|set) for", r"confirmed for {day}",
             r"(just )?sent (you )?(a|an|the) (calendar )?(invite|invitation)", r"(re)?booked (it )?for {day}",
             r"(grabbed|booked|reserved|blocked|picked) (a|the) (time|slot|spot)", r"locked in for",
-            r"(in|into) (the|my|our) (diary|calendar) for", r"invite accepted",
+            r"(in|into) (the|my|our) (diary|calendar) for", r"invite accepted", r"(done|ok|great)[,!.]? booked",
+            r"^confirmed[.!]", r"added (it )?to my calendar",
         ),
         CLEAR: (
             r"see you (on )?({day}|tomorrow|then|next week|on the)", r"talk (to you )?(on )?({day}|then|tomorrow)",
@@ -178,7 +188,9 @@ MEETING = {
             r"(dann|also|ok|gut|prima|super|passt)[,!.]? bis ({day}|morgen)", r"{day},? (um )?{time} passt",
             r"freue mich auf (unser|das) (gespräch|telefonat|treffen|call)", r"termin steht",
             r"(einladung|termin) .{0,30}angenommen", r"(habe sie|habe ihn) angenommen",
-            r"wir sehen uns (am )?({day}|morgen)", r"bis (morgen|{day}) um {time}", r"(gebucht|reserviert)",
+            r"(wir sehen uns|sehen wir uns) (am )?({day}|morgen)", r"eingetragen",
+            r"(einladung|termin) .{0,40}(angenommen|akzeptiert)", r"bis (morgen|{day}) um {time}",
+            r"(gebucht|reserviert)",
             r"ich trage (es|das|den termin) (mir )?ein",
         ),
     },
@@ -191,6 +203,7 @@ MEETING = {
             r"(à|a) ({day}|demain)( {time})?( alors)?[ .!]", r"au plaisir d'échanger (demain|{day})",
             r"{day},? {time} (me )?convient", r"bien reçu l'invitation", r"on se voit",
             r"(pris|réservé|bloqué) (un )?(rendez vous|créneau)", r"(reçue|bien reçue) et acceptée",
+            r"accepté (votre|l'|cette) invitation",
         ),
     },
     "es": {
@@ -201,6 +214,7 @@ MEETING = {
         CLEAR: (
             r"nos vemos (el )?({day}|mañana|pronto)", r"hasta (mañana|el {day})", r"recibí la invitación",
             r"{day} a las {time} (me )?(va|viene) bien", r"(reservé|agendé|bloqueé) (una|un|la|el)",
+            r"aceptado la invitación", r"te confirmo",
         ),
         WEAK: (
             r"(el )?{day} a las {time}( entonces)?",
@@ -220,6 +234,7 @@ NOT_INTERESTED = {
             # Put off to later: nothing is wanted now (intent.py's docstring says why this is not "interested").
             r"not (right )?now", r"not at (the|this) (moment|time)", r"not this (year|quarter|month)",
             r"(isn't|is not|not) for us", r"not in the market", r"(have to|must|will|'ll) decline",
+            r"not a good time", r"(it's|it is) a no", r"not (buying|purchasing)", r"budgets? (is|are) frozen",
         ),
         CLEAR: (
             r"(we're|we are|i'm|i am) (all )?(set|good|covered)( for now)?", r"no,? thank(s| you)",
@@ -229,11 +244,13 @@ NOT_INTERESTED = {
             r"maybe (later|" + _LATER_EN + r")",
             r"(reach out|circle back|check back|get back to (me|us)|follow up|try again|ask (me|us) again|"
             r"touch base)( again| with (me|us))? " + _LATER_EN, r"timing isn't (great|right|good)",
-            r"^(no|nope|nah)[.!]*$", r"(we )?handle (all )?(this|that|it|outreach|everything) in house",
+            r"^(no|nope|nah|nein|non|nee|não)[.!]*$",
+            r"(we )?handle (all )?(this|that|it|outreach|everything) in house",
             r"not looking for", r"(won't|will not) be (moving forward|proceeding)",
             r"(signed|committed|locked into|locked in) .{0,40}(contract|another vendor|another provider|with)",
             r"(don't|do not) have the (bandwidth|capacity|time|resources)", r"try (me|us) again",
-            r"(so|then) no[.!]*$", r"too expensive", r"(price|cost) is too high",
+            r"(so|then) no[.!]*$", r"too expensive", r"(price|cost) is too high", r"(isn't|is not|not) relevant",
+            r"revisit (this|it)? (in|next|after)",
         ),
     },
     "de": {
@@ -250,7 +267,9 @@ NOT_INTERESTED = {
             r"(melden sie sich|kommen sie) (gerne |gern )?(im|in|nächstes|nach|zu)",
             r"vielleicht (später|im|in|nächstes|nach)", r"zu einem späteren zeitpunkt", r"kein thema",
             r"(dankend )?ablehnen", r"andere prioritäten", r"suchen (derzeit |aktuell )?nichts", r"nicht für uns",
-            r"(sind|bin) .{0,40}zufrieden", r"zu teuer",
+            r"(sind|bin) .{0,40}zufrieden", r"zu teuer", r"nicht relevant", r"verzichten", r"kein geld",
+            r"(schon|bereits) (anders )?gelöst", r"^\W*(jetzt|gerade|jetzt gerade|momentan|aktuell) nicht",
+            r"in einem (halben )?jahr",
         ),
     },
     "fr": {
@@ -264,7 +283,9 @@ NOT_INTERESTED = {
             r"pas besoin", r"pas de budget", r"(en|à l')interne", r"plus tard",
             r"peut être (en|à|l'année|après|plus tard)", r"revenir vers nous (l'année|dans|en|après)",
             r"l'année prochaine", r"pas le bon moment", r"décliner", r"(utilisons|avons) déjà",
-            r"(en )?sommes (très )?satisfaits", r"pas pour nous", r"trop cher",
+            r"(en )?sommes (très )?satisfaits", r"pas pour nous", r"trop cher", r"pas concernée?s?",
+            r"(aucun|pas de) besoin", r"pas (donner )?suite", r"déjà (avec|un|une)",
+            r"revenez vers (moi|nous) (dans|en|l'année|après)",
         ),
     },
     "es": {
@@ -278,7 +299,7 @@ NOT_INTERESTED = {
             r"más adelante", r"el año que viene", r"el próximo año", r"no (lo )?necesitamos",
             r"no tenemos presupuesto", r"(todo )?internamente", r"en este momento no",
             r"no es (buen|el) momento", r"declinar", r"ya (usamos|utilizamos)", r"(estamos )?satisfechos",
-            r"no es para nosotros", r"demasiado caro",
+            r"no es para nosotros", r"demasiado caro", r"no encaja", r"(vamos a|voy a) pasar",
         ),
     },
 }
@@ -302,7 +323,9 @@ WRONG_PERSON = {
             r"talk to {name}", r"(please )?(contact|reach out to|write to|try) ({email}|{name}|our)",
             r"wrong (guy|man|woman|contact|department|email|address)", r"(i|i've|i have) left {name}",
             r"that would be {name}", r"i think you want (our|to talk|{name})", r"(she|he) handles",
-            r"(can't|cannot) help (you )?(here|with this)",
+            r"(can't|cannot) help (you )?(here|with this)", r"no longer (at|with|part of|employed)",
+            r"moved (to|into) a (different|new) (role|team|position|company)", r"(i'm|i am) not involved",
+            r"the new (\w+ )?(lead|contact|owner|person|manager|head) is", r"passing (this|it) (along|on) to",
         ),
     },
     "de": {
@@ -317,12 +340,14 @@ WRONG_PERSON = {
             r"(der|die) richtige ansprechpartner(in)? wäre",
             r"bitte kontaktieren sie ({email}|frau|herrn?|unsere?n?|{name})", r"in cc gesetzt",
             r"zuständig ist", r"(leite|gebe) .{0,40}weiter", r"(arbeite|bin) nicht mehr (bei|für|in)",
+            r"weitergeleitet",
         ),
         CLEAR: (r"meine kollegin|mein kollege",),
     },
     "fr": {
         DECISIVE: (
-            r"pas (la bonne personne|le bon interlocuteur|la bonne interlocutrice)", r"trompée? d'interlocuteur",
+            r"pas (la bonne personne|le bon interlocuteur|la bonne interlocutrice|le bon contact)",
+            r"trompée? d'interlocuteur",
             r"(ne|n') (m'occupe|gère|suis) pas (de|en charge)", r"a quitté (la société|l'entreprise|le groupe)",
             r"ne fait plus partie",
         ),
@@ -332,7 +357,7 @@ WRONG_PERSON = {
             r"(ma|mon) (collègue|collaborateur|collaboratrice) .{0,40}(gère|s'occupe|en copie|mieux)",
             r"je (la|le) mets en copie", r"je lui transmets", r"pas moi qui", r"voyez avec",
             r"(n'est|ne travaille) plus (chez|avec|dans)", r"(transmis|transféré) votre (demande|message|mail)",
-            r"la personne (concernée|en charge|responsable)",
+            r"la personne (concernée|en charge|responsable)", r"(fais|ferai) suivre", r"la bonne personne",
         ),
     },
     "es": {
@@ -344,7 +369,8 @@ WRONG_PERSON = {
             r"(he|hemos) reenviado (tu|su) (correo|mensaje|email)", r"(hable|habla|contacte|contacta) con",
             r"te pongo en copia", r"(puede|puedes) escribir a", r"no soy yo quien", r"pregunte (en|a|con)",
             r"ya no está en la empresa", r"(pasado|reenviado|transmitido) (su|tu) (mensaje|correo)",
-            r"la persona (responsable|encargada)",
+            r"la persona (responsable|encargada|adecuada)", r"(se lo|lo|te lo) paso a",
+            r"no es mi (área|departamento|responsabilidad)", r"ya no (trabajo|trabaja|está) (en|con)",
         ),
         CLEAR: (r"(mi|nuestro|nuestra) (compañer[oa]|responsable)",),
     },
@@ -358,28 +384,30 @@ OUT_OF_OFFICE = {
             r"limited (e-?mail )?access( to e-?mail)?", r"(office|offices) (is|are|will be) closed",
             r"back in the office (on|from)", r"will (reply|respond) (when|after|as soon as) i('m| am)? (back|return)",
             r"on (sabbatical|sick leave|medical leave|maternity leave|paternity leave)", r"not monitoring (this|my)",
-            r"on my return",
+            r"on my return", r"(travelling|traveling) .{0,40}until", r"delays? in my (replies|responses)",
         ),
     },
     "de": {
         STRONG: (
             r"nicht im büro", r"im urlaub", r"in elternzeit", r"auf dienstreise", r"(nur )?eingeschränkt erreichbar",
             r"(bin|sind) .{0,30}wieder (erreichbar|im büro|da|für sie da)", r"büro ist .{0,30}geschlossen",
-            r"keinen zugriff auf (meine )?e-?mails",
+            r"keinen zugriff auf (meine )?e-?mails", r"auf (einer )?(messe|konferenz|geschäftsreise)",
+            r"erst (ab|nach) .{0,20}beantworten",
         ),
     },
     "fr": {
         STRONG: (
             r"absente? du bureau", r"en congés?( maternité| paternité| parental)?", r"en déplacement",
             r"de retour le", r"accès limité à mes (e-?mails|messages)", r"(bureaux|bureau) (sont|est) fermés?",
-            r"dès mon retour", r"en vacances", r"absente? jusqu",
+            r"dès mon retour", r"en vacances", r"absente? jusqu", r"en (formation|séminaire) (toute|jusqu|cette)",
         ),
     },
     "es": {
         STRONG: (
             r"fuera de la oficina", r"de vacaciones", r"de baja", r"de viaje", r"estaré ausente",
             r"acceso limitado al correo", r"(oficinas|oficina) (permanecerán|estarán|está|están) cerradas?",
-            r"a mi regreso", r"volveré el", r"ausente hasta",
+            r"a mi regreso", r"volveré el", r"ausente hasta", r"(en|de) (una )?(feria|conferencia) .{0,30}correo",
+            r"apenas (leo|reviso) el correo",
         ),
     },
 }
@@ -391,6 +419,7 @@ UNSUBSCRIBE = {
             r"(like|want|wish|need) to (unsubscribe|be removed|opt out)", r"unsubscribe (me|us)",
             r"take (me|us) off (your|the|this) (list|mailing list)", r"remove (my|our) e-?mail from",
             r"remove (me|us|our \w+|my \w+)( \w+)? from (your|the|this|all)",
+            r"(do not|don't|no longer) (wish|want) to receive", r"take (me|us)( and my \w+)? off",
         ),
         STRONG: (r"remove me", r"leave me alone", r"(how many times|i've asked)",),
     },
@@ -399,7 +428,7 @@ UNSUBSCRIBE = {
             r"aus (ihrem|dem|eurem) verteiler", r"(meine|unsere) daten (zu )?löschen", r"tragen sie (mich|uns)"
             r" .{0,10}aus", r"nicht mehr (zu )?(kontaktieren|anschreiben)",
             r"(kontaktieren|schreiben|mailen) sie (mich|uns|mir) (bitte )?nicht mehr",
-            r"hören sie auf,? (mir|uns) zu schreiben",
+            r"hören sie auf,? (mir|uns) zu schreiben", r"entfernen sie (mich|uns|meine adresse|meine daten)",
             r"keine (weiteren )?(e-?mails|nachrichten|mails) (mehr|von ihnen)",
         ),
     },
@@ -408,6 +437,7 @@ UNSUBSCRIBE = {
             r"(me|nous) retirer de (votre|la|vos)", r"supprimer (mes|nos) données", r"supprimer mon adresse",
             r"ne plus (me|nous) contacter", r"plus recevoir", r"arrêtez de (m'|nous )écrire",
             r"(retirez|supprimez|effacez) (moi|mon adresse|mes coordonnées|nous)",
+            r"ne plus (me |m'|nous )(contacter|écrire|envoyer)",
             r"^\W*stop\W*$",
         ),
     },
@@ -417,7 +447,8 @@ UNSUBSCRIBE = {
             r"me eliminen", r"dejen de (escribirme|enviarme|contactarme)",
             r"no (me|nos) vuelvan a (contactar|escribir)",
             r"no quiero (recibir )?más (correos|emails|mensajes|e-mails)", r"no quiero recibir más",
-            r"(borren|eliminen|borrar) (mi|mis) (dirección|correo|datos)",
+            r"(borren|eliminen|borrar) (mi|mis) (dirección|correo|datos)", r"(sáquenme|sacadme|quítenme) de",
+            r"^\W*baja\W*$",
         ),
     },
 }
