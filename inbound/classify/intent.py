@@ -165,9 +165,11 @@ def _matches(body: str) -> list[Match]:
 def _compiled() -> tuple[tuple[Category, str, float, re.Pattern[str]], ...]:
     """Each table's phrases of one language and strength as one pattern (the phrase found is the match)."""
     out = []
+    hints = {(category, language): {phrases.HINT: (words,)}
+             for category, table in phrases.HINTS.items() for language, words in table.items()}
     for category, table in phrases.TABLES.items():
         for language, tiers in table.items():
-            for strength, patterns in tiers.items():
+            for strength, patterns in (tiers | hints.get((category, language), {})).items():
                 alternation = "|".join(f"(?:{_expand(p)})" for p in patterns)
                 out.append((Category(category), language, strength, re.compile(
                     rf"(?<!\w)(?:{alternation})(?!\w)", re.I | re.M)))

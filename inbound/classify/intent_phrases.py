@@ -6,6 +6,8 @@ One table per category, one list per language, the phrases grouped by how strong
     STRONG   0.90  an explicit statement ("not interested", "booked a slot for Tuesday")
     CLEAR    0.80  the usual wording of that answer ("tell me more", "we're all set", "see you Thursday")
     WEAK     0.65  leans that way, often overruled ("sounds good", "interesting")
+    HINT     0.50  a word that belongs to that answer and little else ("pilot", "Angebot", "créneau"): decides
+                   only when no phrase does, at low confidence
 
 The strongest phrase found decides; between equals, the more specific category (the order of CATEGORY_ORDER)
 and then the longer phrase. So "not now, maybe in Q3" (CLEAR, not interested) wins over "sounds good"
@@ -26,7 +28,7 @@ tables below only add what a person writes and ingestion does not need (it would
 
 from __future__ import annotations
 
-DECISIVE, STRONG, CLEAR, WEAK = 0.95, 0.90, 0.80, 0.65
+DECISIVE, STRONG, CLEAR, WEAK, HINT = 0.95, 0.90, 0.80, 0.65, 0.50
 
 # Between phrases of equal strength, the earlier category here wins: a request to stop outranks a refusal it
 # contains, a referral outranks the "not me" around it, a booked meeting outranks the interest that led to it.
@@ -242,7 +244,7 @@ NOT_INTERESTED = {
             r"not (a|the right) (fit|priority|match)", r"isn't a (priority|fit)", r"not a priority",
             r"(don't|do not|won't) need", r"no need", r"(don't|do not) have (the )?budget", r"no budget",
             r"maybe (later|" + _LATER_EN + r")",
-            r"(reach out|circle back|check back|get back to (me|us)|follow up|try again|ask (me|us) again|"
+            r"(reach out|circle back|check back|get back to (me|us)|follow up|try again|ask (me|us) again|ping me|"
             r"touch base)( again| with (me|us))? " + _LATER_EN, r"timing isn't (great|right|good)",
             r"^(no|nope|nah|nein|non|nee|não)[.!]*$",
             r"(we )?handle (all )?(this|that|it|outreach|everything) in house",
@@ -384,7 +386,8 @@ OUT_OF_OFFICE = {
             r"limited (e-?mail )?access( to e-?mail)?", r"(office|offices) (is|are|will be) closed",
             r"back in the office (on|from)", r"will (reply|respond) (when|after|as soon as) i('m| am)? (back|return)",
             r"on (sabbatical|sick leave|medical leave|maternity leave|paternity leave)", r"not monitoring (this|my)",
-            r"on my return", r"(travelling|traveling) .{0,40}until", r"delays? in my (replies|responses)",
+            r"on my return", r"(away|out|absent) (until|till|through) (the )?\d+\w*",
+            r"(travelling|traveling) .{0,40}until", r"delays? in my (replies|responses)",
         ),
     },
     "de": {
@@ -392,7 +395,7 @@ OUT_OF_OFFICE = {
             r"nicht im büro", r"im urlaub", r"in elternzeit", r"auf dienstreise", r"(nur )?eingeschränkt erreichbar",
             r"(bin|sind) .{0,30}wieder (erreichbar|im büro|da|für sie da)", r"büro ist .{0,30}geschlossen",
             r"keinen zugriff auf (meine )?e-?mails", r"auf (einer )?(messe|konferenz|geschäftsreise)",
-            r"erst (ab|nach) .{0,20}beantworten",
+            r"erst (ab|nach) .{0,20}beantworten", r"abwesend bis",
         ),
     },
     "fr": {
@@ -407,7 +410,7 @@ OUT_OF_OFFICE = {
             r"fuera de la oficina", r"de vacaciones", r"de baja", r"de viaje", r"estaré ausente",
             r"acceso limitado al correo", r"(oficinas|oficina) (permanecerán|estarán|está|están) cerradas?",
             r"a mi regreso", r"volveré el", r"ausente hasta", r"(en|de) (una )?(feria|conferencia) .{0,30}correo",
-            r"apenas (leo|reviso) el correo",
+            r"apenas (leo|reviso) el correo", r"(fuera|ausente) hasta",
         ),
     },
 }
@@ -458,8 +461,9 @@ OTHER = {
     "en": {
         # A question about taking *other* people off something else is no request to stop writing to this one.
         1.0: (
-            r"how (do|can|would|could) (i|we) (unsubscribe|remove|opt out) (my|our|the) (team|users|staff|"
-            r"employees|customers|colleagues|clients|members)(?! from (your|these|this) (list|emails|mailing))",
+            r"how (do|can|would|could) (i|we) (unsubscribe|remove|opt out) (one of |some of |all )?(my|our|the|a|an)"
+            r"( \w+)? (team|users?|staff|employees?|customers?|colleagues?|clients?|members?)"
+            r"(?! from (your|these|this) (list|emails|mailing))",
         ),
         WEAK: (
             r"who are you", r"how did you get my (address|e-?mail)", r"what is this (regarding|about)",
@@ -469,6 +473,51 @@ OTHER = {
     "de": {WEAK: (r"woher haben sie", r"worum geht es")},
     "fr": {WEAK: (r"qui êtes vous", r"comment avez vous eu", r"de quoi s'agit il")},
     "es": {WEAK: (r"quién es usted", r"de dónde ha sacado", r"de qué se trata")},
+}
+
+# Words that belong to one answer, for replies no phrase above decides ("Got a one-pager I can watch?").
+HINTS = {
+    "interested": {
+        "en": r"pilot\w*|trial|demo|one pager|video|deck|brochure|set ?up|setup|implementation|onboarding|integrat\w*"
+              r"|switching|proposal|quote|offer|seats|licen[cs]es|intrigued|curious|how long|is that possible"
+              r"|what times|(give|call) me a (ring|call)|i could do|let's",
+        "de": r"pilot\w*|test\w*|unterlagen|angebot\w*|einrichtung|dauert|gespräch|telefon\w*|zurückrufen|rückruf"
+              r"|anrufen|neugierig|unterscheidet|integr\w*|reden|lizenzen",
+        "fr": r"pilote|essai|plaquette|brochure|présentation|offre|mise en place|intègre|intégration|créneaux"
+              r"|disponible|appel|rappeler|échangeons|curieu\w*|envisageable",
+        "es": r"piloto|prueba|folleto|vídeo|video|presentación|oferta|implementación|integra\w*|horarios|hueco"
+              r"|llamas|llámame|llamada|hablemos|cuánto tarda|licencias",
+    },
+    "not_interested": {
+        "en": r"stick with|stay with|no appetite|heads down|change vendors|solved (this|it)|right fit|not for me"
+              r"|going to pass|(don't|do not) have a need",
+        "de": r"bleiben bei|keine kapazität\w*|absagen|aber nein|keine zeit",
+        "fr": r"restons (avec|sur)|pas d'actualité|relancez moi (en|dans|l'année)",
+        "es": r"no aplica|seguimos con|(esa|ninguna) necesidad|declinamos|vuelva a escribirme (en|dentro)",
+    },
+    "wrong_person": {
+        "en": r"retired|no longer in charge|that's now {name}|wrong {name}",
+        "de": r"falsche ansprechpartnerin|ausgeschieden|entscheide nicht ich|weitergegeben",
+        "fr": r"quitté (la société|l'entreprise|le groupe)|voyez (plutôt )?avec|(je )?transmets votre",
+        "es": r"no es conmigo|dejé la empresa|transmito (su|tu)",
+    },
+    "out_of_office": {
+        "en": r"annual leave|will not be forwarded|automatic reply|(for|in case of) urgent",
+        "de": r"seminar|in dringenden fällen|vertreter(in)?",
+        "fr": r"sur un salon|en cas d'urgence|pour toute urgence",
+        "es": r"congreso|permiso de (paternidad|maternidad)|estaré fuera|para urgencias",
+    },
+    "meeting": {
+        "en": r"confirmed (the|our)|received and accepted|speak {day}|see you at {time}|confirming our",
+        "de": r"steht im kalender|dann am {day} um {time}",
+        "fr": r"créneau réservé",
+        "es": r"hueco reservado",
+    },
+    "unsubscribe": {
+        "de": r"(löschen|entfernen) sie .{0,20}(daten|adresse|kontakt)|keine werbung mehr",
+        "fr": r"plus de sollicitations|supprimer mon e-?mail",
+        "es": r"no quiero que me contacten",
+    },
 }
 
 TABLES = {
