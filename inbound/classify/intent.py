@@ -14,8 +14,9 @@ How a suggestion is made (the phrases are in intent_phrases.py, readable per cat
    ("not really interested") and voids any other phrase ("please don't remove me"); a phrase after "but"
    in its sentence counts a little more ("thanks, but we're all set"); a meeting time asked as a question
    ("does Thursday at 3 work?") is a proposal, so interest, not a booked meeting.
-4. The strongest match decides; ties go to the more specific category, then the longer phrase.
-   Confidence is the match's strength, less when an opposite category was found nearly as strong.
+4. The strongest match decides; ties go to the more specific category, then the longer phrase. A single
+   telling word (the HINTS table: "pilot", "Angebot") is the weakest match: it decides only when no phrase
+   does. Confidence is the match's strength, less when an opposite category was found nearly as strong.
 
 Decisions worth knowing: a reply that puts the conversation off to a later period ("not now, maybe in Q3",
 "circle back next year") is Not interested: nothing is wanted now, and the operator may note a date. A

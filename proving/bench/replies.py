@@ -1,5 +1,7 @@
 """Score the suggested reply categories (inbound.classify.intent) on a labelled corpus of replies.
 
+    python manage.py bench_replies [--corpus FILE] [--json OUT] [--show-misses]
+
 The corpus is JSON Lines, one reply a line: ``text``, ``expected`` (a category value: interested, meeting,
 not_interested, wrong_person, out_of_office, unsubscribe, other), and optionally ``id``, ``language``,
 ``split`` (the shipped corpus marks "tune", the replies the phrase tables were written against, and
