@@ -69,6 +69,7 @@ def run(path: Path) -> dict[str, Any]:
         "all": _table(rows),
         "splits": {name: _table([r for r in rows if r.get("split") == name]) for name in splits},
         "languages": _languages(rows),
+        "split_languages": {name: _languages([r for r in rows if r.get("split") == name]) for name in splits},
         "misses": [
             {key: row.get(key) for key in ("id", "split", "language", "expected", "got", "phrase", "confidence",
                                            "note", "text")}
@@ -135,12 +136,14 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
             precision = f"{row['agree']:>4}/{row['suggested']:<4} {_pct(row['precision'])}"
             misses = ", ".join(f"{got} {n}" for got, n in row["misses_as"].items()) or "-"
             lines.append(f"  {category:<15} {row['items']:>5}   {agreement}   {precision}   {misses}")
-    lines += ["", "Agreement per language"]
-    lines += [
-        f"  {language:<4} {row['agree']:>4}/{row['items']:<4} {_pct(row['agreement'])}"
-        + ("" if language in COVERED_LANGUAGES else "   (no phrase table: mostly Other)")
-        for language, row in result["languages"].items()
-    ]
+    splits = list(result["split_languages"])
+    lines += ["", "Agreement per language" + "".join(f"   {f'split {name}':>16}" for name in splits)]
+    for language, row in result["languages"].items():
+        line = f"  {language:<4} {row['agree']:>4}/{row['items']:<4} {_pct(row['agreement'])}"
+        for name in splits:
+            part = result["split_languages"][name].get(language)
+            line += f"   {part['agree']:>4}/{part['items']:<4} {_pct(part['agreement'])}" if part else f"   {'-':>16}"
+        lines.append(line + ("" if language in COVERED_LANGUAGES else "   (no phrase table: mostly Other)"))
     if show_misses:
         lines += ["", f"Disagreements ({len(result['misses'])})"]
         lines += [f"  {json.dumps(miss, ensure_ascii=False)}" for miss in result["misses"]]
