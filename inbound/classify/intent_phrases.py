@@ -67,8 +67,8 @@ INTERESTED = {
         CLEAR: (
             r"(tell|show) (me|us) more", r"(i|we)('m| am|'re| are|'d be| would be|'ll be) (very |really |quite |"
             r"definitely |potentially |possibly |certainly )?(interested|keen|curious)", r"keen to (hear|learn|see)",
-            r"send( me| us| over| it over)?( some| a bit)?( more)? (info|information|details|pricing|prices|a quote|"
-            r"a proposal|the deck|a deck|the one pager|the one-pager|case studies|a brochure)",
+            r"send( me| us| over| it over)?( some| a bit| the)?( more)? (info|information|details|pricing|prices"
+            r"|a quote|a proposal|the deck|a deck|the one pager|the one-pager|case studies|a brochure)",
             r"(share|send)( me| us)? (your|the) (pricing|prices|price list|rates|deck)",
             r"(can|could) you (send|share|show)", r"how much (does|would|is|will)", r"what (does|would) (it|this) cost",
             r"pricing (tiers|plans|options)", r"let's (talk|chat|connect|set up|schedule|find a time|hop on|jump on)",
@@ -88,11 +88,14 @@ INTERESTED = {
             r"send (it )?over whatever", r"pass (this|it) (on )?to my (team|boss)", r"i'm listening",
             r"(put together|prepare|send (me|us)) (a|an) (proposal|quote|offer)", r"curious (how|about|to)",
             r"connect me with (a|one of your) (customer|client|reference)s?", r"(references|case study)",
+            r"(your|a) (calendar|booking|scheduling) link", r"does (it|this) (support|work with|integrate)",
+            r"(know|hear|learn) more", r"put something together", r"(send|share) .{0,60}contract",
+            r"(numbers|results|data) on|uplift",
         ),
         WEAK: (
             r"sounds (good|great|interesting|useful|promising)", r"looks (promising|interesting|good|great)",
             # A question about the product or its terms is interest: what it costs, how it fits, how to try it.
-            r"(cost|costs|price|prices|pricing|quote|per seat|per user|integrations?|contracts?|trial|onboarding)",
+            r"(cost|costs|price|prices|pricing|quote|per seat|per user|integrations?|trial|onboarding)",
             r"(gdpr|soc 2|iso 27001|compliant|dpa)",
             r"(looks|sounds) (relevant|useful)", r"interesting",
             r"we('ve| have) been looking for", r"why not", r"yes", r"case studies", r"interested|intrested|intersted",
@@ -118,13 +121,14 @@ INTERESTED = {
         WEAK: (
             r"(klingt|hört sich) (gut|spannend|interessant) an", r"klingt (gut|spannend|interessant)", r"interessant",
             r"spannend", r"interesse", r"demo", r"(preis|preise|preislich|kosten|testzugang|testphase|testversion)",
-            r"(dsgvo|konform|gerne weiter)",
+            r"(dsgvo|konform|gerne weiter|referenz\w*)", r"wie läuft .{0,30}ab",
         ),
     },
     "fr": {
         CLEAR: (
             r"(ça|cela|votre proposition) (m'|nous )intéresse", r"(je suis|nous sommes|serions|serais) intéressée?s?",
-            r"dites( moi| m'en| nous)( en)? plus", r"en savoir plus", r"(envoyez|envoyer|faire parvenir)( moi| nous)?"
+            r"(dites|dis)( moi| m'en| nous)( en)? plus", r"ça me parle", r"en savoir plus",
+            r"(envoyez|envoyer|faire parvenir)( moi| nous)?"
             r" (une |un |la |vos |plus d'|des )?(documentation|doc|tarifs|devis|proposition|informations|infos|"
             r"plaquette)", r"(quels sont|connaître) vos tarifs", r"combien (ça|cela) coûte", r"combien coûte",
             r"on peut en parler", r"(avec plaisir|volontiers) pour (un|une) (échange|appel|démo|rendez vous)",
@@ -137,7 +141,7 @@ INTERESTED = {
         ),
         WEAK: (
             r"(a l'air|semble|c'est) intéressant", r"intéressant", r"pourquoi pas", r"démo",
-            r"(prix|tarifs?|coût|essai|devis|rgpd)",
+            r"(prix|tarifs?|coût|essai|devis|rgpd|documentation|références)",
         ),
     },
     "es": {
@@ -154,7 +158,7 @@ INTERESTED = {
         ),
         WEAK: (
             r"suena (bien|interesante)", r"me parece (buena idea|interesante)", r"interesante", r"demo",
-            r"(precio|precios|coste|costo|cuesta|prueba|presupuesto|tarifas?)",
+            r"(precio|precios|coste|costo|cuesta|costaría|prueba|presupuesto|tarifas?|referencia\w*)",
         ),
     },
 }
@@ -191,7 +195,8 @@ MEETING = {
             r"freue mich auf (unser|das) (gespräch|telefonat|treffen|call)", r"termin steht",
             r"(einladung|termin) .{0,30}angenommen", r"(habe sie|habe ihn) angenommen",
             r"(wir sehen uns|sehen wir uns) (am )?({day}|morgen)", r"eingetragen",
-            r"(einladung|termin) .{0,40}(angenommen|akzeptiert)", r"bis (morgen|{day}) um {time}",
+            r"\w*einladung .{0,40}(angenommen|akzeptiert)", r"bestätige (den|unseren|das) (termin|gespräch)",
+            r"bis (morgen|{day}) um {time}",
             r"(gebucht|reserviert)",
             r"ich trage (es|das|den termin) (mir )?ein",
         ),
@@ -205,7 +210,7 @@ MEETING = {
             r"(à|a) ({day}|demain)( {time})?( alors)?[ .!]", r"au plaisir d'échanger (demain|{day})",
             r"{day},? {time} (me )?convient", r"bien reçu l'invitation", r"on se voit",
             r"(pris|réservé|bloqué) (un )?(rendez vous|créneau)", r"(reçue|bien reçue) et acceptée",
-            r"accepté (votre|l'|cette) invitation",
+            r"accepté (votre |l'|cette )invitation", r"noté dans (mon|notre) agenda",
         ),
     },
     "es": {
@@ -216,7 +221,7 @@ MEETING = {
         CLEAR: (
             r"nos vemos (el )?({day}|mañana|pronto)", r"hasta (mañana|el {day})", r"recibí la invitación",
             r"{day} a las {time} (me )?(va|viene) bien", r"(reservé|agendé|bloqueé) (una|un|la|el)",
-            r"aceptado la invitación", r"te confirmo",
+            r"aceptado la invitación", r"te confirmo", r"(le|les) confirmo", r"anotado",
         ),
         WEAK: (
             r"(el )?{day} a las {time}( entonces)?",
@@ -236,7 +241,9 @@ NOT_INTERESTED = {
             # Put off to later: nothing is wanted now (intent.py's docstring says why this is not "interested").
             r"not (right )?now", r"not at (the|this) (moment|time)", r"not this (year|quarter|month)",
             r"(isn't|is not|not) for us", r"not in the market", r"(have to|must|will|'ll) decline",
-            r"not a good time", r"(it's|it is) a no", r"not (buying|purchasing)", r"budgets? (is|are) frozen",
+            r"not a good time", r"(it's|it is) a no", r"under contract", r"not (something|anything) we('re| are)"
+            r" (going to|looking to|planning to) (pursue|do|buy)", r"not (buying|purchasing)",
+            r"budgets? (is|are) frozen",
         ),
         CLEAR: (
             r"(we're|we are|i'm|i am) (all )?(set|good|covered)( for now)?", r"no,? thank(s| you)",
@@ -252,7 +259,7 @@ NOT_INTERESTED = {
             r"(signed|committed|locked into|locked in) .{0,40}(contract|another vendor|another provider|with)",
             r"(don't|do not) have the (bandwidth|capacity|time|resources)", r"try (me|us) again",
             r"(so|then) no[.!]*$", r"too expensive", r"(price|cost) is too high", r"(isn't|is not|not) relevant",
-            r"revisit (this|it)? (in|next|after)",
+            r"revisit (this|it)? (in|next|after)", r"not needed", r"too small",
         ),
     },
     "de": {
@@ -270,6 +277,7 @@ NOT_INTERESTED = {
             r"vielleicht (später|im|in|nächstes|nach)", r"zu einem späteren zeitpunkt", r"kein thema",
             r"(dankend )?ablehnen", r"andere prioritäten", r"suchen (derzeit |aktuell )?nichts", r"nicht für uns",
             r"(sind|bin) .{0,40}zufrieden", r"zu teuer", r"nicht relevant", r"verzichten", r"kein geld",
+            r"passt .{0,15}nicht", r"gegen .{0,30}entschieden",
             r"(schon|bereits) (anders )?gelöst", r"^\W*(jetzt|gerade|jetzt gerade|momentan|aktuell) nicht",
             r"in einem (halben )?jahr",
         ),
@@ -282,9 +290,10 @@ NOT_INTERESTED = {
         CLEAR: (
             r"(déjà|deja) (équipés|équipé|une solution|un prestataire|un fournisseur|tout ce qu)",
             r"non,? merci", r"pas (une|la|notre) priorité",
-            r"pas besoin", r"pas de budget", r"(en|à l')interne", r"plus tard",
+            r"pas besoin", r"pas de budget", r"(en |à l')interne", r"plus tard",
             r"peut être (en|à|l'année|après|plus tard)", r"revenir vers nous (l'année|dans|en|après)",
-            r"l'année prochaine", r"pas le bon moment", r"décliner", r"(utilisons|avons) déjà",
+            r"l'année prochaine", r"l'an prochain", r"ne correspond pas", r"pas le temps", r"pas le bon moment",
+            r"décliner", r"(utilisons|avons) déjà",
             r"(en )?sommes (très )?satisfaits", r"pas pour nous", r"trop cher", r"pas concernée?s?",
             r"(aucun|pas de) besoin", r"pas (donner )?suite", r"déjà (avec|un|une)",
             r"revenez vers (moi|nous) (dans|en|l'année|après)",
@@ -301,7 +310,8 @@ NOT_INTERESTED = {
             r"más adelante", r"el año que viene", r"el próximo año", r"no (lo )?necesitamos",
             r"no tenemos presupuesto", r"(todo )?internamente", r"en este momento no",
             r"no es (buen|el) momento", r"declinar", r"ya (usamos|utilizamos)", r"(estamos )?satisfechos",
-            r"no es para nosotros", r"demasiado caro", r"no encaja", r"(vamos a|voy a) pasar",
+            r"no es para nosotros", r"demasiado caro", r"contentos con",
+            r"(decidido|decidimos) no (avanzar|continuar)", r"no encaja", r"(vamos a|voy a) pasar",
         ),
     },
 }
@@ -328,12 +338,15 @@ WRONG_PERSON = {
             r"(can't|cannot) help (you )?(here|with this)", r"no longer (at|with|part of|employed)",
             r"moved (to|into) a (different|new) (role|team|position|company)", r"(i'm|i am) not involved",
             r"the new (\w+ )?(lead|contact|owner|person|manager|head) is", r"passing (this|it) (along|on) to",
+            r"(outside|not within|not in) my remit", r"forwarded (this |it )?to (my|our|{name})",
+            r"moved (teams|roles|departments)", r"now owns (this|it)",
         ),
     },
     "de": {
         DECISIVE: (
             r"nicht (der|die) (richtige|zuständige) (ansprechpartner|ansprechpartnerin|person)",
-            r"nicht zuständig", r"falsche(r|n)? ansprechpartner", r"(bei mir|da sind sie) (leider )?falsch",
+            r"nicht zuständig", r"falsche(r|n)? ansprechpartner", r"die falsche person",
+            r"(bei mir|da sind sie) (leider )?falsch",
             r"nicht mehr (in unserem|im|bei|für)", r"hat (das unternehmen|die firma|uns) .{0,20}verlassen",
         ),
         STRONG: (
@@ -351,13 +364,14 @@ WRONG_PERSON = {
             r"pas (la bonne personne|le bon interlocuteur|la bonne interlocutrice|le bon contact)",
             r"trompée? d'interlocuteur",
             r"(ne|n') (m'occupe|gère|suis) pas (de|en charge)", r"a quitté (la société|l'entreprise|le groupe)",
-            r"ne fait plus partie",
+            r"ne (fait|fais) plus partie", r"mauvaise personne",
         ),
         STRONG: (
             r"(j'ai )?transféré votre (message|mail|e-mail|courriel)", r"adressez vous (plutôt )?à",
             r"(contactez|écrire à|écrivez à) (plutôt )?({email}|{name}|le service|notre)", r"mieux placée? pour",
             r"(ma|mon) (collègue|collaborateur|collaboratrice) .{0,40}(gère|s'occupe|en copie|mieux)",
-            r"je (la|le) mets en copie", r"je lui transmets", r"pas moi qui", r"voyez avec",
+            r"je (la|le) mets en copie", r"je lui transmets", r"contacter (ma|mon) (collègue|collaborat\w+)",
+            r"pas moi qui", r"voyez avec",
             r"(n'est|ne travaille) plus (chez|avec|dans)", r"(transmis|transféré) votre (demande|message|mail)",
             r"la personne (concernée|en charge|responsable)", r"(fais|ferai) suivre", r"la bonne personne",
         ),
@@ -372,7 +386,8 @@ WRONG_PERSON = {
             r"te pongo en copia", r"(puede|puedes) escribir a", r"no soy yo quien", r"pregunte (en|a|con)",
             r"ya no está en la empresa", r"(pasado|reenviado|transmitido) (su|tu) (mensaje|correo)",
             r"la persona (responsable|encargada|adecuada)", r"(se lo|lo|te lo) paso a",
-            r"no es mi (área|departamento|responsabilidad)", r"ya no (trabajo|trabaja|está) (en|con)",
+            r"no es mi (área|departamento|responsabilidad)", r"ya no (trabajo|trabaja|está|estoy) (en|con)",
+            r"no me corresponde",
         ),
         CLEAR: (r"(mi|nuestro|nuestra) (compañer[oa]|responsable)",),
     },
@@ -388,6 +403,7 @@ OUT_OF_OFFICE = {
             r"on (sabbatical|sick leave|medical leave|maternity leave|paternity leave)", r"not monitoring (this|my)",
             r"on my return", r"(away|out|absent) (until|till|through) (the )?\d+\w*",
             r"(travelling|traveling) .{0,40}until", r"delays? in my (replies|responses)",
+            r"on a business trip (until|and|this)",
         ),
     },
     "de": {
@@ -407,7 +423,8 @@ OUT_OF_OFFICE = {
     },
     "es": {
         STRONG: (
-            r"fuera de la oficina", r"de vacaciones", r"de baja", r"de viaje", r"estaré ausente",
+            r"fuera de la oficina", r"de vacaciones", r"(estoy|me encuentro) de baja", r"de viaje",
+            r"de baja (médica|por (maternidad|paternidad|enfermedad))", r"estaré ausente",
             r"acceso limitado al correo", r"(oficinas|oficina) (permanecerán|estarán|está|están) cerradas?",
             r"a mi regreso", r"volveré el", r"ausente hasta", r"(en|de) (una )?(feria|conferencia) .{0,30}correo",
             r"apenas (leo|reviso) el correo", r"(fuera|ausente) hasta",
@@ -431,7 +448,8 @@ UNSUBSCRIBE = {
             r"aus (ihrem|dem|eurem) verteiler", r"(meine|unsere) daten (zu )?löschen", r"tragen sie (mich|uns)"
             r" .{0,10}aus", r"nicht mehr (zu )?(kontaktieren|anschreiben)",
             r"(kontaktieren|schreiben|mailen) sie (mich|uns|mir) (bitte )?nicht mehr",
-            r"hören sie auf,? (mir|uns) zu schreiben", r"entfernen sie (mich|uns|meine adresse|meine daten)",
+            r"hören sie auf,? (mir|uns) zu schreiben", r"melden sie (mich|uns) ab",
+            r"entfernen sie (mich|uns|meine adresse|meine daten)",
             r"keine (weiteren )?(e-?mails|nachrichten|mails) (mehr|von ihnen)",
         ),
     },
@@ -446,7 +464,8 @@ UNSUBSCRIBE = {
     },
     "es": {
         DECISIVE: (
-            r"(denme|dame|darme|nos) de baja", r"(eliminen|elimines|borren|borres) (me|mis datos|nuestros datos)",
+            r"(denme|dame|darme|dadme|darnos|nos) de baja", r"(elimínenme|eliminadme|bórrenme|borradme)",
+            r"(eliminen|elimines|borren|borres) (me|mis datos|nuestros datos)",
             r"me eliminen", r"dejen de (escribirme|enviarme|contactarme)",
             r"no (me|nos) vuelvan a (contactar|escribir)",
             r"no quiero (recibir )?más (correos|emails|mensajes|e-mails)", r"no quiero recibir más",
