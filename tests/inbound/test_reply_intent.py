@@ -1,9 +1,10 @@
 """The suggested category of a person's reply (inbound.classify.intent): agreement with a labelled corpus of
 realistic replies, the hard cases one by one, and what a suggestion says about itself (phrase, confidence).
 
-The corpus (reply_categories/corpus.jsonl) marks a "check" split the phrase tables were never tuned on; its
-floors are lower, and honest: it measures wording the tables have not seen. ``manage.py bench_replies`` prints
-the same figures as a table.
+The corpus (reply_categories/corpus.jsonl) was written in rounds ("round"). Round 1 came first and the
+phrase tables were written against it; each later round was written with the tables frozen, scored once, and
+only then learnt from (rounds 2 to 5, "tune"). Round 6, the "check" split, was never learnt from: its floors
+are lower and measure wording the tables had not seen. ``manage.py bench_replies`` prints the figures.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ CORPUS = Path(__file__).parent / "reply_categories" / "corpus.jsonl"
 COVERED = {"en", "de", "fr", "es"}  # the languages with phrase tables
 
 # Floors reached with margin; `manage.py bench_replies` prints the measured figures.
-FLOOR_ALL = 0.85  # every reply, the languages without tables included (measured 0.90)
-FLOOR_COVERED = 0.90  # English, German, French, Spanish (measured 0.95)
-FLOOR_COVERED_PER_CATEGORY = 0.85  # each category in those languages (lowest measured 0.91, wrong person)
-FLOOR_CHECK = 0.70  # the held-back split in those languages (measured 0.77)
-FLOOR_CHECK_PER_CATEGORY = 0.50  # each category of the held-back split (lowest measured 0.59, wrong person)
-FLOOR_PRECISION = 0.95  # of the replies suggested as a category, how many are labelled so (lowest 0.98)
+FLOOR_ALL = 0.88  # every reply, the languages without tables included (measured 0.93)
+FLOOR_COVERED = 0.95  # English, German, French, Spanish (measured 0.98)
+FLOOR_COVERED_PER_CATEGORY = 0.92  # each category in those languages (lowest measured 0.97, wrong person)
+FLOOR_CHECK = 0.80  # the held-back split in those languages (measured 0.89)
+FLOOR_CHECK_PER_CATEGORY = 0.65  # each category of the held-back split (lowest measured 0.79, wrong person)
+FLOOR_PRECISION = 0.95  # of the replies suggested as a category, how many are labelled so (lowest 0.99)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,8 @@ def test_the_corpus_is_what_it_says(scored):
     assert len(scored) >= 240
     assert len({row["id"] for row in scored}) == len(scored)
     splits = Counter(row["split"] for row in scored)
-    assert set(splits) == {"tune", "check"} and splits["check"] >= 0.2 * len(scored)
+    assert set(splits) == {"tune", "check"} and splits["check"] >= 0.15 * len(scored)
+    assert {row["round"] for row in scored if row["split"] == "check"} == {max(row["round"] for row in scored)}
     for language in COVERED:
         labelled = Counter(row["expected"] for row in scored if row["language"] == language)
         assert all(labelled[c.value] >= 5 for c in Category), (language, labelled)
