@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from proving.harness.browser import CHROMIUM, CHROMIUM_ARGS
+
 # pytest-playwright's sync API runs an event loop in the test thread; the ORM
 # calls in browser tests are still plain synchronous code (RECIPES.md).
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -77,9 +79,8 @@ def browser_type_launch_args(browser_type_launch_args):
     # Debian's Chromium, never a downloaded one (RECIPES.md).
     return {
         **browser_type_launch_args,
-        "executable_path": "/usr/bin/chromium",
-        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"],
+        "executable_path": CHROMIUM,
+        "args": CHROMIUM_ARGS,
     }
 
 
