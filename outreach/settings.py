@@ -242,6 +242,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "outreach": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO")},
+        # The development server's line per request (scripts/run): at INFO, so the same level governs it.
+        "django.server": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO"),
+                          "propagate": False},
         # A 500 with its traceback, also with DEBUG off (Django's own console handler logs only with DEBUG on).
         "django.request": {"handlers": ["console"], "level": "ERROR"},
     },

@@ -83,7 +83,7 @@ def step_preview(*, step: Step, contact: Contact) -> Preview:
         except MissingValue as exc:
             preview.errors.append(
                 f"{label}: {exc} — this contact has no value for it and the template gives "
-                'no fallback (write it as {{ name|default:"…" }})'
+                f'no fallback (write it as {{{{ {exc.name}|default:"…" }}}})'
             )
             continue
         except TemplateSyntaxError as exc:

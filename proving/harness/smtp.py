@@ -169,6 +169,13 @@ def _bearer_fields(text: str, mechanism: str) -> tuple[str, str]:
     return user, auth[7:] if auth.lower().startswith("bearer ") else ""
 
 
+def _last_capture(directory: Path | None) -> int:
+    """The highest number among the NNNNNN.eml files already captured into *directory* (0 for none)."""
+    if directory is None or not directory.is_dir():
+        return 0
+    return max((int(p.stem) for p in directory.glob("*.eml") if p.stem.isdigit()), default=0)
+
+
 class SmtpServer:
     """Start with start() / stop() or as a context manager; `port` is free on loopback unless given."""
 
@@ -189,6 +196,7 @@ class SmtpServer:
         self.behaviour = behaviour or Behaviour()
         self.keep_messages = keep_messages
         self.capture_dir = capture_dir
+        self._captured_before = _last_capture(capture_dir)
         self.log = log  # one line per captured message
         self.count = 0
         self.received: list[Received] = []
@@ -235,8 +243,18 @@ class SmtpServer:
             self._capture(count, envelope)
 
     def _capture(self, count: int, envelope) -> None:
-        path = self.capture_dir / f"{count:06d}.eml"
-        path.write_bytes(envelope.content)
+        # Numbered after the captures already in the folder (a restarted server keeps the earlier ones), and
+        # created exclusively: a file that exists is never overwritten.
+        number = self._captured_before + count
+        while True:
+            path = self.capture_dir / f"{number:06d}.eml"
+            try:
+                with path.open("xb") as out:
+                    out.write(envelope.content)
+                break
+            except FileExistsError:
+                number += 1
+                self._captured_before += 1
         if self.log is None:
             return
         subject = next(

@@ -45,6 +45,7 @@ def test_a_preview_names_the_missing_variable_and_shows_fallbacks_working(users)
     page = _preview(client, step, "nocity@example.com")
     assert "This email would not be sent to nocity@example.com" in page
     assert "Body: missing value for fields.city" in page
+    assert "write it as {{ fields.city|default:&quot;…&quot; }}" in page  # the hint names the variable
     assert 'id="preview-body"' not in page and 'id="send-test"' not in page
 
     step.body = BODY.replace("{{ fields.city }}", '{{ fields.city|default:"your city" }}')
@@ -103,3 +104,18 @@ def test_a_test_that_cannot_be_rendered_or_whose_mailbox_is_paused_is_not_sent(u
     assert "is paused: nothing leaves it, tests included" in response.content.decode()
     assert Mailbox.objects.get(pk=sequence.mailbox_id).paused
     assert smtp_server.received == []
+
+
+@pytest.mark.django_db
+def test_without_an_address_of_their_own_the_operator_is_told_how_to_add_one(users, django_user_model):
+    client, sequence, step = _setup(users)
+    users["operator"].email = ""
+    users["operator"].save(update_fields=["email"])
+    page = _preview(client, step, "full@example.com")
+    assert 'id="send-test"' not in page, "no button that cannot work"
+    assert 'id="send-test-needs-address"' in page
+    assert "needs an email address on your account" in page and "add_user operator-user --role operator --email" in page
+    admin = users["admin"]
+    client.force_login(admin)
+    page = _preview(client, step, "full@example.com")
+    assert reverse("admin:auth_user_change", args=[admin.pk]) in page  # an admin is sent to the form itself

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import smtplib
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,6 +12,7 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from proving.harness.smtp import SmtpServer
 from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
 from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim, send_job_record_submitted
 from tests.factories import MailboxFactory, enroll, make_sequence
@@ -207,11 +209,12 @@ def test_add_user_creates_each_role_and_prints_the_password_once():
 
 
 @pytest.mark.django_db(transaction=True)  # a real send: no transaction across the transport
-def test_setup_demo_builds_every_state_through_the_services(monkeypatch, roles, smtp_server):
+def test_setup_demo_builds_every_state_through_the_services(monkeypatch, roles, smtp_server, client):
     monkeypatch.setenv("OUTREACH_CAPTURE_PORT", str(smtp_server.port))
     out = io.StringIO()
     call_command("setup_demo", stdout=out)
     assert re.search(r"password for admin \(shown once\): \S{12,}", out.getvalue())
+    assert "log in at http://testserver/login/" in out.getvalue()  # the address this install serves
     status = dict(Enrollment.objects.values_list("contact__email", "status"))
     assert status == {"alan@example.org": "stopped", "linus@example.net": "paused",
                       "margaret@example.com": "stopped", "grace@example.com": "active"}
@@ -222,6 +225,13 @@ def test_setup_demo_builds_every_state_through_the_services(monkeypatch, roles, 
     assert first.state == S.SUBMITTED and first.smtp_reply.startswith("250")
     assert smtp_server.message_ids() == [first.message_id]
     assert (second.state, second.cancel_reason) == (S.CANCELED, "replied")
+    # The demo admin's address is one the capture server receives: "Send test to me" works at once.
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.email == "admin@demo.outreach.test"
+    client.force_login(admin)
+    client.post(reverse("step_send_test", args=[first.step_id]), {"contact": alan.contact_id})
+    assert smtp_server.wait_for(2, timeout=10)
+    assert smtp_server.received[-1].recipients == ["admin@demo.outreach.test"]
     assert list(Suppression.objects.filter(value="old-customer@example.com").values_list("action", flat=True)) == [
         "lift", "add"]
     out = io.StringIO()
@@ -237,3 +247,15 @@ def test_setup_demo_without_the_capture_server_creates_nothing(monkeypatch, role
     with pytest.raises(CommandError, match="capture server on 127.0.0.1:9, and nothing listens there"):
         call_command("setup_demo", stdout=io.StringIO())
     assert not Enrollment.objects.exists() and not get_user_model().objects.exists()
+
+
+
+def test_a_restarted_capture_server_keeps_the_earlier_captures(tmp_path):
+    for n in (1, 2):  # the same folder, a new server each time: as after a restart of scripts/run
+        with SmtpServer(keep_messages=False, capture_dir=tmp_path) as server:
+            with smtplib.SMTP("127.0.0.1", server.port) as smtp:
+                smtp.sendmail("a@example.com", ["b@example.com"], f"Subject: {n}\r\n\r\nmessage {n}\r\n")
+            assert server.wait_for(1, timeout=10)
+    captured = sorted(tmp_path.glob("*.eml"))
+    assert [p.name for p in captured] == ["000001.eml", "000002.eml"]
+    assert [b"message 1" in captured[0].read_bytes(), b"message 2" in captured[1].read_bytes()] == [True, True]

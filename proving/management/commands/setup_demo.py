@@ -1,6 +1,7 @@
 """First-start demo data, built through the real services so every page has something true to show.
 
-- a demo admin (random password, printed once) when no admin exists yet;
+- a demo admin (random password, printed once) when no admin exists yet, with an address whose mail the
+  capture server receives (a "Send test to me" lands in var/captured);
 - a mailbox whose SMTP goes to the local capture server (127.0.0.1:2525, or OUTREACH_CAPTURE_PORT),
   which must be running: the demo's messages are really sent to it, like everything else;
 - a two-step sequence and contacts in varied states (alan's reply goes through
@@ -19,6 +20,7 @@ import os
 import socket
 import time
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
@@ -37,6 +39,7 @@ from sequences.services.stops import enrollment_pause
 from sequences.services.suppressions import suppression_add, suppression_lift
 
 DEMO_WORKER = "setup_demo"
+DEMO_ADMIN_EMAIL = "admin@demo.outreach.test"
 
 
 CAPTURE_HOST = "127.0.0.1"
@@ -121,10 +124,14 @@ class Command(BaseCommand):
 
     def _demo_admin(self) -> None:
         User = get_user_model()
+        # The demo admin's mail goes where the demo mailbox sends: to the capture server, which takes every
+        # address. So "Send test to me" works from the first minute, and an older demo admin gets the address too.
+        User.objects.filter(username="admin", email="").update(email=DEMO_ADMIN_EMAIL)
         if User.objects.filter(is_superuser=True).exists() or User.objects.filter(groups__name="admins").exists():
             return
-        call_command("add_user", "admin", "--role", "admin", stdout=self.stdout)
-        self.stdout.write("log in at http://127.0.0.1:8000/login/ ; forgot it? `.venv/bin/python manage.py "
+        call_command("add_user", "admin", "--role", "admin", "--email", DEMO_ADMIN_EMAIL, stdout=self.stdout)
+        login = settings.OUTREACH_PUBLIC_URL.rstrip("/") + "/login/"
+        self.stdout.write(f"log in at {login} ; forgot it? `.venv/bin/python manage.py "
                           "changepassword admin`; add more people with `.venv/bin/python manage.py add_user NAME "
                           "--role operator|staff|admin`")
 
