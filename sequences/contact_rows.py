@@ -4,6 +4,7 @@ the browser's upload and the API share."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -27,6 +28,29 @@ MAX_FIELDS = 100
 MAX_FIELD_NAME = 64
 MAX_FIELD_VALUE = 10_000
 SURROGATE = re.compile(r"[\ud800-\udfff]")  # JSON's "\ud800" decodes to one; no database stores it
+
+
+# Column names that mean a contact field, in the spellings spreadsheets and CRMs export (English, German,
+# French, Spanish), compared by their letters and digits only: "E-mail", "Email Address", "First Name",
+# "Prénom", "Company Name" and "Time zone" all find their field. "Name" alone is left as a custom field.
+COLUMN_ALIASES = {
+    "email": ("email", "emailaddress", "mail", "mailaddress", "emailadresse", "mailadresse", "courriel",
+              "adresseemail", "adressemail", "correo", "correoelectronico", "workemail", "businessemail"),
+    "first_name": ("firstname", "first", "givenname", "forename", "vorname", "prenom", "nombre"),
+    "last_name": ("lastname", "last", "surname", "familyname", "nachname", "familienname", "nom", "nomdefamille",
+                  "apellido", "apellidos"),
+    "company": ("company", "companyname", "organisation", "organization", "organisationname", "organizationname",
+                "org", "firma", "firmenname", "unternehmen", "entreprise", "societe", "empresa", "employer",
+                "account", "accountname"),
+    "timezone": ("timezone", "tz", "zeitzone", "fuseauhoraire", "zonahoraria"),
+}
+_ALIAS = {alias: field for field, aliases in COLUMN_ALIASES.items() for alias in aliases}
+
+
+def column_field(name: str) -> str:
+    """The contact field a column name means ("" for none): case, accents, spaces and punctuation ignored."""
+    letters = unicodedata.normalize("NFKD", name.casefold())
+    return _ALIAS.get("".join(c for c in letters if c.isalnum() and c.isascii()), "")
 
 
 def decode(data: bytes, file: str) -> str:

@@ -144,11 +144,12 @@ def api_housekeeping() -> int:
     """Periodic: forget idempotency keys older than a day."""
     return idempotency_keys_purge()
 def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str,
-                      allow_missing: bool = False) -> dict[str, Any]:
+                      allow_missing: bool = False, source: str = "") -> dict[str, Any]:
     """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page.
-    `allow_missing`: the operator ticked "also enroll the rows that lack a value"."""
+    `allow_missing`: the operator ticked "also enroll the rows that lack a value"; `source`: the file's name."""
     result = enrollments_create_many(sequence_id=sequence_id, rows=[ContactRow(**r) for r in rows],
-                                     actor=actor, progress=_meta_progress(), allow_missing=allow_missing)
+                                     actor=actor, progress=_meta_progress(), allow_missing=allow_missing,
+                                     source=source, invalid=len(rejected))
     return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
             "invalid": len(rejected), "contacts_created": result.contacts_created,
             "contacts_kept": result.contacts_kept, "rejected": sorted([tuple(r) for r in rejected] + result.rejected)}

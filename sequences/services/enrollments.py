@@ -19,7 +19,7 @@ from ..models import Contact, Enrollment, SendJob, Sequence, Suppression, Timeli
 from ..selectors import normalize_email, suppression_active_for
 from ..timeline import Event, event_record, events_record_many
 from ..window import zone_problem
-from .common import ServiceError
+from .common import ServiceError, T, operator_log
 from .rotation import mailboxes_choose
 from .scheduling import new_message_id, schedule_next
 
@@ -331,19 +331,42 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
 
 
 def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: str = "", batch_size: int = 1000,
-                            progress=None, allow_missing: bool = False) -> BatchResult:
-    """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each."""
+                            progress=None, allow_missing: bool = False, source: str = "",
+                            invalid: int = 0) -> BatchResult:
+    """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each.
+
+    One operator-log row says what the import did (`source`: the file; `invalid`: rows refused before it),
+    also when it stopped part-way: the batches before the failure stay enrolled."""
     total = BatchResult()
-    for start in range(0, len(rows), batch_size):
-        result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size], actor=actor,
-                                          allow_missing=allow_missing)
-        total.enrolled += result.enrolled
-        total.rejected += result.rejected
-        total.contacts_created += result.contacts_created
-        total.contacts_kept += result.contacts_kept
-        total.suppressed += result.suppressed
-        total.already_enrolled += result.already_enrolled
-        total.missing_values += result.missing_values
-        if progress is not None:
-            progress(min(start + batch_size, len(rows)), len(rows))
+    done = 0
+    try:
+        for start in range(0, len(rows), batch_size):
+            result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size],
+                                              actor=actor, allow_missing=allow_missing)
+            total.enrolled += result.enrolled
+            total.rejected += result.rejected
+            total.contacts_created += result.contacts_created
+            total.contacts_kept += result.contacts_kept
+            total.suppressed += result.suppressed
+            total.already_enrolled += result.already_enrolled
+            total.missing_values += result.missing_values
+            done = min(start + batch_size, len(rows))
+            if progress is not None:
+                progress(done, len(rows))
+    except Exception as exc:
+        _import_log(sequence_id, actor, source, total, invalid, failed=f"stopped after {done} of {len(rows)} rows: "
+                                                                       f"{str(exc)[:300]}")
+        raise
+    _import_log(sequence_id, actor, source, total, invalid)
     return total
+
+
+def _import_log(sequence_id: int, actor: str, source: str, total: BatchResult, invalid: int, failed: str = "") -> None:
+    name = Sequence.objects.filter(pk=sequence_id).values_list("name", flat=True).first() or str(sequence_id)
+    result: dict[str, Any] = {"file": source} if source else {}
+    result |= {"enrolled": total.enrolled, "rejected": invalid + len(total.rejected),
+               "suppressed": total.suppressed, "already enrolled": total.already_enrolled}
+    if failed:
+        result["failed"] = failed
+    operator_log(actor=actor, action="enrollment_import", target=f"sequence {name}", kind=T.SEQUENCE,
+                 target_id=sequence_id, result=result)

@@ -23,7 +23,7 @@ from django.urls import reverse
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from sequences.contact_rows import NAMED, FileRefused, decode, row_check
+from sequences.contact_rows import NAMED, FileRefused, column_field, decode, row_check
 
 from ..models import Sequence
 from ..permissions import OPERATE
@@ -45,6 +45,8 @@ TARGETS = [
     (IGNORE, "Ignore this column"),
 ]
 SHOWN_REJECTED = 200
+SAMPLES = 3  # values shown under each column of the mapping page
+SAMPLE_LENGTH = 60
 
 
 def _redis():
@@ -81,24 +83,27 @@ class Parsed:
 
 
 def guess_mapping(header: list[str]) -> list[str]:
-    """A column named like a contact field maps to it; every other column is kept as a custom field."""
-    guesses = {
-        "e-mail": "email",
-        "email address": "email",
-        "first name": "first_name",
-        "firstname": "first_name",
-        "last name": "last_name",
-        "lastname": "last_name",
-        "surname": "last_name",
-        "time zone": "timezone",
-        "organization": "company",
-    }
+    """A column named like a contact field (contact_rows.COLUMN_ALIASES) maps to it, the first such column
+    of each field; every other column is kept as a custom field under its own name."""
     mapping = []
     for name in header:
-        norm = name.strip().lower()
-        target = norm if norm in NAMED else guesses.get(norm, FIELD if norm else IGNORE)
+        target = column_field(name) or (FIELD if name.strip() else IGNORE)
         mapping.append(target if target not in mapping or target in (FIELD, IGNORE) else FIELD)
     return mapping
+
+
+def column_samples(upload: Upload, count: int = SAMPLES) -> list[list[str]]:
+    """The first *count* non-empty values of each column, to recognise it by."""
+    samples: list[list[str]] = [[] for _ in upload.header]
+    reader = csv.reader(io.StringIO(upload.text, newline=""))
+    next(reader, None)
+    for values in reader:
+        for column, value in zip(samples, values, strict=False):
+            if value.strip() and len(column) < count:
+                column.append(value.strip()[:SAMPLE_LENGTH])
+        if all(len(column) == count for column in samples):
+            break
+    return samples
 
 
 def mapping_error(header: list[str], mapping: list[str]) -> str:
@@ -198,7 +203,8 @@ def enroll_map(request, pk: int, token: str):
         "targets": TARGETS,
         "error": error,
         "columns": list(
-            zip(range(len(upload.header)), upload.header, mapping or guess_mapping(upload.header), strict=True)
+            zip(range(len(upload.header)), upload.header, mapping or guess_mapping(upload.header),
+                column_samples(upload), strict=True)
         ),
     }
     if mapping is not None and not error:
@@ -264,6 +270,7 @@ def enroll_run(request, pk: int, token: str):
             parsed.rejected,
             actor,
             allow_missing=request.POST.get("allow_missing") == "1",
+            source=upload.file,
             job_timeout=3600,
             result_ttl=7 * 86400,
             failure_ttl=7 * 86400,

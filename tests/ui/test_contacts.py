@@ -12,6 +12,7 @@ from rq import SimpleWorker
 from rq.job import Job
 
 from mailboxes.models import InboundMessage
+from sequences.contact_rows import column_field
 from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Suppression
 from sequences.services.suppressions import suppression_add
 from tests.factories import MailboxFactory, enroll, make_sequence
@@ -112,7 +113,8 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
 
     page = client.get(map_url)
     assert page.status_code == 200
-    assert [t for _, _, t in page.context["columns"]] == ["field", "field", "field", "field", "field"]
+    # "Mail" is a spelling of the email address; the other names mean no contact field: custom fields.
+    assert [c[2] for c in page.context["columns"]] == ["email", "field", "field", "field", "field"]
     assert "dry_run" not in page.context
     # No email column chosen: said so, nothing checked.
     refused = client.get(
@@ -152,6 +154,39 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     assert (ann.first_name, ann.company, ann.fields) == ("Ann", "Acme", {"plan": "gold"})
     assert not Contact.objects.filter(email="no@example.com").exists(), "a suppressed address is never written"
     assert SendJob.objects.filter(enrollment__contact=ann, state="scheduled").count() == 1
+    (logged,) = OperatorAction.objects.filter(action="enrollment_import")  # one row for the whole file
+    assert (logged.actor, logged.target, logged.target_id) == (users["operator"].username, "sequence Upload",
+                                                               sequence.pk)
+    assert logged.result == {"file": "people.csv", "enrolled": 2, "rejected": 4, "suppressed": 1,
+                             "already enrolled": 1}
+
+
+def test_the_mapping_page_knows_common_column_names_and_shows_three_values_of_each(client, users):
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=1, name="Mapped")
+    client.force_login(users["operator"])
+    text = ("E-mail,Vorname,Nachname,Company Name,Time zone,Plan\n"
+            "a@example.com,Anna,Abel,Acme,Europe/Berlin,gold\n"
+            "b@example.com,Bernd,,Beta,,\n"
+            "c@example.com,Clara,Cole,Gamma,,silver\n"
+            "d@example.com,Dora,Dahl,Delta,,bronze\n")
+    page = client.get(upload_csv(client, sequence, text))
+    columns = page.context["columns"]
+    assert [c[2] for c in columns] == ["email", "first_name", "last_name", "company", "timezone", "field"]
+    assert [c[3] for c in columns] == [
+        ["a@example.com", "b@example.com", "c@example.com"], ["Anna", "Bernd", "Clara"], ["Abel", "Cole", "Dahl"],
+        ["Acme", "Beta", "Gamma"], ["Europe/Berlin"], ["gold", "silver", "bronze"]]
+    html = page.content.decode()
+    assert '<span class="sample">c@example.com</span>' in html and "d@example.com" not in html
+
+
+@pytest.mark.parametrize("header, field", [
+    ("Company Name", "company"), ("Company", "company"), ("Organisation", "company"), ("Organization", "company"),
+    ("Firma", "company"), ("E-mail", "email"), ("Email Address", "email"), ("First Name", "first_name"),
+    ("Vorname", "first_name"), ("Prénom", "first_name"), ("Last Name", "last_name"), ("Nachname", "last_name"),
+    ("Time zone", "timezone"), ("  EMAIL ", "email"), ("Name", ""), ("Plan", ""),
+])
+def test_column_names_mean_their_contact_field(header, field):
+    assert column_field(header) == field
 
 
 def test_enroll_upload_whose_job_fails_says_why_in_plain_words(client, users):
@@ -169,6 +204,8 @@ def test_enroll_upload_whose_job_fails_says_why_in_plain_words(client, users):
     assert "Enrolling stopped after 0 of 2 rows: sequence &#x27;Gone&#x27; has no steps." in html
     assert "JobStatus" not in html and "enroll.js" not in html
     assert not Enrollment.objects.filter(sequence=sequence).exists()
+    (logged,) = OperatorAction.objects.filter(action="enrollment_import")  # the stop is on record too
+    assert logged.result["failed"] == "stopped after 0 of 2 rows: sequence 'Gone' has no steps"
 
 
 def test_enroll_upload_refuses_a_file_it_cannot_read(client, users):
