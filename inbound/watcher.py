@@ -288,7 +288,7 @@ def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None
                 next_refresh = time.monotonic() + refresh
                 if len(watcher.watches) != shown:
                     shown = len(watcher.watches)
-                    say(f"watching {shown} folders with IDLE" if shown else
+                    say(f"watching {shown} folder{'s' if shown != 1 else ''} with IDLE" if shown else
                         f"no IMAP mailbox configured yet: looking again every {refresh:.0f}s")
             watcher.step(timeout=0.2)
     finally:

@@ -121,7 +121,7 @@ def watch_thread_per_folder(stop: threading.Event, *, name: str | None, on_new: 
     connection.close()
     for thread in threads:
         thread.start()
-    say(f"watching {len(threads)} folders with IDLE, one thread each")
+    say(f"watching {len(threads)} folder{'s' if len(threads) != 1 else ''} with IDLE, one thread each")
     stop.wait()  # the threads are daemons, blocked in IDLE: they end with the process
 
 

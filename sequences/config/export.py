@@ -14,7 +14,13 @@ _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f"
 
 
 def _toml_string(text: str, *, multiline: bool = False) -> str:
-    """A TOML basic string; with *multiline* and a newline in *text*, a multi-line one that keeps the lines."""
+    """A TOML basic string; with *multiline* and a newline in *text*, a multi-line one that keeps the lines.
+
+    A multi-line string's line ends are plain newlines: a body typed in the browser (whose lines end in CRLF)
+    exports without a "\\r" on every line; TOML readers take CRLF there as a newline anyway, and a message's
+    lines go out with CRLF whichever way they are stored."""
+    if multiline:
+        text = text.replace("\r\n", "\n")
     out = []
     for ch in text:
         if ch in _TOML_ESCAPES:

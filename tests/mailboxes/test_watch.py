@@ -93,7 +93,7 @@ def test_the_watcher_picks_up_a_mailbox_configured_after_it_started(imap_mailbox
         assert w.polled.acquire(timeout=10), "the new mailbox was not watched"
         dovecot.append("alice", "INBOX", mails.reply(to_message_id="<x@y>", sender="someone@example.org"))
         assert w.polled.acquire(timeout=10), "IDLE on the new mailbox did not trigger a poll"
-        assert w.said[0].startswith("no IMAP mailbox configured yet") and "watching 1 folders with IDLE" in w.said
+        assert w.said[0].startswith("no IMAP mailbox configured yet") and "watching 1 folder with IDLE" in w.said
 
 
 def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox, dovecot):
