@@ -2,12 +2,16 @@
 
 The mailbox form runs it on settings not yet saved; `manage.py mailbox_check` on a stored mailbox. Each step
 carries the server's words and, where one helps, a hint. No transaction may be open around it (network I/O).
+It also reads the sending domain's SPF, DKIM and DMARC records (`domain`): shown with the check, never part of
+whether the connection passed (a record that keeps failing pauses the mailbox after a grace period instead).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dns_lookup import domain_auth_lookup
+from .domain_auth import DomainAuth, domain_of
 from .imap.errors import ImapAuthError, ImapConnectionError, ImapError
 from .imap.session import ImapSession
 from .models import Mailbox
@@ -21,6 +25,7 @@ class ConnectionCheck:
     sending: tuple[CheckStep, ...]
     reading: tuple[CheckStep, ...]
     folders: tuple[str, ...] = ()  # what the IMAP server's LIST named, for the folder picker
+    domain: DomainAuth | None = None  # the sending domain's SPF, DKIM and DMARC, in words
 
     @property
     def passed(self) -> bool:
@@ -38,10 +43,17 @@ class ConnectionCheck:
 def connection_check(mailbox: Mailbox) -> ConnectionCheck:
     """Check sending (connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM, RSET) and reading (login, LIST, EXAMINE)."""
     sending = tuple(transport_for(mailbox).check(sender=mailbox.address))
+    domain = domain_auth_for(mailbox)
     if not mailbox.has_imap:
-        return ConnectionCheck(sending, ())
+        return ConnectionCheck(sending, (), domain=domain)
     reading, folders = imap_check(mailbox)
-    return ConnectionCheck(sending, tuple(reading), tuple(folders))
+    return ConnectionCheck(sending, tuple(reading), tuple(folders), domain=domain)
+
+
+def domain_auth_for(mailbox: Mailbox) -> DomainAuth:
+    """The sending domain's SPF, DKIM (the mailbox's selector) and DMARC records, read for this mailbox."""
+    smtp_host = mailbox.smtp_host if mailbox.transport_kind == "smtp" else ""
+    return domain_auth_lookup(domain=domain_of(mailbox.address), selector=mailbox.dkim_selector, smtp_host=smtp_host)
 
 
 def imap_check(mailbox: Mailbox) -> tuple[list[CheckStep], list[str]]:

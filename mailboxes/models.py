@@ -104,6 +104,18 @@ class Mailbox(models.Model):
     guardrail_paused_at = models.DateTimeField(null=True, blank=True)  # the pause was the guardrail's
     guardrail_reason = models.TextField(blank=True)  # the figures, in words
     guardrail_silenced_until = models.DateTimeField(null=True, blank=True)
+    # Refusals that name authentication or a blocklist (550 5.7.26, 5.7.515, 5.7.1 "blocked"): a rate of sends
+    # at or above this, with at least the minimum sample, pauses the mailbox like hard bounces do.
+    guardrail_refusal_rate = models.FloatField(default=2.0)  # percent of sends
+    guardrail_refusal_min_sends = models.PositiveIntegerField(default=20)
+    # Domain authentication (mailboxes.domain_auth, sequences.services.domain_auth): the DKIM selector the
+    # provider signs with, and what the last check of SPF, DKIM and DMARC found. A check that keeps failing
+    # for OUTREACH_DOMAIN_AUTH_GRACE_HOURS pauses the mailbox; "could not check" neither starts nor ends that.
+    dkim_selector = models.CharField(max_length=63, blank=True)
+    auth_checked_at = models.DateTimeField(null=True, blank=True)
+    auth_verdict = models.CharField(max_length=10, blank=True)  # pass | fail | unknown ("" never checked)
+    auth_summary = models.TextField(blank=True)  # one line per record, in words
+    auth_failing_since = models.DateTimeField(null=True, blank=True)
     # Only a mailbox marked as a drill target may be used by `manage.py drill`.
     is_drill_target = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
@@ -165,6 +177,16 @@ class Mailbox(models.Model):
                 n = seconds // size
                 return f"{n} {unit}{'' if n == 1 else 's'}"
         return f"{seconds} seconds"
+
+    @property
+    def domain_auth_text(self) -> str:
+        """The last domain-authentication check in words (the Mailboxes page)."""
+        if self.auth_checked_at is None:
+            return "not checked yet"
+        if self.auth_failing_since is not None:
+            return f"failing since {self.auth_failing_since:%Y-%m-%d %H:%M} UTC"
+        return {"pass": "SPF, DKIM and DMARC pass", "unknown": "could not check everything"}.get(
+            self.auth_verdict, self.auth_verdict)
 
     @property
     def sending_status(self) -> str:
@@ -294,3 +316,21 @@ class ProviderEvent(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [models.UniqueConstraint(fields=["provider", "event_id"], name="providerevent_once")]
+
+
+class RefusalSignal(models.Model):
+    """A refusal of one of our messages that names authentication or a blocklist, counted against the mailbox
+    that sent it (deliverability guardrail, `sequences.services.guardrails`)."""
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="refusal_signals")
+    job = models.ForeignKey("sequences.SendJob", on_delete=models.CASCADE, related_name="refusal_signals")
+    reason = models.CharField(max_length=20)  # "authentication" | "blocklist"
+    reply = models.TextField(blank=True)  # the server's words
+    at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job"], name="refusalsignal_once_per_job")]
+        indexes = [models.Index(fields=["mailbox", "at"], name="refusalsignal_window_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.reason} refusal of job {self.job_id}"

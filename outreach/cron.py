@@ -8,7 +8,7 @@ from django.conf import settings
 from rq import cron
 
 from inbound.tasks import inbound_raw_purge, poll_all
-from sequences.tasks import api_housekeeping, dispatch, doctor, reply_view_episodes, webhooks_due
+from sequences.tasks import api_housekeeping, dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
 
 cron.register(dispatch, queue_name="default", interval=settings.OUTREACH_DISPATCH_INTERVAL)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
@@ -17,3 +17,5 @@ cron.register(webhooks_due, queue_name="default", interval=10)
 cron.register(reply_view_episodes, queue_name="default", interval=30)
 cron.register(api_housekeeping, queue_name="default", interval=3600)
 cron.register(inbound_raw_purge, queue_name="default", interval=3600)
+# Hourly pass; each mailbox's DNS is read once a day (a failing one hourly), however often schedulers restart.
+cron.register(domain_auth, queue_name="default", interval=3600)

@@ -266,6 +266,12 @@ OUTREACH_CONNECT_FAILURES_TO_BLOCK = int(os.environ.get("OUTREACH_CONNECT_FAILUR
 # A job that meets a blocked mailbox in the final check waits at least this long before it is tried again.
 OUTREACH_BLOCKED_RECHECK_SECONDS = int(os.environ.get("OUTREACH_BLOCKED_RECHECK_SECONDS", "60"))
 OUTREACH_SMTP_TIMEOUT = float(os.environ.get("OUTREACH_SMTP_TIMEOUT", "30"))
+# DNS (mailboxes.dns_lookup): the resolver of the domain-authentication check and of address verification,
+# "host[:port]" entries comma separated (empty: the system's resolver), and how long one lookup may take.
+OUTREACH_DNS_RESOLVER = os.environ.get("OUTREACH_DNS_RESOLVER", "")
+OUTREACH_DNS_TIMEOUT = float(os.environ.get("OUTREACH_DNS_TIMEOUT", "5"))
+# Hours a mailbox's domain authentication (SPF, DKIM, DMARC) may fail before the guardrail pauses the mailbox.
+OUTREACH_DOMAIN_AUTH_GRACE_HOURS = float(os.environ.get("OUTREACH_DOMAIN_AUTH_GRACE_HOURS", "72"))
 # The scheduler lease (outreach/scheduler.py): any number of `rqcron` processes run, the one holding the lease
 # enqueues. It lives this many seconds unless renewed (every quarter of it); a dead leader's work resumes
 # within 1.25 times this.

@@ -28,6 +28,9 @@ os.environ.setdefault("OUTREACH_PUBLIC_URL", "http://testserver")
 # A key of the test run only (child processes inherit it); plain http on loopback.
 os.environ.setdefault("DJANGO_SECRET_KEY", "tests-" + secrets.token_urlsafe(50))
 os.environ.setdefault("OUTREACH_HTTPS", "0")
+# No lookup leaves the machine: DNS checks say "could not check" unless a test runs its own server on loopback.
+os.environ.setdefault("OUTREACH_DNS_RESOLVER", "off")
+os.environ.setdefault("OUTREACH_DNS_TIMEOUT", "1")
 
 from .settings import *  # noqa: E402,F403
 

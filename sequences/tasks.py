@@ -22,6 +22,7 @@ from .queues import (
 )
 from .services import mailbox_health, suppressions
 from .services.doctor import enrollments_doctor
+from .services.domain_auth import domain_auth_sweep
 from .services.enrollments import ContactRow, enrollments_create_many
 from .services.mailbox_health import mailbox_probes_due
 from .services.provider_cancel import provider_cancels_stale, send_job_provider_cancel
@@ -95,6 +96,14 @@ def reply_view_episodes() -> int:
     for change in changes:
         log.warning("mailbox %s: %s", change.mailbox, change.kind)
     return len(changes)
+
+
+def domain_auth() -> dict[str, int]:
+    """Periodic: each mailbox's SPF, DKIM and DMARC once a day (a failing one hourly); pauses after the grace."""
+    counts = domain_auth_sweep()
+    if counts["failing"] or counts["paused"]:
+        log.warning("domain authentication: %s", counts)
+    return counts
 
 
 def mailbox_probe(mailbox_id: int) -> str:

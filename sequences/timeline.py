@@ -43,6 +43,11 @@ class Event(StrEnum):
     # figures; an operator's resume silences it for a stated period.
     MAILBOX_PAUSED_BY_GUARDRAIL = "mailbox_paused_by_guardrail"
     GUARDRAIL_SILENCED = "guardrail_silenced"
+    # A refusal naming authentication or a blocklist, counted by the guardrail; the domain-authentication check
+    # found the records failing, or passing again (sequences.services.domain_auth).
+    MAILBOX_REFUSAL_COUNTED = "mailbox_refusal_counted"
+    MAILBOX_DOMAIN_AUTH_FAILING = "mailbox_domain_auth_failing"
+    MAILBOX_DOMAIN_AUTH_PASSING = "mailbox_domain_auth_passing"
     # Send jobs: one per edge of the job state machine (job_<state>), plus the edges with a name of their own
     JOB_SCHEDULED = "job_scheduled"
     JOB_QUEUED = "job_queued"

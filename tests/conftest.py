@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from proving.harness.dns import SERVFAIL, ZONE, DnsServer
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot
 from proving.harness.smtp import SmtpServer
 from sequences import checkpoints
@@ -25,6 +26,14 @@ def smtp_server():
     server = SmtpServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def dns_server(settings):
+    """A local authoritative DNS server (proving.harness.dns.ZONE) that every lookup of the test goes to."""
+    with DnsServer(ZONE, servfail=SERVFAIL) as server:
+        settings.OUTREACH_DNS_RESOLVER = server.address
+        yield server
 
 
 @pytest.fixture

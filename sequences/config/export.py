@@ -60,7 +60,7 @@ def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
             continue
         if group == "oauth2" and (mailbox.auth != "oauth2" or not value):
             continue  # a password mailbox has no oauth2 table; an empty key takes the provider's default
-        if name == "esp_api_url" or value is None or (name == "ca_file" and not value):
+        if name == "esp_api_url" or value is None or (name in ("ca_file", "dkim_selector") and not value):
             continue  # the ESP's URL is fixed, never per mailbox
         if name == "guardrail_window_days":
             value = f"{value}d"

@@ -95,7 +95,7 @@ class Plan:
 # Each mailbox field and the TOML key that names it: an existing mailbox changes only in the keys a file names.
 MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "address": ("address",), "display_name": ("display_name",), "daily_cap": ("daily_cap",),
-    "is_drill_target": ("drill_target",), "ca_file": ("ca_file",),
+    "is_drill_target": ("drill_target",), "ca_file": ("ca_file",), "dkim_selector": ("dkim_selector",),
     "reply_view_max_age": ("reply_view_max_age",), "follow_ups_without_reply_view": ("follow_ups_without_reply_view",),
     "min_gap": ("min_gap",), "gap_jitter": ("gap_jitter",), "ramp_start": ("ramp", "start"),
     "ramp_step": ("ramp", "step"),
@@ -117,9 +117,11 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "guardrail_complaint_rate": ("guardrail", "complaint_rate"),
     "guardrail_complaint_min_deliveries": ("guardrail", "complaint_min_deliveries"),
     "guardrail_silence_seconds": ("guardrail", "silence_after_resume"),
+    "guardrail_refusal_rate": ("guardrail", "refusal_rate"),
+    "guardrail_refusal_min_sends": ("guardrail", "refusal_min_sends"),
 }
 GUARDRAIL_KEYS = {"window", "bounce_rate", "bounce_min_sends", "complaint_rate", "complaint_min_deliveries",
-                  "silence_after_resume"}
+                  "silence_after_resume", "refusal_rate", "refusal_min_sends"}
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
 
 
@@ -203,7 +205,7 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file", "auth", "oauth2", "guardrail",
+                                 "transport", "drill_target", "ca_file", "dkim_selector", "auth", "oauth2", "guardrail",
                                  "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter",
                                  "ramp"})
     out: dict[str, Any] = {}
@@ -253,6 +255,11 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     out["ca_file"] = reader.get(table, path, "ca_file", str, "")
     if out["ca_file"] and not Path(out["ca_file"]).is_file():
         reader.error(f"{path}.ca_file", f"no file {out['ca_file']!r}", out["ca_file"])
+    # The DKIM selector the provider signs with: the domain-authentication check reads <selector>._domainkey.
+    out["dkim_selector"] = reader.get(table, path, "dkim_selector", str, "")
+    if out["dkim_selector"] and not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?",
+                                                 out["dkim_selector"]):
+        reader.error(f"{path}.dkim_selector", "letters, digits, dots, '-' and '_' only", out["dkim_selector"])
 
     smtp = reader.get(table, path, "smtp", dict, {})
     reader.unknown(smtp, f"{path}.smtp", {"host", "port", "username", "password_env", "security"})
@@ -326,7 +333,8 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
 
 def _parse_guardrail(reader: Reader, path: str, table: dict, out: dict[str, Any]) -> None:
     """Deliverability guardrail thresholds (defaults: 3 % hard bounces after 50 sends, 0.1 % complaints after
-    1,000 deliveries, over 7 days; an operator's resume silences it for 24 hours)."""
+    1,000 deliveries, 2 % refusals naming authentication or a blocklist after 20 sends, over 7 days; an
+    operator's resume silences it for 24 hours)."""
     reader.unknown(table, path, GUARDRAIL_KEYS)
     durations = {"window": ("guardrail_window_days", "7d", 86400), "silence_after_resume":
                  ("guardrail_silence_seconds", "24h", 1)}
@@ -341,13 +349,15 @@ def _parse_guardrail(reader: Reader, path: str, table: dict, out: dict[str, Any]
             reader.error(f"{path}.window", f"{value!r} is not a whole number of days (e.g. \"7d\")", value)
         out[name] = seconds // unit
     for key, name, default in (("bounce_rate", "guardrail_bounce_rate", 3.0),
-                               ("complaint_rate", "guardrail_complaint_rate", 0.1)):
+                               ("complaint_rate", "guardrail_complaint_rate", 0.1),
+                               ("refusal_rate", "guardrail_refusal_rate", 2.0)):
         rate = reader.get(table, path, key, (int, float), default)
         if rate is not None and not 0 < rate <= 100:
             reader.error(f"{path}.{key}", f"a percentage above 0 and at most 100, got {rate}", rate)
         out[name] = float(rate if rate is not None else default)
     for key, name, default in (("bounce_min_sends", "guardrail_bounce_min_sends", 50),
-                               ("complaint_min_deliveries", "guardrail_complaint_min_deliveries", 1000)):
+                               ("complaint_min_deliveries", "guardrail_complaint_min_deliveries", 1000),
+                               ("refusal_min_sends", "guardrail_refusal_min_sends", 20)):
         count = reader.get(table, path, key, int, default)
         if count is not None and count < 1:
             reader.error(f"{path}.{key}", f"must be 1 or more, got {count}", count)

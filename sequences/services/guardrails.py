@@ -1,10 +1,17 @@
-"""Deliverability guardrails: a mailbox whose hard-bounce or complaint rate crosses its limit pauses itself.
+"""Deliverability guardrails: a mailbox whose hard-bounce, complaint or refusal rate crosses its limit, or whose
+domain authentication keeps failing, pauses itself.
 
 Where it is evaluated: where a hard bounce or a complaint is recorded.
 `suppression_add_in_transaction` calls `guardrail_record` in its own
 transaction whenever it adds a hard-bounce or complaint entry for an address,
 and every path that records one goes through it (a DSN or ARF read over IMAP,
-an SMTP 5.1.1 at RCPT, a provider's tracking webhook). The signal is counted
+an SMTP 5.1.1 at RCPT, a provider's tracking webhook). A refusal that names
+the sender's authentication or a blocklist (`mailboxes.refusals`: 5.7.26,
+5.7.515, 5.7.1 "blocked") is counted by `guardrail_refusal_record` where the
+send's failure is recorded, against the mailbox that sent, as a rate of its
+sends like hard bounces. The domain-authentication check
+(`services.domain_auth`) pauses through `guardrail_pause_locked` once its grace
+period is over. The signal is counted
 against the mailbox that last sent to the address (the evidence that we sent),
 once per message. Two cheap, indexed counts decide: the mailbox's signals in
 the window (`guardrailsignal_window_idx`) and its sends in the window
@@ -27,7 +34,8 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 
 from db.sql import DbClock, db_now
-from mailboxes.models import Mailbox
+from mailboxes.models import Mailbox, RefusalSignal
+from mailboxes.refusals import refusal_reason, refusal_words
 
 from ..loads import last_authorized_to
 from ..locks import mailbox_lock
@@ -51,6 +59,11 @@ class Figures:
     deliveries: int  # messages a transport accepted
     hard_bounces: int
     complaints: int
+    refusals: int = 0  # refusals naming authentication or a blocklist
+
+    @property
+    def refusal_rate(self) -> float:
+        return 100.0 * self.refusals / self.sends if self.sends else 0.0
 
     @property
     def bounce_rate(self) -> float:
@@ -61,7 +74,8 @@ class Figures:
         return 100.0 * self.complaints / self.deliveries if self.deliveries else 0.0
 
     def as_dict(self) -> dict:
-        rates = {"bounce_rate": round(self.bounce_rate, 3), "complaint_rate": round(self.complaint_rate, 3)}
+        rates = {"bounce_rate": round(self.bounce_rate, 3), "complaint_rate": round(self.complaint_rate, 3),
+                 "refusal_rate": round(self.refusal_rate, 3)}
         return asdict(self) | rates
 
 
@@ -76,6 +90,7 @@ def guardrail_figures(mailbox: Mailbox) -> Figures:
         deliveries=jobs.filter(state__in=(S.SUBMITTED, S.ACCEPTED)).count(),
         hard_bounces=signals.filter(kind=GuardrailSignal.Kind.HARD_BOUNCE).count(),
         complaints=signals.filter(kind=GuardrailSignal.Kind.COMPLAINT).count(),
+        refusals=RefusalSignal.objects.filter(mailbox=mailbox, at__gte=since).count(),
     )
 
 
@@ -94,6 +109,16 @@ def guardrail_crossed(mailbox: Mailbox, figures: Figures) -> str:
         return (
             f"complaint rate {figures.complaint_rate:.2f} % ({figures.complaints} of {figures.deliveries} "
             f"deliveries in the last {days}) is at or above the limit of {mailbox.guardrail_complaint_rate:g} %"
+        )
+    if (
+        figures.refusals
+        and figures.sends >= mailbox.guardrail_refusal_min_sends
+        and figures.refusal_rate >= mailbox.guardrail_refusal_rate
+    ):
+        return (
+            f"refusals naming authentication or a blocklist {figures.refusal_rate:.1f} % ({figures.refusals} of "
+            f"{figures.sends} sends in the last {days}) is at or above the limit of "
+            f"{mailbox.guardrail_refusal_rate:g} %"
         )
     return ""
 
@@ -117,7 +142,31 @@ def guardrail_record(*, email: str, kind: str) -> str:
         return ""
     figures = guardrail_figures(mailbox)  # the full counts, once, for the record of why
     why = guardrail_crossed(mailbox, figures)
-    return _pause(mailbox_id, why, figures) if why else ""
+    return _pause(mailbox_id, why, figures.as_dict()) if why else ""
+
+
+def guardrail_refusal_record(*, job: SendJob, mailbox: Mailbox, reply: str) -> str:
+    """Count a refusal of `job` that names authentication or a blocklist against `mailbox`; pause it when the
+    refusal rate crosses its limit. Any other reply counts nothing.
+
+    Requires the caller's transaction (the one that records the send's failure or hold). Returns why the
+    mailbox was paused, or ''. The same message refused again (a held job tried once more) counts once.
+    """
+    reason = refusal_reason(reply)
+    if not reason:
+        return ""
+    try:
+        with transaction.atomic():
+            RefusalSignal.objects.create(mailbox_id=mailbox.pk, job_id=job.pk, reason=reason, reply=reply[:2000])
+    except IntegrityError:
+        return ""
+    event_record(kind=Event.MAILBOX_REFUSAL_COUNTED, job=job, mailbox=mailbox.name, reason=reason,
+                 words=refusal_words(reason))
+    if mailbox.paused or (mailbox.guardrail_silenced_until and mailbox.guardrail_silenced_until > db_now()):
+        return ""
+    figures = guardrail_figures(mailbox)
+    why = guardrail_crossed(mailbox, figures)
+    return _pause(mailbox.pk, why, figures.as_dict()) if why else ""
 
 
 def _signal_add(*, job_id: int, kind: str, mailbox_id: int) -> bool:
@@ -166,19 +215,24 @@ def guardrail_may_cross(mailbox: Mailbox) -> bool:
     return False
 
 
-def _pause(mailbox_id: int, why: str, figures: Figures) -> str:
-    mailbox = mailbox_lock(mailbox_id=mailbox_id)
+def _pause(mailbox_id: int, why: str, figures: dict) -> str:
+    return guardrail_pause_locked(mailbox_lock(mailbox_id=mailbox_id), why=why, figures=figures)
+
+
+def guardrail_pause_locked(mailbox: Mailbox, *, why: str, figures: dict) -> str:
+    """Pause a (locked) mailbox for the guardrail, with why in words and the figures it read; '' when it was
+    paused already. Requires the caller's transaction; the sweep of its pending jobs runs after commit."""
     if mailbox.paused or not mailbox_move(mailbox=mailbox, to=MAILBOX_PAUSED, actor=GUARDRAIL, guardrail=why):
         return ""
     Mailbox.objects.filter(pk=mailbox.pk).update(guardrail_paused_at=DbClock(), guardrail_reason=why)
-    event_record(kind=Event.MAILBOX_PAUSED_BY_GUARDRAIL, mailbox=mailbox.name, reason=why, **figures.as_dict())
+    event_record(kind=Event.MAILBOX_PAUSED_BY_GUARDRAIL, mailbox=mailbox.name, reason=why, **figures)
     operator_log(
         actor=GUARDRAIL,
         action="mailbox_paused_by_guardrail",
         target=f"mailbox {mailbox.name}",
         kind=T.MAILBOX,
         target_id=mailbox.pk,
-        result=figures.as_dict() | {"reason": why},
+        result=figures | {"reason": why},
     )
     transaction.on_commit(lambda: enqueue_guardrail_sweep(mailbox.pk))
     return why

@@ -33,6 +33,7 @@ from ..sending_mailbox import sends_from
 from ..states import HEALTH_BLOCKED, HEALTH_OK, job_move, mailbox_health, mailbox_health_move
 from ..timeline import Event, event_record
 from .common import T, operator_log
+from .guardrails import guardrail_refusal_record
 from .sending import HELD, held_error, job_locked, retry_locked
 
 S = SendJob.State
@@ -84,6 +85,9 @@ def send_job_record_mailbox_refused(*, job_id: int, worker_id: str, error: str) 
         if job.state != S.AUTHORIZED:
             return job.state
         now = db_now()
+        # A refusal naming authentication or a blocklist (5.7.26 at RCPT) also counts toward the guardrail, once
+        # per message however often the held message meets it again.
+        guardrail_refusal_record(job=job, mailbox=mailbox, reply=error)
         _block_locked(mailbox, reason=error, now=now)
         _hold(job, mailbox, worker_id=worker_id, error=error, now=now)
         return S.SCHEDULED

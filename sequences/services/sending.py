@@ -35,6 +35,7 @@ from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
 from ..states import job_move
 from ..timeline import Event, event_record, iso
 from ..window import mailbox_next_open
+from .guardrails import guardrail_refusal_record
 from .provider_cancel import early_handoff_due, provider_cancel_request
 from .scheduling import schedule_next
 from .stops import enrollment_stop_after_failure
@@ -335,6 +336,8 @@ def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_boun
             job_move(job=job, to=S.FAILED, worker_id=worker_id, fields={"error": error, "lease_until": None},
                      error=error, hard_bounce=hard_bounce)
             enrollment_stop_after_failure(enrollment, job=job)
+            # A refusal naming the sender's authentication or a blocklist counts toward the mailbox's guardrail.
+            guardrail_refusal_record(job=job, mailbox=locked.mailbox, reply=error)
 
 
 def send_job_record_unpreparable(*, job_id: int, worker_id: str, error: str) -> bool:

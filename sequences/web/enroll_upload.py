@@ -23,6 +23,7 @@ from django.urls import reverse
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from mailboxes.address_check import rows_verify
 from sequences.contact_rows import NAMED, FileRefused, column_field, decode, row_check
 
 from ..models import Sequence
@@ -80,6 +81,14 @@ class Upload:
 class Parsed:
     rows: list[ContactRow] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason): rows that cannot be enrolled
+    flagged: list[tuple[int, str]] = field(default_factory=list)  # (line, note): enrolled, with a note (--verify)
+
+    def verify(self) -> Parsed:
+        """Address verification (DNS, once per domain): refused rows move to `rejected`, notes to `flagged`."""
+        verified = rows_verify(self.rows)
+        self.rows, self.flagged = verified.kept, verified.flagged
+        self.rejected = sorted(self.rejected + verified.refused)
+        return self
 
 
 def guess_mapping(header: list[str]) -> list[str]:
@@ -207,8 +216,11 @@ def enroll_map(request, pk: int, token: str):
                 column_samples(upload), strict=True)
         ),
     }
+    verify = request.GET.get("verify") == "1"
+    context["verify"] = verify
     if mapping is not None and not error:
-        context["dry_run"] = dry_run(sequence, parse(upload, mapping))
+        parsed = parse(upload, mapping)
+        context["dry_run"] = dry_run(sequence, parsed.verify() if verify else parsed)
         context["mapping"] = mapping
     return render(request, "ui/enroll_map.html", context, status=400 if error else 200)
 
@@ -245,6 +257,7 @@ def dry_run(sequence: Sequence, parsed: Parsed) -> dict:
         "n_suppressed": len(suppressed),
         "already": enrolled[:SHOWN_REJECTED],
         "n_already": len(enrolled),
+        "flagged": parsed.flagged[:SHOWN_REJECTED],
     }
 
 
@@ -261,6 +274,8 @@ def enroll_run(request, pk: int, token: str):
     if started is not None:
         return redirect("enroll_status", pk=pk, job_id=started.decode())
     parsed = parse(upload, mapping)
+    if request.POST.get("verify") == "1":
+        parsed.verify()
     actor = request.user.get_username()
     try:
         job = _redis().enqueue(

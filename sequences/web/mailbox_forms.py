@@ -46,7 +46,8 @@ SECURITY_CHOICES = [(Security.NONE, "none"), (Security.STARTTLS, "STARTTLS"), (S
 # The columns the form writes (besides the sealed secrets).
 FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "smtp_security", "smtp_username",
           "smtp_password_env", "imap_host", "imap_port", "imap_security", "imap_username", "imap_password_env",
-          "imap_folders", "ca_file", "daily_cap", "window_days", "window_start", "window_end", "window_timezone",
+          "imap_folders", "ca_file", "dkim_selector", "daily_cap", "window_days", "window_start", "window_end",
+          "window_timezone",
           "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter", "ramp_start", "ramp_step",
           "oauth2_provider", "oauth2_client_id",
           "oauth2_token_url", "oauth2_authorize_url", "oauth2_userinfo_url", "oauth2_scope")
@@ -95,6 +96,12 @@ class MailboxForm(forms.Form):
                                         help_text="comma separated, e.g. INBOX, Bounces")
     ca_file = forms.CharField(max_length=500, required=False, label="Private CA",
                               help_text="a PEM file on the server trusted for SMTP and IMAP TLS (empty: the system's)")
+
+    dkim_selector = forms.RegexField(
+        regex=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$", max_length=63, required=False,
+        label="DKIM selector", error_messages={"invalid": "letters, digits, dots, - and _ only"},
+        help_text="the selector your provider signs with, e.g. google or selector1; the check reads "
+                  "<selector>._domainkey.<your domain>")
 
     daily_cap = forms.IntegerField(min_value=0, label="Daily cap", initial=200)
     window_days = forms.MultipleChoiceField(choices=[(d, d.capitalize()) for d in DAYS], required=False,

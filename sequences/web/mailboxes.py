@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from db.sql import db_now
 from mailboxes.checks import ConnectionCheck, connection_check
+from mailboxes.domain_auth import DomainAuth, Verdict
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.sealed import encryption_ready, seal
 from mailboxes.secrets import SecretRefused
@@ -40,6 +41,7 @@ from sequences.permissions import OPERATE, VIEW_INBOUND, VIEW_MAILBOX
 from sequences.selectors import jobs_with_labels
 from sequences.sending_mailbox import sends_from
 from sequences.services import stops
+from sequences.services.domain_auth import mailbox_domain_auth_check, mailbox_domain_auth_record
 from sequences.services.mailbox_health import mailbox_probe
 from sequences.services.mailbox_setup import mailbox_form_checked, mailbox_save, mailbox_signed_in
 from sequences.web import rows
@@ -87,9 +89,10 @@ def mailbox_check(request, pk: int):
     """Try every step of sending (no message is sent); a blocked mailbox whose check passes is unblocked."""
     mailbox = get_object_or_404(Mailbox, pk=pk)
     result = mailbox_probe(mailbox_id=pk, actor=request.user.get_username(), forced=True)
+    domain = mailbox_domain_auth_check(mailbox_id=pk, actor=request.user.get_username())
     request.session["ui-check:mailbox"] = {
         "mailbox": mailbox.name, "text": result.text,
-        "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps],
+        "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps] + _domain_steps(domain),
     }
     return redirect("mailbox_list")
 
@@ -159,12 +162,15 @@ def _mailbox_form(request, mailbox: Mailbox | None):
         pk = mailbox_save(mailbox_id=mailbox.pk if mailbox else None, fields=form.column_values(), sealed=pending,
                           actor=actor, check=result.text, check_passed=result.passed)
         request.session.pop(key, None)
+        if result.domain is not None:
+            mailbox_domain_auth_record(mailbox_id=pk, report=result.domain, actor=actor)
         if result.passed and mailbox is not None and mailbox.blocked_at:
             mailbox_probe(mailbox_id=pk, actor=actor, forced=True)  # its held messages go through the final check
         request.session["ui-check:mailbox"] = {
             "mailbox": form.cleaned_data["name"],
             "text": ("Saved. " if result.passed else "Saved, and blocked until a check passes. ") + result.text,
-            "steps": [{"step": f"{part} {s.step}", "ok": s.ok, "detail": s.detail} for part, s in _steps(result)],
+            "steps": [{"step": f"{part} {s.step}", "ok": s.ok, "detail": s.detail} for part, s in _steps(result)]
+            + _domain_steps(result.domain),
         }
         return redirect("mailbox_list")
     mailbox_form_checked(mailbox_id=mailbox.pk if mailbox else None, name=form.cleaned_data["name"], actor=actor,
@@ -184,6 +190,12 @@ def _candidate(mailbox: Mailbox | None, fields: dict, sealed: dict[str, str]) ->
     return candidate
 
 
+def _domain_steps(domain: DomainAuth | None) -> list[dict]:
+    """The domain's records as check steps ("could not check" is not a failure)."""
+    return [{"step": f"DNS {c.record}", "ok": c.verdict != Verdict.FAIL, "detail": c.words}
+            for c in (domain.checks if domain else ())]
+
+
 def _steps(result: ConnectionCheck) -> list[tuple[str, object]]:
     return [("SMTP", s) for s in result.sending] + [("IMAP", s) for s in result.reading]
 
@@ -200,6 +212,7 @@ def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: Co
         ("Reading replies (IMAP)", ["imap_enabled", "imap_host", "imap_port", "imap_security", "imap_username",
                                     "imap_password", "imap_password_env", "imap_folders", "imap_folders_more"]),
         ("TLS", ["ca_file"]),
+        ("Domain authentication", ["dkim_selector"]),
         ("Limits", ["daily_cap", "window_days", "window_start", "window_end", "window_timezone"]),
         ("Pace", ["min_gap", "gap_jitter", "ramp_start", "ramp_step"]),
         ("Reply view", ["reply_view_max_age", "follow_ups_without_reply_view"]),

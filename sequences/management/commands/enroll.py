@@ -11,6 +11,7 @@ from typing import TextIO
 
 from django.core.management.base import BaseCommand, CommandError
 
+from mailboxes.address_check import rows_verify
 from sequences.contact_rows import FileRefused, decode, header_columns, row_check
 from sequences.models import Sequence
 from sequences.services.common import ServiceError
@@ -63,10 +64,14 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=1000, help="rows per transaction (default 1000)")
         parser.add_argument("--progress-every", type=int, default=10000,
                             help="when stdout is not a terminal, a progress line to stderr every N rows (0: none)")
+        parser.add_argument("--verify", action="store_true",
+                            help="check each address first: a domain that does not exist (or takes no mail) is "
+                                 "refused with its line; role accounts (info@, sales@ …) and domains that could "
+                                 "not be looked up are enrolled and listed")
         parser.add_argument("file", help="CSV file (UTF-8)")
 
     def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, allow_missing,
-               **options):
+               verify=False, **options):
         seq = Sequence.objects.filter(name=sequence).first()
         if seq is None:
             raise CommandError(f"no sequence named {sequence!r}")
@@ -114,6 +119,13 @@ class Command(BaseCommand):
                 seen[row.email] = line
                 rows.append(row)
             line = reader.line_num + 1
+
+        if verify:
+            verified = rows_verify(rows)  # DNS, once per domain, before anything is written
+            rows = verified.kept
+            errors.extend(verified.refused)
+            for line_no, note in verified.flagged:
+                self.stdout.write(f"line {line_no}: {note}; not refused for this")
 
         progress = Progress(len(rows), self.stdout, self.stderr, tty=self.stdout.isatty(), every=progress_every)
         total = BatchResult()

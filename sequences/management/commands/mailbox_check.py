@@ -7,13 +7,15 @@ from django.core.management.base import BaseCommand, CommandError
 from mailboxes.checks import imap_check
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
+from sequences.services.domain_auth import mailbox_domain_auth_check
 from sequences.services.mailbox_health import mailbox_probe
 
 
 class Command(BaseCommand):
     help = ("Check a mailbox's connections without sending: SMTP (connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM, "
             "RSET) and IMAP (login, LIST, EXAMINE each folder); with auth = oauth2 the access token first. "
-            "A blocked mailbox whose check passes is unblocked.")
+            "A blocked mailbox whose check passes is unblocked. Also reads the sending domain's SPF, DKIM and "
+            "DMARC records and records what they say (a failing record is listed, not counted as a failed step).")
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the mailbox name")
@@ -34,6 +36,9 @@ class Command(BaseCommand):
             steps += [("IMAP", step) for step in imap_check(mailbox)[0]]
         for part, step in steps:
             self.stdout.write(f"{'ok  ' if step.ok else 'FAIL'} {step.step:<14} {part}: {step.detail}")
+        for record in mailbox_domain_auth_check(mailbox_id=mailbox.pk, actor="command").checks:
+            mark = {"pass": "ok  ", "fail": "WARN"}.get(record.verdict, "?   ")
+            self.stdout.write(f"{mark} {'DNS':<14} {record.line}")
         failed = sum(not step.ok for _, step in steps)
         if failed:
             raise CommandError(f"{failed} step{'s' if failed > 1 else ''} failed")
