@@ -24,12 +24,15 @@ from django.db import transaction
 
 from db.sql import DbClock
 from mailboxes.models import ProviderEvent
+from mailboxes.refusals import refusal_reason, refusal_words
 
 from ..models import SendJob, Suppression
 from ..selectors import normalize_email, suppression_active_for
+from ..sending_mailbox import enrollment_mailbox
 from ..states import job_move
 from ..timeline import Event, event_record, iso
 from .common import ServiceError
+from .guardrails import guardrail_refusal_record
 from .suppressions import suppression_add_in_transaction
 
 S = SendJob.State
@@ -158,6 +161,18 @@ def _event_apply(event: TrackingEvent, job: SendJob | None) -> str:
     kind = event.event_type
     if kind == "delivered":
         return _job_delivered(job, event)
+    if kind in ("bounced", "rejected", "failed") and refusal_reason(note):
+        # The ESP relays a receiver's refusal naming authentication or a blocklist (5.7.26, 5.7.515, "blocked"):
+        # the guardrail counts it against the mailbox that sent, as it does for an SMTP refusal.
+        paused = guardrail_refusal_record(job=job, mailbox=enrollment_mailbox(job.enrollment), reply=note)
+        effect = f"{refusal_words(refusal_reason(note))}: counted by the guardrail"
+        return "; ".join([effect + (f" (mailbox paused: {paused})" if paused else ""), _event_apply_rest(
+            event, job, email=email, source=source, note=note)])
+    return _event_apply_rest(event, job, email=email, source=source, note=note)
+
+
+def _event_apply_rest(event: TrackingEvent, job: SendJob, *, email: str, source: str, note: str) -> str:
+    kind = event.event_type
     if kind == "bounced":
         if not event.hard_bounce:
             return "soft bounce: recorded, no suppression"

@@ -163,7 +163,8 @@ def _mailbox_form(request, mailbox: Mailbox | None):
                           actor=actor, check=result.text, check_passed=result.passed)
         request.session.pop(key, None)
         if result.domain is not None:
-            mailbox_domain_auth_record(mailbox_id=pk, report=result.domain, actor=actor)
+            # On the mailbox (and its timeline); the operator log's entry is the save's own.
+            mailbox_domain_auth_record(mailbox_id=pk, report=result.domain)
         if result.passed and mailbox is not None and mailbox.blocked_at:
             mailbox_probe(mailbox_id=pk, actor=actor, forced=True)  # its held messages go through the final check
         request.session["ui-check:mailbox"] = {

@@ -10,6 +10,7 @@ from mailboxes.refusals import AUTHENTICATION, BLOCKLIST, refusal_reason
 from proving.harness.smtp import Behaviour
 from sequences.models import OperatorAction, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
+from sequences.services.provider_events import TrackingEvent, provider_event_record
 from sequences.services.sending import dispatch_due
 from sequences.timeline import Event
 from tests.factories import MailboxFactory, enroll, make_sequence
@@ -61,3 +62,18 @@ def test_a_content_refusal_counts_nothing(smtp_server):
     assert [o.state for o in send_all(mailbox, 4)] == [S.FAILED] * 4
     mailbox.refresh_from_db()
     assert not mailbox.paused and not RefusalSignal.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_esp_bounce_naming_a_blocklist_counts_too(smtp_server):
+    mailbox = MailboxFactory(smtp_port=smtp_server.port, guardrail_refusal_min_sends=1, guardrail_refusal_rate=50)
+    [outcome] = send_all(mailbox, 1)
+    SendJob.objects.filter(pk=outcome.job_id).update(provider_message_id="pm-1")
+    effect = provider_event_record(event=TrackingEvent(
+        provider="sendgrid", event_id="ev-1", event_type="bounced", message_id="pm-1", recipient="p0@example.com",
+        description="550 5.7.1 Client host [192.0.2.1] blocked using zen.spamhaus.org"))
+    assert effect.startswith("refused because the sender is on a blocklist or has a poor reputation: counted by "
+                             "the guardrail (mailbox paused: refusals naming authentication or a blocklist 100.0 %")
+    assert RefusalSignal.objects.get(job_id=outcome.job_id).reason == BLOCKLIST
+    mailbox.refresh_from_db()
+    assert mailbox.paused
