@@ -14,10 +14,14 @@ from db.sql import db_now
 from mailboxes.dns_lookup import domain_auth_lookup
 from mailboxes.domain_auth import Answer, Lookup, Verdict, dmarc_check, spf_check
 from mailboxes.models import Mailbox
+from sequences.config.apply import config_apply
+from sequences.config.export import sequence_export_toml
+from sequences.config.parse import parse
+from sequences.config.validate import ConfigError
 from sequences.models import OperatorAction, TimelineEvent
 from sequences.services.domain_auth import domain_auth_due, domain_auth_sweep, mailbox_domain_auth_check
 from sequences.timeline import Event
-from tests.factories import MailboxFactory
+from tests.factories import MailboxFactory, make_sequence
 
 
 def words(domain: str, selector: str = "s1", smtp_host: str = "smtp.gmail.com") -> dict[str, tuple[str, str]]:
@@ -131,3 +135,39 @@ def test_the_connection_check_and_the_mailboxes_page_show_the_domain(dns_server,
 
     call_command("mailbox_check", mailbox.name, stdout=(out := __import__("io").StringIO()))
     assert "WARN DNS            SPF: missing" in out.getvalue()
+
+
+def test_the_dkim_selector_and_the_refusal_limits_are_toml_keys_and_exported(db):
+    config_apply(parse("""
+[[mailbox]]
+name = "sales"
+address = "sales@good.test"
+dkim_selector = "s1"
+
+[mailbox.guardrail]
+refusal_rate = 5
+refusal_min_sends = 10
+"""))
+    mailbox = Mailbox.objects.get(name="sales")
+    assert (mailbox.dkim_selector, mailbox.guardrail_refusal_rate, mailbox.guardrail_refusal_min_sends) == ("s1", 5, 10)
+    exported = sequence_export_toml(make_sequence(mailbox=mailbox, steps=1))
+    assert 'dkim_selector = "s1"' in exported and "refusal_min_sends = 10" in exported
+    with pytest.raises(ConfigError, match="dkim_selector"):
+        parse('[[mailbox]]\nname = "x"\naddress = "x@good.test"\ndkim_selector = "bad selector"\n')
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_add_mailbox_check_shows_the_records_and_save_keeps_the_selector(dns_server, smtp_server,
+                                                                              django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
+    data = {"preset": "other", "name": "sales", "address": "sales@bad.test", "auth": "password",
+            "smtp_host": "127.0.0.1", "smtp_port": smtp_server.port, "smtp_security": "none", "imap_port": 143,
+            "imap_security": "none", "daily_cap": 50, "window_timezone": "UTC", "dkim_selector": "s1",
+            "follow_ups_without_reply_view": "on", "action": "check"}
+    page = client.post("/mailboxes/new/", data).content.decode()
+    assert "DKIM: the record at s1._domainkey.bad.test has an empty p= (the key was revoked)." in page
+    client.post("/mailboxes/new/", {**data, "action": "save_anyway"})  # (the test server asks for no password)
+    mailbox = Mailbox.objects.get(name="sales")
+    assert (mailbox.dkim_selector, mailbox.auth_verdict) == ("s1", "fail")
+    assert mailbox.auth_summary.startswith("SPF: 2 SPF records on bad.test;")
