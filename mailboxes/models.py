@@ -185,7 +185,7 @@ class Mailbox(models.Model):
             return "not checked yet"
         if self.auth_failing_since is not None:
             return f"failing since {self.auth_failing_since:%Y-%m-%d %H:%M} UTC"
-        return {"pass": "SPF, DKIM and DMARC pass", "unknown": "could not check everything"}.get(
+        return {"pass": "SPF, DKIM and DMARC pass", "unknown": "not every record could be checked"}.get(
             self.auth_verdict, self.auth_verdict)
 
     @property
