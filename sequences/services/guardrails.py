@@ -5,17 +5,19 @@ Where it is evaluated: where a hard bounce or a complaint is recorded.
 `suppression_add_in_transaction` calls `guardrail_record` in its own
 transaction whenever it adds a hard-bounce or complaint entry for an address,
 and every path that records one goes through it (a DSN or ARF read over IMAP,
-an SMTP 5.1.1 at RCPT, a provider's tracking webhook). A refusal that names
-the sender's authentication or a blocklist (`mailboxes.refusals`: 5.7.26,
-5.7.515, 5.7.1 "blocked") is counted by `guardrail_refusal_record` where the
-send's failure is recorded, against the mailbox that sent, as a rate of its
-sends like hard bounces. The domain-authentication check
-(`services.domain_auth`) pauses through `guardrail_pause_locked` once its grace
-period is over. The signal is counted
+an SMTP 5.1.1 at RCPT, a provider's tracking webhook). The signal is counted
 against the mailbox that last sent to the address (the evidence that we sent),
 once per message. Two cheap, indexed counts decide: the mailbox's signals in
 the window (`guardrailsignal_window_idx`) and its sends in the window
 (`sendjob_authorized_idx`).
+
+A refusal that names the sender's authentication or a blocklist
+(`mailboxes.refusals`: 5.7.26, 5.7.515, 5.7.1 "blocked") is counted by
+`guardrail_refusal_record` where the send's failure or hold is recorded (or a
+provider's bounce event relays it), against the mailbox that sent, once per
+message, as a rate of its sends like hard bounces (`refusalsignal_window_idx`).
+The domain-authentication check (`services.domain_auth`) pauses through
+`guardrail_pause_locked` once its grace period is over.
 
 Lock order: the caller holds the address's enrollments; the mailbox row is
 locked next, as the final check does. The pause is the mailbox state
