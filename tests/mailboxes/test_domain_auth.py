@@ -3,6 +3,7 @@ on the mailbox, and a mailbox paused once its records have failed for the grace 
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
@@ -130,10 +131,10 @@ def test_the_connection_check_and_the_mailboxes_page_show_the_domain(dns_server,
     assert "DNS DMARC: missing — Gmail and Outlook reject bulk mail without it." in page
     mailbox.refresh_from_db()
     assert mailbox.auth_failing_since is not None
-    assert (f'<span id="domain-auth-{mailbox.name}">Domain authentication: failing since '
-            f'{mailbox.auth_failing_since:%Y-%m-%d %H:%M} UTC</span>') in page
+    assert (f'<div class="small" id="domain-auth-{mailbox.name}">Domain authentication: failing since '
+            f'{mailbox.auth_failing_since:%Y-%m-%d %H:%M} UTC<br><span class="muted">SPF: missing') in page
 
-    call_command("mailbox_check", mailbox.name, stdout=(out := __import__("io").StringIO()))
+    call_command("mailbox_check", mailbox.name, stdout=(out := io.StringIO()))
     assert "WARN DNS            SPF: missing" in out.getvalue()
 
 
