@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from db.sql import DbClock, db_now
 from mailboxes.models import ImapCursor, Mailbox
 
 from .digests import address_digest
-from .models import Enrollment, ErasedAddress, SendJob, Step, Suppression
+from .models import Enrollment, ErasedAddress, SendJob, Step, StepVariant, Suppression
 from .selectors import normalize_email
 from .sending_mailbox import sends_from
 from .states import LEFT
@@ -28,7 +29,9 @@ from .states import LEFT
 # What every transaction of the pipeline needs of a job, loaded with it: the enrollment's own mailbox (the
 # services always set it; a row written without them reads its sequence's mailbox when asked, see
 # sequences.sending_mailbox). Each model joined here costs the ORM's compilation of its columns, every read.
-JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence", "step")
+# The job's A/B variant comes in the same statement: the final check reads its stopped flag from it, as it
+# reads the sequence's status (a draft holds the job) from the sequence joined here.
+JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence", "step", "variant")
 
 
 def jobs_loaded(*related: str) -> QuerySet[SendJob]:
@@ -112,12 +115,13 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
 
 
 def sent_before(job: SendJob) -> list[tuple[str, str, bool, int]]:
-    """The enrollment's earlier messages that really left, oldest step first: (Message-ID, subject template,
-    threaded, position), what a follow-up threads under (`sequences.messages.thread_of`). One statement."""
+    """The enrollment's earlier messages that really left, oldest step first: (Message-ID, subject template (its
+    variant's, if it had one), threaded, position), what a follow-up threads under (`sequences.messages.thread_of`).
+    One statement."""
     return list(
         SendJob.objects.filter(LEFT, enrollment_id=job.enrollment_id, step__position__lt=job.step.position)
         .order_by("step__position", "pk")
-        .values_list("message_id", "step__subject", "step__thread", "step__position")
+        .values_list("message_id", Coalesce("variant__subject", "step__subject"), "step__thread", "step__position")
     )
 
 
@@ -136,8 +140,10 @@ def enrollment_jobs(enrollment_id: int) -> list[SendJob]:
 def enrollment_progress(enrollment: Enrollment) -> tuple[list[Step], list[SendJob], datetime]:
     """Every step of the enrollment's sequence (by position), the enrollment's jobs that are not canceled (by
     id, each with its step), and the database clock: what the enrollment sends next
-    (`sequences.services.scheduling`). The caller holds the enrollment lock."""
-    steps = list(Step.objects.filter(sequence_id=enrollment.sequence_id).order_by("position"))
+    (`sequences.services.scheduling`). The caller holds the enrollment lock. Each step says, in the same
+    statement, whether it has A/B variants (`has_variants`): only then are they read."""
+    steps = list(Step.objects.filter(sequence_id=enrollment.sequence_id).order_by("position")
+                 .annotate(has_variants=Exists(StepVariant.objects.filter(step_id=OuterRef("pk")))))
     by_id = {step.pk: step for step in steps}
     jobs = list(SendJob.objects.filter(enrollment_id=enrollment.pk).exclude(state=SendJob.State.CANCELED)
                 .order_by("pk"))

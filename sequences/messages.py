@@ -12,6 +12,7 @@ read when a message cannot be built, and the pipeline ends the job with it.
 from __future__ import annotations
 
 import functools
+import random
 import re
 from dataclasses import dataclass
 from email import policy
@@ -30,9 +31,9 @@ from .models import SendJob
 from .sending_mailbox import enrollment_mailbox
 from .tokens import unsubscribe_url
 
-# The whole template language of a step: control flow and text filters. No include, load, extends, debug,
-# ssi, url, csrf_token (nothing that reads files, other templates, settings or the request).
-TAGS = ("if", "for", "with", "firstof", "comment", "now", "cycle")
+# The whole template language of a step: control flow and text filters, and our `spin`. No include, load,
+# extends, debug, ssi, url, csrf_token (nothing that reads files, other templates, settings or the request).
+TAGS = ("if", "for", "with", "firstof", "comment", "now", "cycle", "spin")
 FILTERS = (
     "default", "default_if_none", "upper", "lower", "title", "capfirst", "first", "last", "join", "length",
     "pluralize", "yesno", "truncatewords", "truncatechars", "cut", "date", "time", "add", "wordwrap", "slice",
@@ -42,7 +43,7 @@ FILTERS = (
 FALLBACKS = (defaultfilters.default, defaultfilters.default_if_none)
 
 _library = Library()
-_library.tags.update({name: defaulttags.register.tags[name] for name in TAGS})
+_library.tags.update({name: defaulttags.register.tags[name] for name in TAGS if name != "spin"})
 _library.filters.update({name: defaultfilters.register.filters[name] for name in FILTERS})
 
 # Bounds of a step's output, so that a short template cannot make a huge mail or hold a worker: a width a
@@ -154,6 +155,36 @@ class _LoopCount(Node):
         return ""
 
 
+# Spintax: `{% spin "Hi|Hello|Hey" %}` writes one of the options, the same one every time for the same person
+# (seeded by the enrollment: a retry or a preview shows what was sent), and independently per spin of a template.
+# The options are plain text (no variables inside), at most MAX_SPIN_OPTIONS of them.
+SPIN_SEED = "__spin_seed"  # a context key no template can name (a variable may not start with "_")
+MAX_SPIN_OPTIONS = 50
+
+
+class _SpinNode(Node):
+    def __init__(self, options: list[str], index: int):
+        self.options, self.index = options, index
+
+    def render(self, context):
+        seed = context.get(SPIN_SEED, 0)
+        # random.Random seeds a str through SHA-512: the same choice in every process (not Python's hash()).
+        return random.Random(f"{seed}:{self.index}:{'|'.join(self.options)}").choice(self.options)
+
+
+@_library.tag("spin")
+def _spin(parser, token):
+    bits = token.split_contents()
+    if len(bits) != 2 or len(bits[1]) < 2 or bits[1][0] not in "\"'" or bits[1][-1] != bits[1][0]:
+        raise TemplateSyntaxError('spin takes one quoted list of options: {% spin "Hi|Hello|Hey" %}')
+    options = bits[1][1:-1].split("|")
+    if len(options) < 2 or len(options) > MAX_SPIN_OPTIONS:
+        raise TemplateSyntaxError(f"spin needs 2 to {MAX_SPIN_OPTIONS} options separated by |")
+    index = parser.__dict__.get("outreach_spins", 0)  # the spins of one template are numbered in order
+    parser.__dict__["outreach_spins"] = index + 1
+    return _SpinNode(options, index)
+
+
 class _StrictVariableNode(VariableNode):
     """`{{ name }}` that refuses an undefined or empty value unless a filter gives the fallback."""
 
@@ -193,15 +224,16 @@ def _compiled(text: str):
     return compile_template(text)
 
 
-def render(template: str, context: dict) -> str:
+def render(template: str, context: dict, *, seed: int = 0) -> str:
     """Render a step's text for one contact, as a plain str; MissingValue names an undefined or empty variable.
+    `seed` (the enrollment's id) picks each `spin`'s option for this person.
 
     Django marks a template's output safe for HTML (a SafeString). A step's output is mail text holding
     whatever a contact's fields hold, so it is returned as a plain str: a page that shows it escapes it.
     """
     compiled = _compiled(template)  # TemplateSyntaxError: the template itself is wrong
     try:
-        text = compiled.render(Context(context, autoescape=False))
+        text = compiled.render(Context({**context, SPIN_SEED: seed}, autoescape=False))
     except PrepareError:
         raise
     except Exception as exc:  # noqa: BLE001 - rendering is pure (plain values in): a failure is the values' or a filter's
@@ -351,6 +383,16 @@ class PreparedMessage:
     data: bytes
 
 
+def step_texts(job: SendJob) -> tuple[str, str]:
+    """The subject and body templates a job sends: its A/B variant's, or its step's own."""
+    if job.variant_id is not None:
+        return job.variant.subject, job.variant.body
+    if not job.step.body.strip():
+        raise PrepareError(f"step {job.step.position} has no text of its own and none of its A/B variants is "
+                           "running: start or add a variant, then retry")
+    return job.step.subject, job.step.body
+
+
 def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessage:
     """Render subject and body, thread it under earlier steps, add List-Unsubscribe; PrepareError says why not.
 
@@ -362,9 +404,11 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     contact = job.enrollment.contact
     mailbox = enrollment_mailbox(job.enrollment)
     context = contact_context(contact)
+    subject_text, body_text = step_texts(job)
+    seed = job.enrollment_id
     try:
-        subject = " ".join(render(job.step.subject, context).split())
-        body = render(job.step.body, context)
+        subject = " ".join(render(subject_text, context, seed=seed).split())
+        body = render(body_text, context, seed=seed)
     except (TemplateSyntaxError, TemplateFailed) as exc:  # a template saved around the validation (straight into
         # the table), or a filter failing on this contact's values: the job ends with the reason, never a crash
         raise PrepareError(f"template error in step {job.step.position}: {exc}") from None
@@ -378,7 +422,7 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     if thread:
         headers += [("In-Reply-To", thread[-1][0]), ("References", " ".join(mid for mid, _ in thread))]
         if not subject:
-            first = " ".join(render(thread[0][1], context).split())
+            first = " ".join(render(thread[0][1], context, seed=seed).split())
             subject = "Re: " + REPLY_PREFIX.sub("", first) if first else ""
     else:
         # Not a reply to anything of ours that left: a "Re:" in the step's own subject would fake one.

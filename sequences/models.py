@@ -38,6 +38,9 @@ class Contact(models.Model):
 
 class Sequence(models.Model):
     class Status(models.TextChoices):
+        # A draft takes enrollments but sends nothing until an operator launches it (draft -> active, once):
+        # the dispatcher leaves its jobs alone and the final check holds them.
+        DRAFT = "draft", "Draft"
         ACTIVE = "active", "Active"
         PAUSED = "paused", "Paused"
 
@@ -86,6 +89,34 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sequence.name} #{self.position}"
+
+
+class StepVariant(models.Model):
+    """One version of a step's text in an A/B test. A step with variants sends theirs, never its own text.
+
+    Each job of the step carries the variant it was given when it was created (`sequences.variants`), by
+    weight among the variants not stopped. An operator's stop (`stopped_at`) is read by the final check with
+    the job itself: a job of a stopped variant is refused and its step given to a remaining variant.
+    """
+
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="variants")
+    name = models.CharField(max_length=40)  # "A", "B", "short subject"
+    subject = models.TextField(blank=True)  # Django template, as a step's
+    body = models.TextField()  # Django template
+    weight = models.PositiveIntegerField(default=1)  # share of the people, against the other running variants
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    stopped_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["step", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["step", "name"], name="stepvariant_unique_name"),
+            models.CheckConstraint(condition=Q(weight__gte=1), name="stepvariant_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step} variant {self.name}"
 
 
 class Enrollment(models.Model):
@@ -159,6 +190,11 @@ class SendJob(models.Model):
 
     enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="jobs")
     step = models.ForeignKey(Step, on_delete=models.PROTECT, related_name="jobs")
+    # The A/B variant of the step this job sends, chosen when the job was created; null: the step's own text.
+    # No index of its own (each one is written again by every move of a job): the reads by variant go through
+    # the step's index first (`sequences.variants`).
+    variant = models.ForeignKey(StepVariant, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs",
+                                db_index=False)
     state = models.CharField(max_length=12, choices=State.choices, default=State.SCHEDULED)
     version = models.PositiveIntegerField(default=1)
 

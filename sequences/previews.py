@@ -24,7 +24,7 @@ from .messages import (
     message_bytes,
     render,
 )
-from .models import Contact, Step
+from .models import Contact, Enrollment, Step, StepVariant
 
 TEST_PREFIX = "[Test] "
 TEST_HEADER = "X-Outreach-Test"
@@ -62,23 +62,39 @@ def _fallbacks_used(text: str, context: dict) -> list[str]:
 
 
 def _first_subject(step: Step) -> str:
-    return step.sequence.steps.filter(position=1).values_list("subject", flat=True).first() or ""
+    first = step.sequence.steps.filter(position=1).first()
+    return _texts(first, None)[0] if first is not None else ""
 
 
-def step_preview(*, step: Step, contact: Contact) -> Preview:
-    """Subject and body of *step* for *contact*; each field's error names what is missing or wrong."""
+def _texts(step: Step, variant: StepVariant | None) -> tuple[str, str]:
+    """The subject and body shown: the variant's; for a step with variants and none given, its first running one."""
+    if variant is None and not step.body.strip():
+        variant = step.variants.filter(stopped_at__isnull=True).order_by("id").first()
+    return (variant.subject, variant.body) if variant is not None else (step.subject, step.body)
+
+
+def _seed(step: Step, contact: Contact) -> int:
+    """What a real message's spins are seeded with: the contact's enrollment in the sequence (its id), if any."""
+    return Enrollment.objects.filter(sequence_id=step.sequence_id, contact=contact).values_list("pk", flat=True
+                                                                                                ).first() or 0
+
+
+def step_preview(*, step: Step, contact: Contact, variant: StepVariant | None = None) -> Preview:
+    """Subject and body of *step* (or of one of its A/B variants) for *contact*, each spin as that contact gets it;
+    each field's error names what is missing or wrong."""
     preview = Preview()
     try:
         context = contact_context(contact)
     except PrepareError as exc:
         preview.errors.append(f"Contact: {exc}")
         return preview
-    subject = step.subject
+    subject, body = _texts(step, variant)
+    seed = _seed(step, contact)
     if not subject.strip() and step.thread and step.position > 1:
         subject = "Re: " + _first_subject(step)  # what a threaded follow-up without its own subject gets
-    for label, text in (("Subject", subject), ("Body", step.body)):
+    for label, text in (("Subject", subject), ("Body", body)):
         try:
-            rendered = render(text, context)
+            rendered = render(text, context, seed=seed)
             fallbacks = _fallbacks_used(text, context)
         except MissingValue as exc:
             preview.errors.append(

@@ -147,6 +147,21 @@ def job_move(
     return True
 
 
+def job_variant_change(*, job: SendJob, variant_id: int, **event_data: Any) -> bool:
+    """Give a scheduled job (not yet queued, so nothing of it was rendered) another A/B variant, guarded by the
+    state and version it was read with (a dispatcher that queued it first wins: the final check then refuses
+    it); its event in the same transaction. Requires a transaction."""
+    assert connection.in_atomic_block, "a job's variant changes inside a transaction"
+    before, version = job.variant_id, job.version
+    if not _guarded_update(job, {"state": S.SCHEDULED, "version": version},
+                           {"variant_id": variant_id, "version": F("version") + 1}):
+        return False
+    event_record(kind=Event.JOB_VARIANT_CHANGED, email=job.enrollment.contact.email, enrollment=job.enrollment_id,
+                 job=job.pk, version_seen=version, step=job.step.position, **{"from": before, "to": variant_id},
+                 **event_data)
+    return True
+
+
 def job_created(*, job: SendJob, email: str, **event_data: Any) -> None:
     """Write the new `job`, born `scheduled` (the one state a job is created in), and its event; requires a
     transaction."""
@@ -197,21 +212,27 @@ def enrollment_move(
 
 SQ = Sequence.Status
 SEQUENCE_EDGES: dict[str, frozenset[str]] = {
+    SQ.DRAFT: frozenset({SQ.ACTIVE}),  # launch: once; a launched sequence is paused, never a draft again
     SQ.ACTIVE: frozenset({SQ.PAUSED}),
     SQ.PAUSED: frozenset({SQ.ACTIVE}),
 }
 SEQUENCE_EVENT = {SQ.ACTIVE: Event.SEQUENCE_RESUMED, SQ.PAUSED: Event.SEQUENCE_PAUSED}
 
 
+def _sequence_event(before: str, to: str) -> Event:
+    return Event.SEQUENCE_LAUNCHED if before == SQ.DRAFT else SEQUENCE_EVENT[to]
+
+
 def sequence_move(*, sequence: Sequence, to: str, **event_data: Any) -> bool:
-    """Pause or resume a locked sequence; requires a transaction."""
+    """Launch, pause or resume a locked sequence; requires a transaction."""
     _check("sequence", SEQUENCE_EDGES, sequence.status, to)
+    event = _sequence_event(sequence.status, to)
     moved = Sequence.objects.filter(pk=sequence.pk, status=sequence.status, version=sequence.version).update(
         status=to, version=F("version") + 1
     )
     if not moved:
         return False
-    event_record(kind=SEQUENCE_EVENT[to], version_seen=sequence.version, sequence=sequence.name, **event_data)
+    event_record(kind=event, version_seen=sequence.version, sequence=sequence.name, **event_data)
     sequence.status, sequence.version = to, sequence.version + 1
     return True
 

@@ -28,6 +28,9 @@ class Event(StrEnum):
     # Sequences and mailboxes
     SEQUENCE_PAUSED = "sequence_paused"
     SEQUENCE_RESUMED = "sequence_resumed"
+    SEQUENCE_LAUNCHED = "sequence_launched"  # draft -> active: its held jobs may be sent
+    VARIANT_STOPPED = "variant_stopped"  # an A/B variant of a step stopped by an operator
+    JOB_VARIANT_CHANGED = "job_variant_changed"  # a job not yet prepared given another variant (its was stopped)
     MAILBOX_PAUSED = "mailbox_paused"
     MAILBOX_RESUMED = "mailbox_resumed"
     MAILBOX_BLOCKED = "mailbox_blocked"  # the mailbox as a whole cannot send

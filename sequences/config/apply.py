@@ -11,7 +11,8 @@ from django.db import transaction
 
 from mailboxes.models import Mailbox
 
-from ..models import Sequence, Step
+from ..models import Sequence, Step, StepVariant
+from ..states import sequence_move
 from .parse import Plan
 from .validate import ConfigError
 
@@ -53,6 +54,46 @@ def _pool_update(sequence: Sequence, names: list[str], what: str, result: ApplyR
     return not created
 
 
+def _status_update(sequence: Sequence, status: str | None, what: str, result: ApplyResult) -> bool:
+    """`status = "active"` launches a draft (through the sequence state machine); a launched one stays launched."""
+    if status is None or status == sequence.status:
+        return False
+    if status == Sequence.Status.DRAFT:
+        raise ConfigError([f"{what}: it was launched already ({sequence.get_status_display().lower()}) and cannot "
+                           "become a draft again; pause it instead"])
+    if sequence.status == Sequence.Status.DRAFT:
+        sequence_move(sequence=sequence, to=Sequence.Status.ACTIVE, actor="load_sequences")
+        result.changes.append(f"{what}: launched (draft -> active)")
+        return True
+    return False  # paused: a file does not resume it (its page or `manage.py resume` does)
+
+
+def _variants_update(step: Step, variants: list[dict[str, Any]], what: str, result: ApplyResult, *,
+                     created: bool) -> bool:
+    """A step's A/B variants by name: add the new ones, change the named keys of the others, remove those the file
+    no longer names and that no job carries (a variant with emails stays: stop it on the step's page)."""
+    existing = {v.name: v for v in StepVariant.objects.filter(step=step)}
+    changed = False
+    for entry in variants:
+        current = existing.pop(entry["name"], None)
+        if current is None:
+            StepVariant.objects.create(step=step, **entry)
+            if not created:
+                result.changes.append(f"{what}: variant {entry['name']} added")
+                changed = True
+        else:
+            changed |= _update(current, entry, {"subject", "body", "weight"}, f"{what} variant {entry['name']}",
+                               result)
+    for name, gone in existing.items():
+        if gone.jobs.exists():
+            raise ConfigError([f"{what}: variant {name!r} has emails and cannot be removed; stop it on the "
+                               "step's page instead, and keep it in the file"])
+        gone.delete()
+        result.changes.append(f"{what}: variant {name} removed")
+        changed = True
+    return changed
+
+
 def config_apply(plan: Plan) -> ApplyResult:
     """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
     result = ApplyResult()
@@ -76,9 +117,12 @@ def config_apply(plan: Plan) -> ApplyResult:
             changed = False
             if created:
                 sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
-                                                   stop_on_reply=entry.get("stop_on_reply") or "person")
-            elif entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
-                changed = True
+                                                   stop_on_reply=entry.get("stop_on_reply") or "person",
+                                                   status=entry.get("status") or Sequence.Status.ACTIVE)
+            else:
+                changed |= _status_update(sequence, entry.get("status"), what, result)
+                if entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
+                    changed = True
             if not created and sequence.mailbox_id != mailbox.pk:
                 result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")
                 sequence.mailbox = mailbox
@@ -87,15 +131,18 @@ def config_apply(plan: Plan) -> ApplyResult:
             changed |= _pool_update(sequence, entry["pool"], what, result, created=created)
             existing = {s.position: s for s in Step.objects.filter(sequence=sequence)}
             for step in entry["steps"]:
-                values = {k: v for k, v in step.items() if k != "given"}
+                values = {k: v for k, v in step.items() if k not in ("given", "variants")}
                 current = existing.get(step["position"])
                 if current is None:
-                    Step.objects.create(sequence=sequence, **values)
+                    current = Step.objects.create(sequence=sequence, **values)
                     if not created:
                         result.changes.append(f"{what}: step {step['position']} added")
                         changed = True
                 else:
                     changed |= _update(current, values, step["given"], f"{what} step {step['position']}", result)
+                if step["variants"]:  # a file without variants for a step leaves the step's variants as they are
+                    changed |= _variants_update(current, step["variants"], f"{what} step {step['position']}",
+                                                result, created=created)
             extra = Step.objects.filter(sequence=sequence, position__gt=len(entry["steps"]))
             if extra.filter(jobs__isnull=False).exists():
                 raise ConfigError([

@@ -90,9 +90,18 @@ def sequence_export_toml(sequence: Sequence) -> str:
     else:
         lines.append(f"mailbox = {_toml_string(sequence.mailbox.name)}")
     lines.append(f"stop_on_reply = {_toml_string(sequence.stop_on_reply)}")
-    for step in sequence.steps.order_by("position"):
-        lines += ["", "[[sequence.step]]", f"subject = {_toml_string(step.subject)}",
-                  f"body = {_toml_string(step.body, multiline=True)}",
-                  f"wait = {_toml_string(duration_text(step.wait_seconds))}",
-                  f"thread = {_toml_value(step.thread)}"]
+    if sequence.status == Sequence.Status.DRAFT:
+        lines.append('status = "draft"  # nothing is sent until it is launched')
+    for step in sequence.steps.order_by("position").prefetch_related("variants"):
+        variants = sorted(step.variants.all(), key=lambda v: v.pk)
+        lines += ["", "[[sequence.step]]"]
+        if not variants:  # a step with variants sends theirs: its own text is not part of it
+            lines += [f"subject = {_toml_string(step.subject)}", f"body = {_toml_string(step.body, multiline=True)}"]
+        lines += [f"wait = {_toml_string(duration_text(step.wait_seconds))}", f"thread = {_toml_value(step.thread)}"]
+        for variant in variants:
+            lines += ["", "[[sequence.step.variants]]"]
+            if variant.stopped_at is not None:
+                lines.append(f"# stopped on {variant.stopped_at:%Y-%m-%d %H:%M} UTC: nothing of it is sent")
+            lines += [f"name = {_toml_string(variant.name)}", f"subject = {_toml_string(variant.subject)}",
+                      f"body = {_toml_string(variant.body, multiline=True)}", f"weight = {variant.weight}"]
     return "\n".join(lines) + "\n"

@@ -123,6 +123,7 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
 GUARDRAIL_KEYS = {"window", "bounce_rate", "bounce_min_sends", "complaint_rate", "complaint_min_deliveries",
                   "silence_after_resume", "refusal_rate", "refusal_min_sends"}
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
+STATUSES = ("draft", "active")
 
 
 def _named(table: dict, keys: tuple[str, ...]) -> bool:
@@ -394,8 +395,14 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
-    reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply"})
+    reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply", "status"})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
+    # "draft": people may be enrolled, nothing is sent until it is launched; "active" (the default) sends. A file
+    # launches a draft by saying "active"; it never makes a launched sequence a draft again.
+    out["status"] = reader.get(table, path, "status", str, None)
+    if out["status"] is not None and out["status"] not in STATUSES:
+        reader.error(f"{path}.status", f"must be one of {', '.join(STATUSES)} (a sequence is paused on its page "
+                                       "or with `manage.py pause`)", out["status"])
     # A reply stops the person everywhere; "domain" also stops everyone at the company (never a free-mail domain).
     out["stop_on_reply"] = reader.get(table, path, "stop_on_reply", str, None)
     if out["stop_on_reply"] is not None and out["stop_on_reply"] not in Sequence.StopOnReply.values:
@@ -411,15 +418,23 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
         if not isinstance(step, dict):
             reader.error(spath, "must be a table")
             continue
-        reader.unknown(step, spath, {"subject", "body", "wait", "thread"})
-        subject = reader.get(step, spath, "subject", str, "")
-        body = reader.get(step, spath, "body", str, required=True)
+        reader.unknown(step, spath, {"subject", "body", "wait", "thread", "variants"})
         thread = reader.get(step, spath, "thread", bool, index > 1)
-        # The same check as every other path that saves a step (admin, any later UI or API).
-        for key, problems in step_validate(subject=subject or "", body=body or "", position=index,
-                                           thread=thread).items():
-            for problem in problems:
-                reader.error(f"{spath}.{key}", problem, step.get(key))
+        variants = _parse_variants(reader, spath, step, index, thread)
+        if variants:
+            for key in ("subject", "body"):
+                if key in step:
+                    reader.error(f"{spath}.{key}", "a step with variants takes its subject and body from them: "
+                                                   f"move this {key} into a [[sequence.step.variants]] table")
+            subject = body = ""
+        else:
+            subject = reader.get(step, spath, "subject", str, "")
+            body = reader.get(step, spath, "body", str, required=True)
+            # The same check as every other path that saves a step (admin, any later UI or API).
+            for key, problems in step_validate(subject=subject or "", body=body or "", position=index,
+                                               thread=thread).items():
+                for problem in problems:
+                    reader.error(f"{spath}.{key}", problem, step.get(key))
         wait = step.get("wait", "0s")
         try:
             wait_seconds = parse_duration(wait)
@@ -428,5 +443,42 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
             wait_seconds = 0
         out["steps"].append({"position": index, "subject": subject or "", "body": body or "",
                              "wait_seconds": wait_seconds, "thread": thread,
-                             "given": {name for name, key in STEP_KEYS.items() if key in step}})
+                             "given": {name for name, key in STEP_KEYS.items() if key in step},
+                             "variants": variants})
     return out
+
+
+VARIANT_KEYS = {"name", "subject", "body", "weight"}
+
+
+def _parse_variants(reader: Reader, spath: str, step: dict, position: int, thread: bool) -> list[dict[str, Any]]:
+    """A step's `[[sequence.step.variants]]`: each a name, a subject, a body and a weight (1 by default)."""
+    tables = reader.get(step, spath, "variants", list, [])
+    variants: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for number, table in enumerate(tables):
+        vpath = f"{spath}.variants[{number}]"
+        if not isinstance(table, dict):
+            reader.error(vpath, "must be a table")
+            continue
+        reader.unknown(table, vpath, VARIANT_KEYS)
+        name = (reader.get(table, vpath, "name", str, required=True) or "").strip()
+        if name and len(name) > 40:
+            reader.error(f"{vpath}.name", "is longer than 40 characters", name)
+        if name in names:
+            reader.error(f"{vpath}.name", f"another variant of this step is also named {name!r}", name)
+        names.add(name)
+        subject = reader.get(table, vpath, "subject", str, "") or ""
+        body = reader.get(table, vpath, "body", str, required=True) or ""
+        weight = reader.get(table, vpath, "weight", int, 1)
+        if weight is not None and weight < 1:
+            reader.error(f"{vpath}.weight", "must be a whole number of at least 1 (its share of the people)",
+                         weight)
+        for key, problems in step_validate(subject=subject, body=body, position=position, thread=thread).items():
+            for problem in problems:
+                reader.error(f"{vpath}.{key}", problem, table.get(key))
+        variants.append({"name": name, "subject": subject, "body": body, "weight": weight or 1})
+    if len(variants) == 1:
+        reader.error(f"{spath}.variants", "an A/B test needs at least two variants (or none: give the step a "
+                                          "subject and body of its own)")
+    return variants

@@ -56,10 +56,13 @@ def _name_free(name: str, *, sequence_id: int | None = None) -> str:
 
 
 def sequence_create(*, name: str, mailbox_id: int, actor: str) -> Sequence:
-    """A new, empty sequence sending from a mailbox; its own transaction."""
+    """A new, empty sequence sending from a mailbox, as a draft (people may be enrolled; nothing is sent until
+    it is launched: `stops.sequence_launch`); its own transaction."""
     with transaction.atomic():
-        sequence = Sequence.objects.create(name=_name_free(name), mailbox=Mailbox.objects.get(pk=mailbox_id))
-        _log(actor, "sequence_create", sequence.pk, sequence.name, {"mailbox": sequence.mailbox.name})
+        sequence = Sequence.objects.create(name=_name_free(name), mailbox=Mailbox.objects.get(pk=mailbox_id),
+                                           status=Sequence.Status.DRAFT)
+        _log(actor, "sequence_create", sequence.pk, sequence.name, {"mailbox": sequence.mailbox.name,
+                                                                     "status": "draft"})
     return sequence
 
 

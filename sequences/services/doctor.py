@@ -53,7 +53,8 @@ def _examine(enrollment_id: int, *, repair: bool) -> Finding | None:
         email = enrollment.contact.email
         latest = latest_per_step(enrollment)
         if enrollment.sequence.status != Sequence.Status.ACTIVE:
-            return Finding(enrollment_id, email, "its sequence is paused", "")
+            return Finding(enrollment_id, email, f"its sequence is {enrollment.sequence.get_status_display().lower()}",
+                           "")
         if Mailbox.objects.filter(pk=enrollment_mailbox_id(enrollment), paused=True).exists():
             return Finding(enrollment_id, email, "its mailbox is paused", "")
         if any(job.provider_cancel_status == ProviderCancel.REQUESTED for job in latest):

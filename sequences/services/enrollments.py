@@ -15,9 +15,10 @@ from db.sql import db_now, rows_copied
 
 from ..digests import address_erased, addresses_erased
 from ..messages import MissingValue, PrepareError, contact_context, render
-from ..models import Contact, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
+from ..models import Contact, Enrollment, SendJob, Sequence, StepVariant, Suppression, TimelineEvent
 from ..selectors import normalize_email, suppression_active_for
 from ..timeline import Event, event_record, events_record_many
+from ..variants import running_variants, variant_pick
 from ..window import zone_problem
 from .common import ServiceError, T, operator_log
 from .rotation import mailboxes_choose
@@ -144,7 +145,10 @@ class StepNeeds:
     """
 
     def __init__(self, sequence: Sequence):
+        # A step's running A/B variants are rendered too (a step with variants sends theirs, not its own text).
         self.steps = list(sequence.steps.order_by("position").values_list("position", "subject", "body"))
+        self.steps += list(StepVariant.objects.filter(step__sequence=sequence, stopped_at__isnull=True)
+                           .order_by("step__position", "id").values_list("step__position", "subject", "body"))
         self.seen: dict[frozenset[str], str] = {}
 
     def missing(self, contact: Contact) -> str:
@@ -313,8 +317,10 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
             for r, m in zip(accepted, mailboxes, strict=True)])
         # Step 1 of a new enrollment, as schedule_next creates it: nothing sent yet, due after its wait.
         scheduled_at = db_now() + timedelta(seconds=step.wait_seconds)
+        variants = running_variants(step.pk)  # step 1's A/B variants, each person given one (sequences.variants)
         jobs = rows_copied([
             SendJob(enrollment=e, step=step, state=SendJob.State.SCHEDULED, scheduled_at=scheduled_at,
+                    variant_id=variant_pick(variants, enrollment_id=e.pk, step_id=step.pk) if variants else None,
                     message_id=new_message_id(m)) for e, m in zip(enrollments, mailboxes, strict=True)])
         events = []
         for row, enrollment, job, mailbox in zip(accepted, enrollments, jobs, mailboxes, strict=True):

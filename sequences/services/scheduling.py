@@ -13,6 +13,7 @@ from ..models import Enrollment, ProviderCancel, SendJob, Step
 from ..sending_mailbox import enrollment_mailbox
 from ..states import LIVE, enrollment_move, job_created, job_left
 from ..timeline import Event
+from ..variants import running_variants, variant_pick
 
 S = SendJob.State
 E = Enrollment.Status
@@ -73,8 +74,14 @@ def schedule_next(enrollment: Enrollment, *, reason: str) -> SendJob | None:
 
 
 def schedule_step(enrollment: Enrollment, *, step: Step, at, reason: str) -> SendJob:
-    """A new job for one step of a locked enrollment, due at `at`, written with its event (`job_created`)."""
-    job = SendJob(enrollment=enrollment, step=step, state=S.SCHEDULED, scheduled_at=at,
+    """A new job for one step of a locked enrollment, due at `at`, written with its event (`job_created`); a step
+    with A/B variants gives it one of its running variants (`sequences.variants`), kept for the job's life."""
+    variant_id = None
+    # `has_variants` comes with the steps of enrollment_progress; a step read otherwise is asked.
+    if getattr(step, "has_variants", True):
+        variant_id = variant_pick(running_variants(step.pk), enrollment_id=enrollment.pk, step_id=step.pk)
+    job = SendJob(enrollment=enrollment, step=step, variant_id=variant_id, state=S.SCHEDULED, scheduled_at=at,
                   message_id=new_message_id(enrollment_mailbox(enrollment)))
-    job_created(job=job, email=enrollment.contact.email, scheduled_at=at.isoformat(), reason=reason)
+    extra = {"variant": variant_id} if variant_id else {}
+    job_created(job=job, email=enrollment.contact.email, scheduled_at=at.isoformat(), reason=reason, **extra)
     return job

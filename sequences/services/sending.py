@@ -40,6 +40,7 @@ from .provider_cancel import early_handoff_due, provider_cancel_request
 from .scheduling import schedule_next
 from .stops import enrollment_stop_after_failure
 from .suppressions import suppression_add_in_transaction
+from .variants import VARIANT_STOPPED, variant_stopped_follow_up
 
 S = SendJob.State
 E = Enrollment.Status
@@ -61,11 +62,16 @@ def dispatch_due(*, limit: int | None = None) -> list[int]:
     with transaction.atomic(durable=True):
         now = db_now()
         spaced = dict(Mailbox.objects.filter(min_gap__gt=0).values_list("pk", "next_handoff_at"))
+        # A draft sends nothing until it is launched: its jobs stay scheduled (the final check holds any that
+        # get past here). Read once per pass, like the spaced mailboxes, and left out by id.
+        drafts = list(Sequence.objects.filter(status=Sequence.Status.DRAFT).values_list("pk", flat=True))
         # Plus jobs that a mailbox hands to its ESP ahead of time (esp_schedule_ahead_minutes).
         due = SendJob.objects.filter(Q(scheduled_at__lte=now) | early_handoff_due(now=now), state=S.SCHEDULED)
         waiting = [pk for pk, at in spaced.items() if at is not None and at > now]
         if waiting:  # without spaced mailboxes the due batch is read exactly as before
             due = due.exclude(enrollment__mailbox_id__in=waiting)
+        if drafts:
+            due = due.exclude(enrollment__sequence_id__in=drafts)
         jobs = list(
             due.select_for_update(skip_locked=True, of=("self",), no_key=True)
             .select_related("enrollment__contact", "step")
@@ -166,9 +172,17 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if reason:
             job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
                      final_check=True)
+            if reason == VARIANT_STOPPED:
+                # The person still gets the step, from a remaining variant (or the enrollment stops when none
+                # remains): a new job, under the enrollment lock held here.
+                variant_stopped_follow_up(enrollment)
             return Authorization("canceled", reason, job.version)
 
         now = facts.now
+        if enrollment.sequence.status == Sequence.Status.DRAFT:
+            # Held, never failed: the dispatcher leaves a draft's jobs alone, and this one (queued before it
+            # was a draft's, or by hand) waits for the launch; it is due again at once after it.
+            return _defer(job, worker_id=worker_id, until=max(now, job.scheduled_at), why="sequence_draft")
         if mailbox.blocked_at is not None:
             # The mailbox cannot send at all: wait for its next probe, and make no login attempt meanwhile.
             recheck = now + timedelta(seconds=settings.OUTREACH_BLOCKED_RECHECK_SECONDS)
@@ -238,14 +252,17 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox, facts
         return "enrollment_paused"
     if enrollment.status == E.COMPLETED:
         return "enrollment_completed"
-    if enrollment.sequence.status != Sequence.Status.ACTIVE:
-        return "sequence_paused"
+    if enrollment.sequence.status == Sequence.Status.PAUSED:
+        return "sequence_paused"  # a draft is held, not canceled (send_job_authorize)
     if mailbox.paused:
         return "mailbox_paused"
     if facts.suppressed:  # the ledger of the address and its domain, and the hashed ledger of erased people
         return "suppressed"
     if not facts.previous_step_sent:
         return "previous_step_not_submitted"
+    if job.variant_id is not None and job.variant.stopped_at is not None:
+        # The variant's row came with the job (`loads.job_read`), read after the enrollment lock like the rest.
+        return VARIANT_STOPPED
     return ""
 
 
@@ -317,6 +334,8 @@ def retry_locked(locked: Locked, *, worker_id: str, error: str) -> str:
     if reason:
         job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
                  after_retry=True)
+        if reason == VARIANT_STOPPED:
+            variant_stopped_follow_up(enrollment)
         return S.CANCELED
     return S.SCHEDULED
 

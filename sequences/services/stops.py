@@ -254,7 +254,7 @@ def sequence_pause(*, sequence_id: int, actor: str = "") -> StopSummary:
         enrollments = enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id))
         sequence = sequence_lock(sequence_id=sequence_id)
         summary = StopSummary()
-        if sequence.status == Sequence.Status.ACTIVE:
+        if sequence.status == Sequence.Status.ACTIVE:  # a draft sends nothing: pausing it changes nothing
             summary = _cancel_all(enrollments, reason="sequence_paused", actor=actor)
             sequence_move(sequence=sequence, to=Sequence.Status.PAUSED, actor=actor, **summary.as_dict())
         operator_log(actor=actor, action="sequence_pause", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
@@ -274,6 +274,23 @@ def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
         operator_log(actor=actor, action="sequence_resume", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
                      target_id=sequence.pk, result={"scheduled": scheduled, "status": "active"})
         return scheduled
+
+
+def sequence_launch(*, sequence_id: int, actor: str = "") -> int:
+    """Launch a draft: draft -> active, once. Its people's jobs, held until now, are sent from the next dispatcher
+    pass, each through the final check. Returns how many are waiting; durable transaction."""
+    with transaction.atomic(durable=True):
+        sequence = sequence_lock(sequence_id=sequence_id)
+        if sequence.status != Sequence.Status.DRAFT:
+            raise ServiceError(f"“{sequence.name}” is not a draft ({sequence.get_status_display().lower()}): "
+                               "it was launched already.")
+        if not sequence.steps.exists():
+            raise ServiceError(f"“{sequence.name}” has no steps yet: add its first step, then launch it.")
+        waiting = SendJob.objects.filter(enrollment__sequence_id=sequence_id, state=S.SCHEDULED).count()
+        sequence_move(sequence=sequence, to=Sequence.Status.ACTIVE, actor=actor, waiting=waiting)
+        operator_log(actor=actor, action="sequence_launch", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
+                     target_id=sequence.pk, result={"status": "active", "waiting": waiting})
+        return waiting
 
 
 def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:

@@ -22,6 +22,7 @@ from ..services.campaigns import StepInvalid, sequence_create, sequence_update, 
 from ..services.common import ServiceError
 from .access import ui_view
 from .forms import SequenceForm, StepForm
+from .variants import step_variant_rows
 
 E = Enrollment.Status
 S = SendJob.State
@@ -141,6 +142,7 @@ def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, s
             "position": position,
             "impact": edit_impact(sequence, step),
             "refusal": step_jobs_refusal(step) if step else "",
+            "variant_rows": step_variant_rows(step) if step else [],
         },
         status=status,
     )

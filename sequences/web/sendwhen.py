@@ -59,7 +59,9 @@ def _held_by(job: SendJob) -> list[str]:
     enrollment, sequence = job.enrollment, job.enrollment.sequence
     mailbox = enrollment_mailbox(enrollment)
     held = []
-    if sequence.status != Sequence.Status.ACTIVE:
+    if sequence.status == Sequence.Status.DRAFT:
+        held.append(reason_sentence("sequence_draft"))
+    elif sequence.status != Sequence.Status.ACTIVE:
         held.append(reason_sentence("sequence_paused") + " Nothing of it is sent until it is resumed.")
     if enrollment.status == E.PAUSED:
         held.append(reason_sentence("enrollment_paused") + " Its emails wait until it is resumed.")
@@ -172,6 +174,8 @@ def idle_reason(*, sequence: Sequence, enrollment: Enrollment | None = None) -> 
         return "this person got every step"
     if enrollment is not None and enrollment.status == E.STOPPED:
         return f"stopped — {reason_sentence(enrollment.stop_reason).rstrip('.').lower()}"
+    if sequence.status == Sequence.Status.DRAFT:
+        return "the sequence is a draft: nothing is sent until it is launched"
     if sequence.status != Sequence.Status.ACTIVE:
         return "the sequence is paused; resuming it schedules the next step of each active person"
     if enrollment is not None and enrollment.status == E.PAUSED:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import bulk, contacts, editor, enroll_upload, preview, probable, views, webhooks
+from . import bulk, contacts, editor, enroll_upload, preview, probable, variants, views, webhooks
 from . import mailboxes as mailbox_views
 
 urlpatterns = [
@@ -27,6 +27,10 @@ urlpatterns = [
     path("steps/<int:pk>/send-test/", preview.step_send_test, name="step_send_test"),
     path("sequences/<int:pk>/pause/", views.sequence_pause, name="sequence_pause"),
     path("sequences/<int:pk>/resume/", views.sequence_resume, name="sequence_resume"),
+    path("sequences/<int:pk>/launch/", views.sequence_launch, name="sequence_launch"),
+    path("steps/<int:pk>/variants/new/", variants.variant_new, name="variant_new"),
+    path("variants/<int:pk>/edit/", variants.variant_edit, name="variant_edit"),
+    path("variants/<int:pk>/stop/", variants.variant_stop, name="variant_stop"),
     path("sequences/<int:pk>/bulk/", bulk.enrollment_bulk, name="enrollment_bulk"),
     path("sequences/<int:pk>/enroll/", enroll_upload.enroll_upload, name="enroll_upload"),
     path("sequences/<int:pk>/enroll/<slug:token>/", enroll_upload.enroll_map, name="enroll_map"),

@@ -52,6 +52,7 @@ from .forms import (
     SuppressionLiftForm,
     guard_formula,
 )
+from .variant_results import variant_results
 
 E = Enrollment.Status
 # Imports up to this many rows run inside the request; larger ones in an RQ job with a progress page.
@@ -141,6 +142,7 @@ def sequence_detail(request, pk: int):
         "can_operate": request.user.has_perm(OPERATE),
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
         "step_rows": editor.step_rows(sequence), "results": results.step_results(sequence),
+        "variant_results": variant_results(sequence),
         "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment__sequence=sequence)),
         "empty_why": sendwhen.idle_reason(sequence=sequence),
     })
@@ -161,6 +163,28 @@ def sequence_pause(request, pk: int):
         "already": sequence.status == Sequence.Status.PAUSED,
         "back": reverse("sequence_detail", args=[pk]), "button": "Pause sequence",
     })
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def sequence_launch(request, pk: int):
+    sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
+    error = ""
+    if request.method == "POST":
+        try:
+            waiting = stops.sequence_launch(sequence_id=sequence.pk, actor=_actor(request))
+        except ServiceError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Launched “{sequence.name}”: {waiting} email{'' if waiting == 1 else 's'} "
+                                      "waiting to be sent, each through the final check.")
+            return redirect("sequence_detail", pk=pk)
+    return render(request, "ui/confirm.html", {
+        "kind": "sequence_launch", "object": sequence, "title": f"Launch sequence “{sequence.name}”?",
+        "active_enrollments": sequence.enrollments.filter(status=E.ACTIVE).count(), "error": error,
+        "mailbox_paused": any(m.paused for m in sequence_pool(sequence)),
+        "already": sequence.status != Sequence.Status.DRAFT,
+        "back": reverse("sequence_detail", args=[pk]), "button": "Launch sequence",
+    }, status=400 if error else 200)
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
