@@ -39,6 +39,14 @@ def _step(world) -> int:
     return world["sequence"].steps.order_by("position").values_list("pk", flat=True)[0]
 
 
+def _variant(world) -> int:
+    """An A/B variant of the world's step 2 (made when first asked for)."""
+    from sequences.models import StepVariant
+
+    step = world["sequence"].steps.get(position=2)
+    return StepVariant.objects.get_or_create(step=step, name="A", defaults={"body": "Hello"})[0].pk
+
+
 # (url name, how to build the URL from the world, expected (GET, POST) status per role)
 TABLE = [
     ("login", lambda w: reverse("login"), {A: (200, 200), ST: (302, 302), OP: (302, 302), AD: (302, 302)}),
@@ -49,6 +57,11 @@ TABLE = [
     ("sequence_pause", lambda w: reverse("sequence_pause", args=[w["sequence"].pk]), OPERATE),
     ("sequence_resume", lambda w: reverse("sequence_resume", args=[w["sequence"].pk]), OPERATE),
     ("sequence_new", lambda w: reverse("sequence_new"), OPERATE_FORM),
+    # The world's sequence is active: the launch is refused in words (400).
+    ("sequence_launch", lambda w: reverse("sequence_launch", args=[w["sequence"].pk]), OPERATE_FORM),
+    ("variant_new", lambda w: reverse("variant_new", args=[_step(w)]), OPERATE_FORM),
+    ("variant_edit", lambda w: reverse("variant_edit", args=[_variant(w)]), OPERATE_FORM),
+    ("variant_stop", lambda w: reverse("variant_stop", args=[_variant(w)]), OPERATE),
     ("sequence_edit", lambda w: reverse("sequence_edit", args=[w["sequence"].pk]), OPERATE_FORM),
     ("sequence_export", lambda w: reverse("sequence_export", args=[w["sequence"].pk]), READ),
     ("step_new", lambda w: reverse("step_new", args=[w["sequence"].pk]), OPERATE_FORM),
@@ -117,7 +130,7 @@ def test_the_table_covers_every_ui_route():
     # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py.
     names = {p.name for p in ui_urls.urlpatterns if not str(p.pattern).startswith("outbound-webhooks/")}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32
 
 
 def test_every_ui_view_checks_a_permission():
