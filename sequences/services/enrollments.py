@@ -17,6 +17,7 @@ from ..digests import address_erased, addresses_erased
 from ..messages import MissingValue, PrepareError, contact_context, render
 from ..models import Contact, Enrollment, SendJob, Sequence, StepVariant, Suppression, TimelineEvent
 from ..selectors import normalize_email, suppression_active_for
+from ..states import LEFT
 from ..timeline import Event, event_record, events_record_many
 from ..variants import running_variants, variant_pick
 from ..window import zone_problem
@@ -144,11 +145,16 @@ class StepNeeds:
     presence is judged by the first row of its pattern.
     """
 
-    def __init__(self, sequence: Sequence):
-        # A step's running A/B variants are rendered too (a step with variants sends theirs, not its own text).
-        self.steps = list(sequence.steps.order_by("position").values_list("position", "subject", "body"))
-        self.steps += list(StepVariant.objects.filter(step__sequence=sequence, stopped_at__isnull=True)
-                           .order_by("step__position", "id").values_list("step__position", "subject", "body"))
+    def __init__(self, sequence: Sequence, *, texts: list[tuple[int, str, str]] | None = None):
+        """`texts`: (position, subject, body) to judge instead of the saved steps (a step's text before it is
+        saved, `people_lacking`)."""
+        if texts is not None:
+            self.steps = list(texts)
+        else:
+            # A step's running A/B variants are rendered too (a step with variants sends theirs, not its own).
+            self.steps = list(sequence.steps.order_by("position").values_list("position", "subject", "body"))
+            self.steps += list(StepVariant.objects.filter(step__sequence=sequence, stopped_at__isnull=True)
+                               .order_by("step__position", "id").values_list("step__position", "subject", "body"))
         self.seen: dict[frozenset[str], str] = {}
 
     def missing(self, contact: Contact) -> str:
@@ -172,6 +178,23 @@ class StepNeeds:
                 except (PrepareError, TemplateSyntaxError):
                     continue  # another failure: preparation reports it with its reason
         return ""
+
+
+def people_lacking(*, sequence: Sequence, position: int, subject: str, body: str) -> tuple[int, int, str]:
+    """For a step's text before it is saved: (people still to get step `position` who lack a value it uses
+    without a fallback, people still to get it, the first such lack in words). Reads only."""
+    needs = StepNeeds(sequence, texts=[(position, subject, body)])
+    waiting = (Contact.objects.filter(enrollments__sequence=sequence,
+                                      enrollments__status__in=(Enrollment.Status.ACTIVE, Enrollment.Status.PAUSED))
+               .exclude(enrollments__jobs__in=SendJob.objects.filter(
+                   LEFT, enrollment__sequence=sequence, step__position__gte=position)))
+    lacking, total, words = 0, 0, ""
+    for contact in waiting.iterator(chunk_size=2000):
+        total += 1
+        if missing := needs.missing(contact):
+            lacking += 1
+            words = words or missing
+    return lacking, total, words
 
 
 def _row_contact(row: ContactRow, contact: Contact | None, *, update_contacts: bool) -> Contact:

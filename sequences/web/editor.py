@@ -20,6 +20,7 @@ from ..permissions import OPERATE, VIEW
 from ..services import campaigns
 from ..services.campaigns import StepInvalid, sequence_create, sequence_update, step_jobs_refusal, step_save
 from ..services.common import ServiceError
+from ..services.enrollments import people_lacking
 from .access import ui_view
 from .forms import SequenceForm, StepForm
 from .variants import step_variant_rows
@@ -130,7 +131,7 @@ def sequence_edit(request, pk: int):
     return _sequence_form_page(request, form, sequence, status=200 if request.method == "GET" else 400)
 
 
-def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, status: int = 200):
+def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, status: int = 200, lacking=""):
     position = step.position if step else sequence.steps.count() + 1
     return render(
         request,
@@ -143,6 +144,7 @@ def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, s
             "impact": edit_impact(sequence, step),
             "refusal": step_jobs_refusal(step) if step else "",
             "variant_rows": step_variant_rows(step) if step else [],
+            "lacking": lacking,
         },
         status=status,
     )
@@ -152,6 +154,9 @@ def _step_save(request, sequence: Sequence, step: Step | None, form: StepForm):
     """POST of the step form: save through the service, or show the form again with its errors."""
     if form.is_valid():
         data = form.cleaned_data
+        lacking = _lacking_words(sequence, step, data)
+        if lacking and not request.POST.get("save_anyway"):
+            return _step_page(request, sequence, step, form, status=400, lacking=lacking)
         try:
             saved = step_save(
                 sequence_id=sequence.pk,
@@ -173,6 +178,22 @@ def _step_save(request, sequence: Sequence, step: Step | None, form: StepForm):
             messages.success(request, f"Step {saved.position} saved (wait before sending: {wait}).")
             return redirect("sequence_detail", pk=sequence.pk)
     return _step_page(request, sequence, step, form, status=400)
+
+
+def _lacking_words(sequence: Sequence, step: Step | None, data: dict) -> str:
+    """Before a changed text is saved: how many people still to get the step lack a value it uses without a
+    fallback ('' when nobody does, or the text did not change)."""
+    if step is not None and (step.subject, step.body) == (data["subject"], data["body"]):
+        return ""
+    position = step.position if step else sequence.steps.count() + 1
+    lacking, total, words = people_lacking(sequence=sequence, position=position, subject=data["subject"],
+                                           body=data["body"])
+    if not lacking:
+        return ""
+    return (f"{lacking} of the {_people(total)} still to get step {position} "
+            f"{'lacks' if lacking == 1 else 'lack'} a value this text uses without a fallback (first: {words}): "
+            f"their step-{position} email would not be sent. Give it a fallback "
+            "({{ company|default:\"your team\" }}), or save anyway.")
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
