@@ -57,6 +57,8 @@ TABLE = [
     ("sequence_get", "GET", lambda w: f"/api/v1/sequences/{w['sequence'].pk}", None, read()),
     ("sequence_pause", "POST", lambda w: f"/api/v1/sequences/{w['sequence'].pk}/pause", None, operate()),
     ("sequence_resume", "POST", lambda w: f"/api/v1/sequences/{w['sequence'].pk}/resume", None, operate()),
+    # The world's sequence is active: a permitted launch is refused in words (409).
+    ("sequence_launch", "POST", lambda w: f"/api/v1/sequences/{w['sequence'].pk}/launch", None, operate(409)),
     ("suppression_add", "POST", lambda w: "/api/v1/suppressions",
      lambda w: {"value": "gone@example.com", "reason": "manual", "note": "asked by phone"}, manage()),
     ("suppression_lift", "POST", lambda w: "/api/v1/suppressions/lift",
@@ -85,7 +87,7 @@ def test_the_table_covers_every_api_operation_and_each_checks_a_permission():
     ops = operations()
     assert set(ops) == {name for name, *_ in TABLE}
     assert all(getattr(view, "required_perm", "") for view in ops.values())
-    assert len(CASES) == len(TABLE) * len(ROLES) == 100
+    assert len(CASES) == len(TABLE) * len(ROLES) == 105
     assert all(isinstance(p, URLPattern) for p in api.urls[0])
 
 

@@ -1,4 +1,4 @@
-"""/api/v1/sequences: list, get with steps, pause, resume."""
+"""/api/v1/sequences: list, get with steps, pause, resume, launch (a draft)."""
 
 from django.shortcuts import get_object_or_404
 from ninja import Router
@@ -41,3 +41,12 @@ def sequence_resume(request, sequence_id: int):
     get_object_or_404(Sequence, pk=sequence_id)
     scheduled = stops.sequence_resume(sequence_id=sequence_id, actor=actor_of(request))
     return {"sequence": sequence_out(sequence_id), "scheduled": scheduled}
+
+
+@router.post("/{sequence_id}/launch", response={200: SequenceActionOut, 404: Error, 409: Error})
+@needs(OPERATE)
+def sequence_launch(request, sequence_id: int):
+    """Launch a draft: its waiting emails are sent from the next dispatcher pass; 409 when it is not a draft."""
+    get_object_or_404(Sequence, pk=sequence_id)
+    waiting = stops.sequence_launch(sequence_id=sequence_id, actor=actor_of(request))
+    return {"sequence": sequence_out(sequence_id), "scheduled": waiting}
