@@ -22,7 +22,16 @@ from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, person_enro
 from ..models import Enrollment, SendJob, Sequence
 from ..selectors import suppression_active_for
 from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id, sends_from
-from ..states import CANCELABLE, MAILBOX_ACTIVE, MAILBOX_PAUSED, enrollment_move, job_move, mailbox_move, sequence_move
+from ..states import (
+    CANCELABLE,
+    LIVE,
+    MAILBOX_ACTIVE,
+    MAILBOX_PAUSED,
+    enrollment_move,
+    job_move,
+    mailbox_move,
+    sequence_move,
+)
 from ..timeline import Event
 from .common import ServiceError, T, operator_log
 from .guardrails import GUARDRAIL, guardrail_silence_locked
@@ -280,12 +289,17 @@ def sequence_launch(*, sequence_id: int, actor: str = "") -> int:
     """Launch a draft: draft -> active, once. Its people's jobs, held until now, are sent from the next dispatcher
     pass, each through the final check. Returns how many are waiting; durable transaction."""
     with transaction.atomic(durable=True):
+        # An active enrollment left without a job while it waited (a pause of its mailbox canceled it, and a
+        # mailbox's resume schedules only launched sequences) gets its next step now: the lock order first.
+        stranded = enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id, status=E.ACTIVE)
+                                    .exclude(jobs__state__in=LIVE))
         sequence = sequence_lock(sequence_id=sequence_id)
         if sequence.status != Sequence.Status.DRAFT:
             raise ServiceError(f"“{sequence.name}” is not a draft ({sequence.get_status_display().lower()}): "
                                "it was launched already.")
         if not sequence.steps.exists():
             raise ServiceError(f"“{sequence.name}” has no steps yet: add its first step, then launch it.")
+        _schedule_all(stranded, reason="sequence_launched")
         waiting = SendJob.objects.filter(enrollment__sequence_id=sequence_id, state=S.SCHEDULED).count()
         sequence_move(sequence=sequence, to=Sequence.Status.ACTIVE, actor=actor, waiting=waiting)
         operator_log(actor=actor, action="sequence_launch", target=f"sequence {sequence.name}", kind=T.SEQUENCE,

@@ -35,6 +35,9 @@ def step_preview_page(request, pk: int):
     form = PreviewForm(request.GET or None)
     email = form.cleaned_data["contact"] if form.is_valid() else ""
     contact = _contact(step, email)
+    variants = list(step.variants.order_by("id"))
+    asked_variant = request.GET.get("variant", "")
+    variant = next((v for v in variants if str(v.pk) == asked_variant), None)
     suggested = (
         Contact.objects.filter(enrollments__sequence=step.sequence_id)
         .order_by("-enrollments__id")
@@ -50,7 +53,9 @@ def step_preview_page(request, pk: int):
             "contact": contact,
             "asked": email,
             "shown": email or (contact.email if contact else ""),
-            "preview": step_preview(step=step, contact=contact) if contact else None,
+            "preview": step_preview(step=step, contact=contact, variant=variant) if contact else None,
+            "variants": variants,
+            "variant": variant,
             "suggested": suggested,
             "can_operate": request.user.has_perm(OPERATE),
             "test_prefix": TEST_PREFIX.strip(),

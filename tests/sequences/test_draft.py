@@ -15,6 +15,7 @@ from django.urls import reverse
 from sequences.config.export import sequence_export_toml
 from sequences.models import OperatorAction, SendJob, Sequence, TimelineEvent
 from sequences.services.campaigns import sequence_create, step_save
+from sequences.services.stops import mailbox_pause, mailbox_resume
 from sequences.states import job_move
 from sequences.tasks import dispatch
 from tests.factories import enroll
@@ -54,6 +55,10 @@ def test_a_draft_sends_nothing_until_it_is_launched_then_sends(mailbox, smtp_ser
     assert (job.state, job.attempts) == (S.SCHEDULED, 0)
     assert TimelineEvent.objects.filter(job=job, kind="job_deferred", data__reason="sequence_draft").exists()
 
+    # A pause of the mailbox while the sequence waits cancels a job; its resume schedules only launched
+    # sequences; the launch gives that person their step again.
+    mailbox_pause(mailbox_id=mailbox.pk, actor="op")
+    mailbox_resume(mailbox_id=mailbox.pk, actor="op")
     assert "3 emails waiting" in run("launch", "Spring")
     assert OperatorAction.objects.filter(action="sequence_launch", target_id=sequence.pk).exists()
     assert TimelineEvent.objects.filter(kind="sequence_launched", data__sequence="Spring").exists()

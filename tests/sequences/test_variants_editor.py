@@ -43,6 +43,8 @@ def test_variants_are_added_listed_and_stopped_from_the_step_editor(operator):
     for i in range(4):
         enroll(sequence, f"ed{i}@example.com")
     b = StepVariant.objects.get(step=step, name="B")
+    preview = operator.get(reverse("step_preview", args=[step.pk]), {"contact": "ed0@example.com", "variant": b.pk})
+    assert 'id="preview-subject">Subject B<' in preview.content.decode()
     confirm = operator.get(reverse("variant_stop", args=[b.pk])).content.decode()
     assert "already sent — cannot recall" in confirm
     operator.post(reverse("variant_stop", args=[b.pk]))
