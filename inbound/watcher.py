@@ -21,8 +21,9 @@ that finds no push and nothing beyond the cursor's last UID advances the
 folder's read-through time to the database time taken before its own SELECT
 (`folder_quiet_through`): one UPDATE per folder per round. A broken connection
 is reopened with backoff and advances nothing; the periodic poll covers any
-gap. The mailbox list is read again every `refresh`
-seconds: added, changed and removed mailboxes are picked up without a restart.
+gap. The mailbox list is read again at every lease round (every `refresh` seconds, at most a third of a
+watch lease): added, changed and removed mailboxes are picked up without a restart. Any number of watcher
+processes share the folders: each watches those whose lease it holds (inbound.leases).
 The database failing costs a mark or an advance (logged), never the watcher or
 a poll.
 """
@@ -50,6 +51,7 @@ from mailboxes.selectors import imap_config_for
 
 from .ingest.login import login_accepted, login_refused, login_wait
 from .ingest.view import folder_quiet_through, folder_unread_mark
+from .leases import LeaseKeeper, Round, account_of
 
 log = logging.getLogger("outreach.ingest")
 MAX_BACKOFF = 300.0
@@ -83,9 +85,12 @@ class Watcher:
     # --- the set of folders ----------------------------------------------------------------
 
     def reconcile(self, wanted: dict[tuple, tuple[Mailbox, str]]) -> None:
-        for key in set(self.watches) - set(wanted):  # removed, or its settings changed
+        for key in set(self.watches) - set(wanted):  # removed, its settings changed, or its lease given up
             watch = self.watches.pop(key)
             self._close(watch)
+            if watch.opening is not None:  # a connection on its way: dropped when it arrives, never left open
+                watch.opening.add_done_callback(_drop_opened)
+                watch.opening = None
         for key in set(wanted) - set(self.watches):
             box, folder = wanted[key]
             self.watches[key] = Watch(key, box, folder)
@@ -216,6 +221,12 @@ def _one_of_each_mailbox_in_turn(watches: list[Watch]) -> list[Watch]:
     return [watch for _, watch in sorted(ranked, key=lambda r: r[0])]
 
 
+def _drop_opened(future: Future) -> None:
+    """A connection opened for a folder no longer watched: log out of it (in the opener thread)."""
+    if not future.cancelled() and future.exception() is None:
+        future.result()[0].drop()
+
+
 def _cursor(watch: Watch) -> ImapCursor | None:
     """What was ingested from the folder (None: never polled, or the database did not answer)."""
     return _database(f"read the cursor of {watch.mailbox.name}/{watch.folder}", lambda: ImapCursor.objects.filter(
@@ -274,26 +285,50 @@ def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, FolderStatus, 
 
 
 def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None], refresh: float,
-        idle_seconds: float, say: Callable[[str], None]) -> None:
-    """Watch every configured folder until `stop`, in this thread."""
+        idle_seconds: float, say: Callable[[str], None], keeper: LeaseKeeper | None = None) -> None:
+    """Watch, until `stop` and in this thread, the configured folders whose watch lease this process holds
+    (inbound.leases: any number of watcher processes share the folders, each watched once)."""
     watcher = Watcher(on_new=on_new, idle_seconds=idle_seconds)
+    keeper = keeper or LeaseKeeper()
     shown = None
-    next_refresh = 0.0
+    next_round = 0.0
+    held_until: float | None = None  # when the leases held at the last round expire (this process's clock)
     try:
         while not stop.is_set():
-            if time.monotonic() >= next_refresh:
-                watcher.reconcile({key(box, folder): (box, folder) for box in watched(name)
-                                   for folder in box.reply_folders})
+            if time.monotonic() >= next_round:
+                began = time.monotonic()
+                outcome = _database("renew the watch leases", lambda: _lease_round(keeper, name))
                 connection.close()
-                next_refresh = time.monotonic() + refresh
-                if len(watcher.watches) != shown:
-                    shown = len(watcher.watches)
-                    say(f"watching {shown} folder{'s' if shown != 1 else ''} with IDLE" if shown else
-                        f"no IMAP mailbox configured yet: looking again every {refresh:.0f}s")
+                if outcome is not None:
+                    held, wanted = outcome
+                    watcher.reconcile(wanted)
+                    held_until = began + keeper.seconds
+                    said = (held.watchers, len(wanted))
+                    if said != shown:
+                        shown = said
+                        shared = f" ({held.watchers} watcher processes share the folders)" if held.watchers > 1 else ""
+                        n = len(wanted)
+                        say(f"watching {n} folder{'s' if n != 1 else ''} with IDLE{shared}" if wanted or held.share else
+                            f"no IMAP mailbox configured yet: looking again every {keeper.every:.0f}s")
+                elif held_until is not None and time.monotonic() >= held_until and watcher.watches:
+                    # Leases not renewed in time: another process may hold them now. Close, never watch twice.
+                    log.warning("IDLE watcher could not renew its watch leases: closing its %d connections",
+                                len(watcher.watches))
+                    watcher.reconcile({})
+                    shown = None
+                next_round = time.monotonic() + min(refresh, keeper.every)
             watcher.step(timeout=0.2)
     finally:
         watcher.close()
+        _database("give the watch leases up", keeper.release_all)
         connection.close()
+
+
+def _lease_round(keeper: LeaseKeeper, name: str | None) -> tuple[Round, dict[tuple, tuple[Mailbox, str]]]:
+    boxes = {box.pk: box for box in watched(name)}
+    folders = {(box.pk, folder): account_of(box) for box in boxes.values() for folder in box.reply_folders}
+    held = keeper.round(folders, every_mailbox=name is None)
+    return held, {key(boxes[pk], folder): (boxes[pk], folder) for pk, folder in held.mine}
 
 
 def watched(name: str | None) -> list[Mailbox]:

@@ -223,6 +223,40 @@ class ImapCursor(models.Model):
         return f"{self.mailbox.name}/{self.folder} uidvalidity={self.uidvalidity} last_uid={self.last_uid}"
 
 
+class WatchLease(models.Model):
+    """Which IDLE watcher process watches one reply folder, and until when (inbound.leases).
+
+    Taken, renewed and given up only by guarded updates (holder and expiry in the filter), so a folder has
+    one holder at a time across every process and host. `account` (IMAP host and login) is what the
+    per-account connection limit counts; `term` grows at every change of holder."""
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="watch_leases")
+    folder = models.CharField(max_length=255)
+    account = models.CharField(max_length=600)
+    holder = models.CharField(max_length=200, blank=True)  # "" when nobody holds it; one row per folder: no index
+    expires_at = models.DateTimeField(null=True, blank=True)  # database clock
+    taken_at = models.DateTimeField(null=True, blank=True)
+    term = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["mailbox", "folder"], name="watchlease_unique_folder")]
+
+    def __str__(self) -> str:
+        return f"{self.mailbox_id}/{self.folder} held by {self.holder or 'nobody'}"
+
+
+class WatcherProcess(models.Model):
+    """A running `watch_mailboxes` process, renewed with its leases: the watchers that share the folders."""
+
+    name = models.CharField(max_length=200, unique=True)  # host:pid:random
+    started_at = models.DateTimeField(db_default=DbClock())
+    expires_at = models.DateTimeField()
+    folders = models.PositiveIntegerField(default=0)  # held at its last renewal
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class InboundMessage(models.Model):
     """The inbound ledger: every fetched message, recorded once, with what it was and what it did."""
 

@@ -36,6 +36,14 @@ def database_from_url(url: str) -> dict:
     """Turn DATABASE_URL into a Django DATABASES entry (postgres or sqlite only)."""
     parsed = urlparse(url)
     if parsed.scheme in {"postgres", "postgresql"}:
+        options = {"server_side_binding": True, "prepare_threshold": 5}
+        pooler = os.environ.get("OUTREACH_DB_POOLER", "").strip().lower()
+        if pooler not in {"", "session", "transaction"}:
+            raise ValueError(f"OUTREACH_DB_POOLER must be empty, session or transaction, got {pooler!r}")
+        if pooler == "transaction":
+            # Behind a pooler in transaction mode (PgBouncer before 1.21) a statement prepared on one server
+            # connection is unknown on the next: prepare none, and no server-side cursor outlives a transaction.
+            options["prepare_threshold"] = None
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parsed.path.lstrip("/")) or "outreach",
@@ -47,7 +55,8 @@ def database_from_url(url: str) -> dict:
             # Parameters bound by the server, and a statement run five times on one connection is prepared
             # there (psycopg's prepare_threshold): the send pipeline's joined reads are then planned once
             # per worker, not once per message (the plan was most of their cost).
-            "OPTIONS": {"server_side_binding": True, "prepare_threshold": 5},
+            "OPTIONS": options,
+            "DISABLE_SERVER_SIDE_CURSORS": pooler == "transaction",
             "TEST": {"NAME": os.environ.get("OUTREACH_TEST_DB", None)},
         }
     if parsed.scheme == "sqlite":
@@ -300,6 +309,11 @@ OUTREACH_REPLY_VIEW_MAX_AGE = int(os.environ.get("OUTREACH_REPLY_VIEW_MAX_AGE", 
 OUTREACH_REPLY_VIEW_RECHECK_SECONDS = int(os.environ.get("OUTREACH_REPLY_VIEW_RECHECK_SECONDS", "10"))
 # IMAP connections the IDLE watcher opens at once (login and SELECT of a folder it starts watching).
 OUTREACH_WATCHER_OPENERS = int(os.environ.get("OUTREACH_WATCHER_OPENERS", "4"))
+# Watcher processes share the folders through leases in the database (inbound.leases): a lease lives this many
+# seconds unless its holder renews it, so a dead watcher's folders are watched again within about 1.3 leases.
+OUTREACH_WATCHER_LEASE_SECONDS = float(os.environ.get("OUTREACH_WATCHER_LEASE_SECONDS", "15"))
+# IDLE connections every watcher process together holds to one IMAP account (host and login), at most.
+OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT = int(os.environ.get("OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT", "10"))
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))
 # Bytes of one message read from IMAP (a partial fetch): enough for any DSN, ARF or reply; memory stays flat.
 OUTREACH_INBOUND_FETCH_LIMIT = int(os.environ.get("OUTREACH_INBOUND_FETCH_LIMIT", str(10 * 1024 * 1024)))

@@ -1,4 +1,5 @@
-"""`manage.py watch_mailboxes`: the IDLE watcher (inbound.watcher), one process for every watched folder."""
+"""`manage.py watch_mailboxes`: the IDLE watcher (inbound.watcher). Run one or more, on any hosts: they share
+the folders through watch leases in the database (inbound.leases), each folder watched by one of them."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from inbound.watcher import run
 class Command(BaseCommand):
     help = ("Watch IMAP folders with IDLE and trigger an immediate poll when new mail is pushed. One thread "
             "multiplexes every folder's connection; mailboxes added, changed or removed are picked up every "
-            "--refresh seconds, without a restart.")
+            "--refresh seconds, without a restart. Any number may run: they share the folders through leases "
+            "(OUTREACH_WATCHER_LEASE_SECONDS), each folder watched once; a stopped one gives its folders up.")
 
     def add_arguments(self, parser):
         parser.add_argument("--mailbox", help="only this mailbox (name)")
         parser.add_argument("--inline", action="store_true",
-                            help="poll in this process instead of enqueueing on the `ingest` queue")
+                            help="poll in this process instead of enqueueing on the `ingest` queue (a long poll "
+                                 "delays the lease renewals: keep it for one watcher)")
         parser.add_argument("--refresh", type=float, default=30.0, help="seconds between looks at the mailbox list")
         parser.add_argument("--idle-seconds", type=float, default=300.0,
                             help="longest IDLE before the folder is selected again (UIDVALIDITY check)")

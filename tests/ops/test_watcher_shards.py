@@ -1,0 +1,137 @@
+"""Several IDLE watchers, each folder watched once: real `manage.py watch_mailboxes` processes (inbound.leases).
+
+Twenty mailboxes, one Dovecot account each (INBOX), on one real Dovecot. Two watcher processes share the
+twenty folders: together they hold twenty IMAP connections to the server, not forty (counted from each
+process's sockets: the `ingest` worker's polls connect too). One watcher is killed (SIGKILL: it gives
+nothing up); the other takes its folders over when their leases expire, and a reply delivered into one of
+them after the kill stops its person. A third watcher started afterwards takes its share from the
+survivor, which gives its surplus up: still one connection per folder. Leases live 6 s here (15 s by
+default: a take-over then takes up to 20 s).
+
+Without the leases (each process watching every folder, as `watch_mailboxes` did) the first count is 40.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from db.sql import db_now
+from inbound.leases import LeaseKeeper, account_of
+from mailboxes.models import ImapCursor, WatcherProcess, WatchLease
+from proving.bench.watcher import tcp_connections
+from proving.harness import data, mails
+from proving.harness.dovecot import Dovecot
+from proving.harness.stack import Process, database_url, wait_for
+from sequences.models import Enrollment, SendJob
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+MAILBOXES = 20
+LEASE = 6.0
+TAG = "sh"
+PASSWORD = "shardpw"
+
+
+@pytest.fixture
+def server():
+    with Dovecot({f"u{i}": PASSWORD for i in range(MAILBOXES)}) as dovecot:
+        yield dovecot
+
+
+def watch_connections(port: int, watchers: list[Process], *, seconds: float = 3.0) -> int:
+    """IMAP connections the watcher processes hold together, once the count has held still for `seconds`
+    (read from each process's sockets in /proc; the `ingest` worker's polls hold connections of their own)."""
+    def count() -> int:
+        return sum(tcp_connections(p.pid, port) for p in watchers)
+
+    wait_for(lambda: count() >= MAILBOXES, timeout=40, what=f"{MAILBOXES} IMAP connections")
+    while True:
+        seen, started = count(), time.monotonic()
+        while time.monotonic() - started < seconds and count() == seen:
+            time.sleep(0.1)
+        if count() == seen:
+            return seen
+
+
+def held_by(pid: int) -> int:
+    return WatchLease.objects.filter(holder__contains=f":{pid}:").count()
+
+
+def watcher(name: str, env: dict[str, str], log_dir) -> Process:
+    """A watcher as production runs it: it asks for polls on the `ingest` queue, which a worker serves."""
+    return Process(name, ["watch_mailboxes", "--refresh", "1"], env=env, log_dir=log_dir)
+
+
+def test_watchers_share_the_folders_and_take_over_a_killed_ones(server, redis_conn, tmp_path):
+    boxes = data.mailboxes_create(MAILBOXES, smtp_port=2, tag=TAG, imap_host=server.host, imap_port=server.port,
+                                  imap_password_env="OUTREACH_SECRET_SHARD_IMAP", imap_folders=["INBOX"])
+    for i, box in enumerate(boxes):
+        box.imap_username = f"u{i}"
+        box.save(update_fields=["imap_username"])
+    data.followups_create(MAILBOXES, sequences=data.sequences_create(boxes), tag=TAG,
+                          state=SendJob.State.SCHEDULED, due_in=timedelta(days=1))
+    env = dict(os.environ, DATABASE_URL=database_url(connection.settings_dict), REDIS_URL=settings.REDIS_URL,
+               OUTREACH_SECRET_SHARD_IMAP=PASSWORD, OUTREACH_WATCHER_LEASE_SECONDS=str(LEASE), PYTHONUNBUFFERED="1")
+    ingest = Process("ingest", ["rqworker", "ingest", "-v", "0"], env=env, log_dir=tmp_path)
+    first, second = watcher("first", env, tmp_path), watcher("second", env, tmp_path)
+    third = None
+    try:
+        wait_for(lambda: held_by(first.pid) + held_by(second.pid) == MAILBOXES and held_by(first.pid)
+                 and held_by(second.pid), timeout=40, what="the two watchers to share the folders")
+        assert watch_connections(server.port, [first, second]) == MAILBOXES, "a folder is watched twice"
+        assert held_by(first.pid) == held_by(second.pid) == MAILBOXES // 2
+
+        # SIGKILL the first: its leases are not given up, they expire.
+        theirs = sorted(WatchLease.objects.filter(holder__contains=f":{first.pid}:").values_list("mailbox_id",
+                                                                                                 flat=True))
+        first.kill()
+        killed_at = time.time()
+        index = next(i for i, box in enumerate(boxes) if box.pk == theirs[0])
+        server.append(f"u{index}", "INBOX", mails.bench_reply(sender=f"p{index}.{TAG}@prospects.test",
+                                                              to_message_id=data.first_message_id(TAG, index)))
+        enrollment = Enrollment.objects.get(contact__email=f"p{index}.{TAG}@prospects.test")
+        wait_for(lambda: Enrollment.objects.filter(pk=enrollment.pk, status="stopped").exists(), timeout=45,
+                 what="the reply in a folder of the killed watcher to stop its person")
+        assert time.time() - killed_at < 45
+        wait_for(lambda: held_by(second.pid) == MAILBOXES, timeout=30, what="the survivor to hold every folder")
+        assert watch_connections(server.port, [second]) == MAILBOXES
+        # The take-over's catch-up polls moved the reply view of the killed watcher's folders past the kill.
+        views = ImapCursor.objects.filter(mailbox_id__in=theirs, folder="INBOX").values_list("read_through",
+                                                                                            flat=True)
+        wait_for(lambda: all(v and v.timestamp() > killed_at for v in views.all()), timeout=20,
+                 what="the reply view of the taken-over folders to be read after the kill")
+
+        # A new watcher takes its share; the survivor gives its surplus up.
+        third = watcher("third", env, tmp_path)
+        wait_for(lambda: held_by(third.pid) == MAILBOXES // 2 == held_by(second.pid), timeout=30,
+                 what="the new watcher to take its share")
+        assert watch_connections(server.port, [second, third]) == MAILBOXES
+    finally:
+        for process in (first, second, third, ingest):
+            if process is not None:
+                process.stop()
+
+
+def test_the_connection_limit_of_an_account_holds_across_watchers():
+    """Fifteen folders of one account, a limit of ten: two watchers together hold ten leases, never more;
+    a live lease is never taken, an expired one is."""
+    box = data.mailbox_create(name="shared", address="s@shared.test", smtp_port=2, display_name="S", daily_cap=1,
+                              imap_host="imap.shared.test", imap_username="team",
+                              imap_folders=[f"F{i}" for i in range(15)])
+    folders = {(box.pk, folder): account_of(box) for folder in box.reply_folders}
+    a = LeaseKeeper(holder="host:1:a", seconds=60, per_account=10)
+    b = LeaseKeeper(holder="host:2:b", seconds=60, per_account=10)
+    for _ in range(3):
+        held = [a.round(folders).mine, b.round(folders).mine]
+    assert len(held[0]) + len(held[1]) == 10 and not held[0] & held[1]
+    assert WatchLease.objects.exclude(holder="").count() == 10
+
+    WatchLease.objects.filter(holder=a.holder).update(expires_at=db_now() - timedelta(seconds=1))  # a died
+    WatcherProcess.objects.filter(name=a.holder).update(expires_at=db_now() - timedelta(seconds=1))
+    taken = b.round(folders).mine
+    assert len(taken) == 10 and taken >= held[1]
