@@ -151,7 +151,8 @@ def design_run(
     sampler = ViewSampler(boxes)
     # The idle samples span one IDLE cycle of every folder (each re-check advances its read-through time).
     idle_window = 5.0 if ctx.quick else IDLE_SECONDS + 5.0
-    env = child_env(PASSWORD)
+    # Every folder of an account is watched here: the per-account cap (10 by default) is lifted to them.
+    env = child_env(PASSWORD) | {"OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT": str(per_mailbox)}
     os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
     with WorkerPool(2, "ingest") as workers:
         started = time.monotonic()
