@@ -43,7 +43,7 @@ def server():
         yield dovecot
 
 
-def watch_connections(port: int, watchers: list[Process], *, seconds: float = 3.0) -> int:
+def watch_connections(port: int, watchers: list[Process], *, seconds: float = 2.0) -> int:
     """IMAP connections the watcher processes hold together, once the count has held still for `seconds`
     (read from each process's sockets in /proc; the `ingest` worker's polls hold connections of their own)."""
     def count() -> int:
