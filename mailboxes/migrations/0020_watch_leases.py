@@ -9,7 +9,7 @@ import db.sql
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('mailboxes', '0018_quoted_text_rule'),
+        ('mailboxes', '0019_domain_auth'),
     ]
 
     operations = [
