@@ -81,8 +81,8 @@ def poll_all() -> int:
 
 
 def inbound_raw_purge() -> int:
-    """Periodic: remove the raw source of inbound mail older than OUTREACH_INBOUND_RETENTION_DAYS."""
+    """Periodic: remove the content of inbound mail and provider events older than OUTREACH_INBOUND_RETENTION_DAYS."""
     purged = _raw_purge()
     if purged:
-        log.info("removed the raw source of %d inbound messages past the retention period", purged)
+        log.info("removed the content of %d inbound messages past the retention period", purged)
     return purged

@@ -273,12 +273,14 @@ class InboundMessage(models.Model):
         NONE = "none", "Not correlated"
 
     class Content(models.TextChoices):
-        # Correlated to something we sent, or machine-generated (DSN, ARF, auto-reply): kept to act and explain.
+        # Correlated to something we sent: kept to act and explain, until the retention period ends.
         FULL = "full", "Stored"
-        # Anything else: mailbox, folder, UID, Message-ID, INTERNALDATE, size and kind only.
+        # Anything else, machine mail (DSN, ARF, auto-reply) included: mailbox, folder, UID, Message-ID,
+        # INTERNALDATE, size, kind, status codes and what it did only.
         METADATA = "metadata", "Not stored: unrelated to anything we sent"
-        # Raw source removed after OUTREACH_INBOUND_RETENTION_DAYS; the row, its fields and effects stay.
-        PURGED = "purged", "Raw source removed after the retention period"
+        # Content (raw source, subject, sender's name, headers, reply text) removed after
+        # OUTREACH_INBOUND_RETENTION_DAYS; the row, its kind, correlation, codes and effect stay.
+        PURGED = "purged", "Content removed after the retention period"
 
     # No index of its own: inbound_once_per_uid leads with it (each index is written for every message read).
     mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound", db_index=False)

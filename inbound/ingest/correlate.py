@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from mailboxes.kinds import Kind
 from mailboxes.models import InboundMessage, Mailbox
-from sequences.models import Enrollment, SendJob
+from sequences.models import Contact, Enrollment, SendJob
 from sequences.sending_mailbox import enrollment_mailbox_id, sends_from
 
 from ..classify.evidence import REFERENCES_CONSIDERED
@@ -87,8 +87,7 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
             found = [r for r in recipients if r in sent]
             if found:
                 return Correlation(Rule.RECIPIENT, sent[found[0]], found)
-            names = ", ".join(c.recipients[:5])
-            refused.append(f"the report names {names}; {_nothing_sent(internaldate)}")
+            refused.append(f"{_named(recipients)}; {_nothing_sent(internaldate)}")
             return _no_evidence(refused)
     if parsed.from_address:
         job = _sent_to([parsed.from_address], mailbox, internaldate).get(parsed.from_address)
@@ -215,6 +214,16 @@ def _nothing_sent(internaldate: datetime | None) -> str:
     if internaldate is None:
         return "the message's arrival time is unknown"
     return f"this mailbox submitted nothing to it before the message arrived ({internaldate:%Y-%m-%d %H:%M:%S})"
+
+
+def _named(recipients: list[str]) -> str:
+    """The report's recipients that are our contacts; any other address is the mailbox owner's own
+    correspondence and is not written down (the row is metadata only)."""
+    contacts = set(Contact.objects.filter(email__in=recipients).values_list("email", flat=True))
+    named = [r for r in recipients if r in contacts][:5]
+    if not named:
+        return "the report names no address we have a contact for"
+    return f"the report names {', '.join(named)}"
 
 
 def _no_evidence(refused: list[str]) -> Correlation:

@@ -25,8 +25,6 @@ from .effects import NOT_CORRELATED, inbound_effects_apply
 from .parse import Parsed, clean, parse
 
 Content = InboundMessage.Content
-# Machine-generated mail is kept even when it names nothing we sent: a forged or stray report is evidence.
-MACHINE_KINDS = frozenset({Kind.BOUNCE, Kind.COMPLAINT, Kind.AUTO_REPLY, Kind.AUTH_FAILURE})
 # Errors that the content of one message can cause; anything else (the database gone) is the poll's.
 CONTENT_ERRORS = (DataError, ValueError, TypeError, LookupError, RecursionError)
 
@@ -109,11 +107,15 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
         return _quarantine(mailbox, folder, uidvalidity, fetched, f"could not be recorded: {type(exc).__name__}")
 
 
-def content_for(kind: str, correlation: Correlation) -> str:
-    """Full content for mail tied to something we sent (a probable reply too: an operator reads it) or
-    machine-generated; metadata only otherwise."""
+def content_for(correlation: Correlation) -> str:
+    """Full content only for mail tied to something we sent (a probable reply too: an operator reads it).
+
+    Machine mail that names nothing we sent is metadata only like any unrelated mail: a bounce or an
+    auto-reply to the owner's own mail returns or quotes that private mail. Its kind, rule, status codes and
+    what it did (nothing, and why) stay as evidence.
+    """
     tied = correlation.job is not None or correlation.colleague is not None
-    return Content.FULL if tied or kind in MACHINE_KINDS else Content.METADATA
+    return Content.FULL if tied else Content.METADATA
 
 
 def metadata_row(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: FetchedMessage, message_id: str, *,
@@ -187,9 +189,11 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
 
     c = parsed.classification
     kind = c.kind if c is not None else Kind.QUARANTINED
-    if content_for(kind, correlation) == Content.METADATA:
+    if content_for(correlation) == Content.METADATA:
         row = metadata_row(mailbox, folder, uidvalidity, fetched, parsed.message_id, kind=kind,
                            rule=correlation.rule, parse_error=parsed.error)
+        if c is not None:  # what the report said in codes, never whose or what mail it returned
+            row.bounce_type, row.status_codes = c.bounce_type, list(c.status_codes)
     else:
         limit = settings.OUTREACH_INBOUND_RAW_LIMIT
         row = InboundMessage(
