@@ -226,6 +226,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Minutes an admin's re-entered password holds before they change another user's password or role again
+# (sequences.reauth).
+OUTREACH_REAUTH_MINUTES = int(os.environ.get("OUTREACH_REAUTH_MINUTES", "5"))
+
 # Login throttling (django-axes): a username, or an address, is locked out after
 # AXES_FAILURE_LIMIT failed logins, on the UI's login form and the admin's alike.
 # Unlock: `python manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS` or `axes_reset`.

@@ -12,6 +12,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
+from django.urls import path
 
 from sequences.stop_summary import StopSummary
 
@@ -19,6 +20,7 @@ from .config.parse import MAX_DURATION, MAX_DURATION_WORDS
 from .labels import job_label, stamp, stop_summary_text
 from .messages import step_validate
 from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
+from .reauth import reauth_required, reauth_view
 from .services.common import ServiceError
 from .services.erasure import contact_erase
 from .services.stops import enrollment_pause, enrollment_resume, enrollment_stop, sequence_pause, sequence_resume
@@ -288,6 +290,25 @@ class UserAdmin(DjangoUserAdmin):
     superuser at all (a password reset would take the account over). Anyone else
     may give only groups whose every permission they hold themselves.
     """
+
+    def get_urls(self):
+        confirm = path("reauthenticate/", self.admin_site.admin_view(self.reauthenticate_view),
+                       name="reauthenticate")
+        return [confirm, *super().get_urls()]
+
+    def reauthenticate_view(self, request):
+        return reauth_view(request, context=self.admin_site.each_context(request))
+
+    # Another user's role (change form) and password: only after the admin confirmed their own password.
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if self.has_change_permission(request) and (ask := reauth_required(request, object_id)):
+            return ask
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def user_change_password(self, request, id, form_url=""):  # noqa: A002 - Django's own argument name
+        if ask := reauth_required(request, id):
+            return ask
+        return super().user_change_password(request, id, form_url)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
