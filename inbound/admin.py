@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 
 from mailboxes.models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
 from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
+from mailboxes.tls import mailbox_connection_problems
 from sequences.admin import ReadOnlyAdmin, report_stop
 from sequences.labels import stamp
 from sequences.services.stops import mailbox_pause, mailbox_resume
@@ -40,6 +41,14 @@ class MailboxForm(forms.ModelForm):
         if problem := zone_problem(name):
             raise forms.ValidationError(problem)
         return name
+
+    def clean(self):
+        data = super().clean()
+        # No login in clear text, as the mailbox form and TOML refuse it (mailboxes.tls).
+        stored = {f.name: getattr(self.instance, f.name) for f in Mailbox._meta.concrete_fields}
+        for name, problem in mailbox_connection_problems(stored | data).items():
+            self.add_error(name if name in self.fields else None, problem)
+        return data
 
 
 @admin.register(Mailbox)

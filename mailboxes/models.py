@@ -32,11 +32,12 @@ class Mailbox(models.Model):
     display_name = models.CharField(max_length=200, blank=True)
 
     smtp_host = models.CharField(max_length=255, default="127.0.0.1")
-    smtp_port = models.PositiveIntegerField(default=2525)
+    # Submission with STARTTLS by default; "none" logs in only to a loopback host (mailboxes.tls).
+    smtp_port = models.PositiveIntegerField(default=587)
     smtp_username = models.CharField(max_length=255, blank=True)
     smtp_password_env = models.CharField(max_length=100, blank=True)
     smtp_password_sealed = models.TextField(blank=True, editable=False)
-    smtp_security = models.CharField(max_length=10, choices=Security.choices, default=Security.NONE)
+    smtp_security = models.CharField(max_length=10, choices=Security.choices, default=Security.STARTTLS)
 
     daily_cap = models.PositiveIntegerField(default=200)
     # Spacing (sequences.daily_cap, enforced by the final check under this row's lock): two messages are never
@@ -122,11 +123,11 @@ class Mailbox(models.Model):
 
     # IMAP side (reply ingestion); empty host = not polled.
     imap_host = models.CharField(max_length=255, blank=True)
-    imap_port = models.PositiveIntegerField(default=143)
+    imap_port = models.PositiveIntegerField(default=993)  # IMAP over TLS by default
     imap_username = models.CharField(max_length=255, blank=True)
     imap_password_env = models.CharField(max_length=100, blank=True)
     imap_password_sealed = models.TextField(blank=True, editable=False)
-    imap_security = models.CharField(max_length=10, choices=Security.choices, default=Security.NONE)
+    imap_security = models.CharField(max_length=10, choices=Security.choices, default=Security.TLS)
     imap_folders = models.JSONField(default=list, blank=True)
     # The reply view (`sequences.services.reply_view`): a follow-up is authorized only while every reply folder
     # has been read through a time within this many seconds of the final check (None: the setting's

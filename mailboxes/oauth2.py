@@ -30,6 +30,8 @@ from authlib.common.security import is_secure_transport
 from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 
+from .targets import TargetRefused, guard, url_problem
+
 log = logging.getLogger("outreach.oauth2")
 
 # Seconds: a token this close to its expiry is refreshed before use (at most half its lifetime, so that a
@@ -117,12 +119,14 @@ def provider_defaults(provider: str) -> Provider | None:
 
 
 def token_url_problem(url: str) -> str:
-    """Why URL cannot be a token endpoint, or "": https, or http on loopback only (authlib's rule, RFC 8252)."""
+    """Why URL cannot be a token endpoint, or "": https to a public address (mailboxes.targets; a private one, or
+    http, only where OUTREACH_ALLOW_PRIVATE_TARGETS lists it), and never plain http beyond loopback (authlib's
+    rule, RFC 8252)."""
     if not url:
         return "a token endpoint (token_url) is required unless provider names one"
     if not is_secure_transport(url):
         return f"{url} is not https: a client secret and a refresh token travel only over TLS (http on loopback only)"
-    return ""
+    return url_problem(url)
 
 
 def endpoint_host(url: str) -> str:
@@ -204,12 +208,12 @@ def _refresh(config: OAuth2Config, refresh_token: str) -> tuple[str, float, str]
     """One refresh_token grant with authlib; (access token, expiry, rotated refresh token or "")."""
     if problem := token_url_problem(config.token_url):
         raise TokenRefused(problem, hint="set oauth2.token_url or oauth2.provider")
-    session = OAuth2Session(
+    session = guard(OAuth2Session(  # connects only to the address it has just checked
         config.client_id,
         config.client_secret,
         scope=config.scope or None,
         token_endpoint_auth_method="client_secret_post",
-    )
+    ))
     started = time.time()
     try:
         token = session.refresh_token(config.token_url, refresh_token=refresh_token, timeout=config.timeout)
@@ -230,6 +234,9 @@ def _refresh(config: OAuth2Config, refresh_token: str) -> tuple[str, float, str]
         raise TokenUnavailable(f"the token endpoint answered HTTP {status}") from None
     except requests.RequestException as exc:
         raise TokenUnavailable(f"cannot reach the token endpoint {config.token_url}: {type(exc).__name__}") from None
+    except TargetRefused as exc:
+        raise TokenRefused(f"refused to connect to the token endpoint: {exc}", hint="set oauth2.token_url or "
+                           "oauth2.provider", endpoint=endpoint_host(config.token_url)) from None
     finally:
         session.close()
     access = token.get("access_token") or ""

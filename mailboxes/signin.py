@@ -20,6 +20,7 @@ from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 
 from .oauth2 import endpoint_host, provider_defaults, token_url_problem
+from .targets import TargetRefused, guard
 
 CALLBACK_PATH = "/mailboxes/oauth/callback/"
 
@@ -110,8 +111,8 @@ def authorization_request(client: SigninClient, *, redirect_uri: str) -> tuple[s
 def exchange(client: SigninClient, *, code: str, verifier: str, redirect_uri: str, timeout: float = 30.0) -> SignedIn:
     """The code for tokens (with the verifier), then who signed in; SigninError with the provider's words."""
     where = endpoint_host(client.token_url)
-    with OAuth2Session(client.client_id, client.client_secret, scope=client.scope, redirect_uri=redirect_uri,
-                       token_endpoint_auth_method="client_secret_post") as session:
+    with guard(OAuth2Session(client.client_id, client.client_secret, scope=client.scope, redirect_uri=redirect_uri,
+                             token_endpoint_auth_method="client_secret_post")) as session:
         try:
             token = session.fetch_token(client.token_url, code=code, code_verifier=verifier, timeout=timeout)
         except OAuthError as exc:
@@ -119,6 +120,8 @@ def exchange(client: SigninClient, *, code: str, verifier: str, redirect_uri: st
                               + (f" ({exc.description[:200]})" if exc.description else "")) from None
         except requests.RequestException as exc:
             raise SigninError(f"cannot reach {where}: {type(exc).__name__}") from None
+        except TargetRefused as exc:
+            raise SigninError(f"refused to connect to {where}: {exc}") from None
         refresh = token.get("refresh_token") or ""
         if not refresh:
             raise SigninError(f"{where} gave no refresh token: the sign-in must ask for offline access")
@@ -126,7 +129,7 @@ def exchange(client: SigninClient, *, code: str, verifier: str, redirect_uri: st
             answer = session.get(client.userinfo_url, timeout=timeout)
             answer.raise_for_status()
             info = answer.json()
-        except (requests.RequestException, ValueError) as exc:
+        except (requests.RequestException, ValueError, TargetRefused) as exc:
             raise SigninError(f"cannot read who signed in from {endpoint_host(client.userinfo_url)}: "
                               f"{type(exc).__name__}") from None
     identity = info.get("email") or info.get("preferred_username") or info.get("upn") or ""

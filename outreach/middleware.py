@@ -8,7 +8,7 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import logout
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 # NUL (PostgreSQL refuses it in text) and the other C0 control characters but tab, newline, return;
 # U+FFFD is what Django decodes bytes that are not UTF-8 to.
@@ -22,14 +22,20 @@ class RejectInvalidQueryMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         # A path carries values too (/api/v1/contacts/<email>, /api/v1/timeline/<email>).
         if INVALID.search(request.path):
-            return HttpResponseBadRequest("Bad request: the path holds a control character or bytes that are not "
-                                          "UTF-8.\n", content_type="text/plain; charset=utf-8")
+            return bad_request(request, "Bad request: the path holds a control character or bytes that are not "
+                                        "UTF-8.")
         for key, values in request.GET.lists():
             if INVALID.search(key) or any(INVALID.search(value) for value in values):
-                return HttpResponseBadRequest(
-                    f"Bad request: the query parameter {key_text(key)} holds a control character or bytes that "
-                    "are not UTF-8.\n", content_type="text/plain; charset=utf-8")
+                return bad_request(request, f"Bad request: the query parameter {key_text(key)} holds a control "
+                                            "character or bytes that are not UTF-8.")
         return self.get_response(request)
+
+
+def bad_request(request: HttpRequest, words: str) -> HttpResponse:
+    """A 400 in words: the API's JSON error body under /api/ (its schema documents it), plain text elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": words}, status=400)
+    return HttpResponseBadRequest(words + "\n", content_type="text/plain; charset=utf-8")
 
 
 def key_text(key: str) -> str:

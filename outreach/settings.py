@@ -335,6 +335,14 @@ OUTREACH_WEBHOOK_ESPS = [esp.strip() for esp in os.environ.get("OUTREACH_WEBHOOK
                          if esp.strip()]
 # Failed webhook logins one client address may make in 10 minutes before it gets 429 until the 10 minutes end.
 OUTREACH_WEBHOOK_AUTH_FAILURE_LIMIT = int(os.environ.get("OUTREACH_WEBHOOK_AUTH_FAILURE_LIMIT", "20"))
+# Private, loopback or link-local targets the server may connect to on an operator's word (mailboxes.targets):
+# host names or networks (CIDR), comma separated. Outbound webhooks and OAuth endpoints are otherwise https to
+# public addresses only; mail hosts may be private but never link-local or a cloud metadata address.
+OUTREACH_ALLOW_PRIVATE_TARGETS = [t.strip() for t in os.environ.get("OUTREACH_ALLOW_PRIVATE_TARGETS", "").split(",")
+                                  if t.strip()]
+# Directories a mailbox's private CA file (ca_file) may be read from.
+OUTREACH_CA_DIRS = [d.strip() for d in os.environ.get(
+    "OUTREACH_CA_DIRS", f"{VAR_DIR / 'ca'},/etc/ssl/certs,/usr/local/share/ca-certificates").split(",") if d.strip()]
 # Mailbox secret env var names allowed besides OUTREACH_SECRET_* (mailboxes/secrets.py).
 OUTREACH_SECRET_ENV_ALLOW = [n.strip() for n in os.environ.get("OUTREACH_SECRET_ENV_ALLOW", "").split(",") if n.strip()]
 

@@ -22,6 +22,9 @@ class MailboxFactory(factory.django.DjangoModelFactory):
     display_name = "Sales Team"
     smtp_host = "127.0.0.1"
     smtp_port = 2525
+    # The test servers (aiosmtpd, Dovecot) listen on loopback without TLS, where a login in clear text is allowed.
+    smtp_security = "none"
+    imap_security = "none"
     daily_cap = 100000
     # Test mailboxes read no replies unless a test gives them IMAP settings (then the reply view applies).
     follow_ups_without_reply_view = True

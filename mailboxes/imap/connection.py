@@ -14,7 +14,8 @@ from imapclient import IMAPClient
 from imapclient import exceptions as imap_exc
 
 from ..oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token
-from ..tls import tls_context
+from ..targets import mail_host_problem
+from ..tls import cleartext_login_problem, tls_context
 from .errors import ImapAuthError, ImapConnectionError, ImapError, ImapTokenRefused
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ class ImapConnection:
     def open(self) -> None:
         cfg = self.config
         where = f"{cfg.host}:{cfg.port}"
+        if problem := cleartext_login_problem(protocol="IMAP", host=cfg.host, security=cfg.security):
+            # Before connecting: IMAP always logs in, and never with a password in clear text.
+            raise ImapAuthError(f"refused to log in as {cfg.username!r} on {where}: {problem}")
+        if problem := mail_host_problem(cfg.host, cfg.port):
+            raise ImapAuthError(f"refused to connect to {where}: {problem}")
         try:
             client = IMAPClient(
                 cfg.host,

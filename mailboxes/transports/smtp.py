@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 
 from ..kinds import HARD_STATUS_CODES
 from ..oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token, oauthbearer, xoauth2
-from ..tls import tls_context
+from ..targets import TargetRefused, Unresolved, checked_address
+from ..tls import cleartext_login_problem, tls_context
 from .base import (
     CheckStep,
     MailboxRefused,
@@ -53,7 +54,7 @@ class SmtpConfig:
     port: int
     username: str = ""
     password: str = field(default="", repr=False)  # never in a repr, log line or traceback
-    security: str = "none"  # none | starttls | tls
+    security: str = "none"  # none | starttls | tls; "none" logs in only to a loopback host (mailboxes.tls)
     timeout: float = 30.0
     local_hostname: str | None = None
     ca_file: str = ""  # a private CA to trust besides the system's
@@ -110,6 +111,22 @@ def envelope_address(address: str) -> str:
 
 def _text(reply: bytes | str) -> str:
     return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+
+
+class _GuardedSMTP(smtplib.SMTP):
+    """Connects only to an address mailboxes.targets allows: the name is resolved and checked right before the
+    connection, which goes to the checked address (TLS still verifies the certificate against the name)."""
+
+    def _get_socket(self, host, port, timeout):
+        try:
+            address = checked_address(host, port, private_ok=True)
+        except Unresolved as exc:
+            raise OSError(str(exc)) from None  # as before: cannot connect (for now)
+        return super()._get_socket(address, port, timeout)
+
+
+class _GuardedSMTP_SSL(smtplib.SMTP_SSL, _GuardedSMTP):  # noqa: N801 - after smtplib's own name
+    """SMTP_SSL wraps the socket _GuardedSMTP opened, with the mailbox's host name for SNI and verification."""
 
 
 class SmtpTransport(Transport):
@@ -175,18 +192,25 @@ class SmtpTransport(Transport):
             where = f"the environment variable {cfg.password_env}" if cfg.password_env else "password_env"
             raise MailboxRefused(f"no password for {cfg.username}: {where} is not set",
                                  hint="set it in the environment of the worker")
+        if problem := cleartext_login_problem(protocol="SMTP", host=cfg.host, security=cfg.security,
+                                              logs_in=bool(cfg.username)):
+            # Before connecting: no configuration may put a password on the wire in clear text.
+            raise MailboxRefused(f"refused to log in: {problem}", hint='set security = "starttls" or "tls"')
         if cfg.oauth2 is not None and cfg.username:
             # Before connecting: a revoked refresh token must not cost a failed AUTH at the server.
             self._token(cfg.oauth2, "")
             record(CheckStep("OAuth2 token", True, f"access token from {urlsplit(cfg.oauth2.token_url).netloc}"))
         try:
             if cfg.security == "tls":
-                client: smtplib.SMTP = smtplib.SMTP_SSL(
+                client: smtplib.SMTP = _GuardedSMTP_SSL(
                     cfg.host, cfg.port, timeout=cfg.timeout, local_hostname=cfg.local_hostname,
                     context=tls_context(cfg.ca_file),
                 )
             else:
-                client = smtplib.SMTP(cfg.host, cfg.port, timeout=cfg.timeout, local_hostname=cfg.local_hostname)
+                client = _GuardedSMTP(cfg.host, cfg.port, timeout=cfg.timeout, local_hostname=cfg.local_hostname)
+        except TargetRefused as exc:
+            raise MailboxRefused(f"refused to connect: {exc}", hint="use the mail server's public or private "
+                                 "address (OUTREACH_ALLOW_PRIVATE_TARGETS lists exceptions)") from None
         except ssl.SSLError as exc:
             raise tls_refused(exc, ca_file=cfg.ca_file, stage="connect") from exc
         except smtplib.SMTPConnectError as exc:

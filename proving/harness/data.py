@@ -35,6 +35,8 @@ def mailbox_create(*, name: str, address: str, smtp_port: int, display_name: str
     """A sending identity on a loopback SMTP server. Without IMAP settings it reads no replies, and sends
     follow-ups all the same (`follow_ups_without_reply_view`): the harness's mail goes to sinks."""
     fields.setdefault("follow_ups_without_reply_view", True)
+    fields.setdefault("smtp_security", "none")  # loopback sinks without TLS
+    fields.setdefault("imap_security", "none")
     return Mailbox.objects.create(name=name, address=address, display_name=display_name, smtp_host="127.0.0.1",
                                   smtp_port=smtp_port, daily_cap=daily_cap, **fields)
 

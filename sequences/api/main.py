@@ -12,16 +12,16 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import IntegrityError
 from django.http import Http404, JsonResponse
 from django.urls import URLPattern, re_path
-from ninja import NinjaAPI
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, ValidationError
 
 from ..services.common import ServiceError
 from .auth import Forbidden, RateLimited, TokenAuth
 from .contacts import BadRow
+from .errors import DocumentedErrorsAPI, validation_detail
 from .idempotency import idempotent
 from .routes import contacts, enrollments, sequences, suppressions, timeline
 
-api = NinjaAPI(
+api = DocumentedErrorsAPI(
     title="outreach API",
     version="1",
     auth=TokenAuth(),
@@ -68,6 +68,12 @@ def _conflict(request, exc):
     # Two requests wrote the same row at once (e.g. the same new contact); the other one won. Nothing secret is shown.
     return api.create_response(request, {"detail": "a concurrent request changed the same record; retry (with the "
                                                    "same Idempotency-Key to act at most once)"}, status=409)
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request, exc):
+    # The documented Error body (detail in words), the fields' own errors beside it.
+    return api.create_response(request, {"detail": validation_detail(exc.errors), "errors": exc.errors}, status=422)
 
 
 @api.exception_handler(Http404)

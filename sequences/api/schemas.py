@@ -6,13 +6,21 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
 
 
 class Error(Schema):
     detail: str
 
 
-class ContactIn(Schema):
+class In(Schema):
+    """A request body: types as the schema says them, never coerced (0 is no boolean, "7" no id), so a body
+    that does not fit the schema is a 422, never read as something else."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class ContactIn(In):
     email: str
     first_name: str = ""
     last_name: str = ""
@@ -96,7 +104,7 @@ class EnrollIn(ContactIn):
     )
 
 
-class StopIn(Schema):
+class StopIn(In):
     reason: str = Field("operator", description="`operator`, the only reason an operator gives (422 otherwise); "
                                                 "replies, complaints and bounces are recorded from evidence")
 
@@ -115,7 +123,7 @@ class EnrollmentActionOut(Schema):
     result: StopOut | None = None
 
 
-class BulkIn(Schema):
+class BulkIn(In):
     sequence_id: int
     update_contacts: bool = False
     contacts: list[ContactIn] = Field(max_length=10000)
@@ -168,13 +176,13 @@ class SequenceActionOut(Schema):
     scheduled: int | None = None
 
 
-class SuppressionIn(Schema):
+class SuppressionIn(In):
     value: str = Field(description="an address or an @domain")
     reason: str = Field("manual", description="unsubscribe, complaint, hard_bounce, soft_bounces or manual")
     note: str = ""
 
 
-class LiftIn(Schema):
+class LiftIn(In):
     value: str
     note: str = Field(description="the justification (required)")
 

@@ -10,7 +10,6 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import time
-from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -18,6 +17,7 @@ from django.core.validators import validate_email
 
 from mailboxes.models import Mailbox
 from mailboxes.secrets import mailbox_config_problems
+from mailboxes.tls import mailbox_connection_problems
 
 from ..messages import step_validate
 from ..models import Sequence
@@ -254,8 +254,7 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
             reader.error(f"{path}.ramp.step", "must be 0 or more", out["ramp_step"])
     # A private CA (PEM) trusted for this mailbox's SMTP and IMAP TLS, besides the system's.
     out["ca_file"] = reader.get(table, path, "ca_file", str, "")
-    if out["ca_file"] and not Path(out["ca_file"]).is_file():
-        reader.error(f"{path}.ca_file", f"no file {out['ca_file']!r}", out["ca_file"])
+    # Checked with the hosts below (mailboxes.tls.ca_file_problem): a readable PEM under OUTREACH_CA_DIRS.
     # The DKIM selector the provider signs with: the domain-authentication check reads <selector>._domainkey.
     out["dkim_selector"] = reader.get(table, path, "dkim_selector", str, "")
     if out["dkim_selector"] and not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?",
@@ -265,10 +264,11 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     smtp = reader.get(table, path, "smtp", dict, {})
     reader.unknown(smtp, f"{path}.smtp", {"host", "port", "username", "password_env", "security"})
     out["smtp_host"] = reader.get(smtp, f"{path}.smtp", "host", str, "127.0.0.1")
-    out["smtp_port"] = reader.get(smtp, f"{path}.smtp", "port", int, 2525)
+    out["smtp_port"] = reader.get(smtp, f"{path}.smtp", "port", int, 587)
     out["smtp_username"] = reader.get(smtp, f"{path}.smtp", "username", str, "")
     out["smtp_password_env"] = reader.get(smtp, f"{path}.smtp", "password_env", str, "")
-    out["smtp_security"] = reader.get(smtp, f"{path}.smtp", "security", str, "none")
+    # TLS by default: "none" may log in only to a server on this machine (mailboxes.tls).
+    out["smtp_security"] = reader.get(smtp, f"{path}.smtp", "security", str, "starttls")
     if out["smtp_security"] not in SECURITY:
         reader.error(f"{path}.smtp.security", f"must be one of {', '.join(SECURITY)}")
     if "password" in smtp:
@@ -298,10 +298,10 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     reader.unknown(imap, f"{path}.imap", {"host", "port", "username", "password_env", "security", "folders"})
     if imap:
         out["imap_host"] = reader.get(imap, f"{path}.imap", "host", str, required=True) or ""
-        out["imap_port"] = reader.get(imap, f"{path}.imap", "port", int, 143)
+        out["imap_port"] = reader.get(imap, f"{path}.imap", "port", int, 993)
         out["imap_username"] = reader.get(imap, f"{path}.imap", "username", str, "")
         out["imap_password_env"] = reader.get(imap, f"{path}.imap", "password_env", str, "")
-        out["imap_security"] = reader.get(imap, f"{path}.imap", "security", str, "none")
+        out["imap_security"] = reader.get(imap, f"{path}.imap", "security", str, "tls")
         if out["imap_security"] not in SECURITY:
             reader.error(f"{path}.imap.security", f"must be one of {', '.join(SECURITY)}")
         folders = reader.get(imap, f"{path}.imap", "folders", list, ["INBOX"])
@@ -329,6 +329,8 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
         reader.error(f"{path}.{key}", problem, value)
+    for field_name, problem in mailbox_connection_problems(out).items():
+        reader.error(f"{path}.{'.'.join(MAILBOX_KEYS[field_name])}", problem, out[field_name])
     return out
 
 

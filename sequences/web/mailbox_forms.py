@@ -15,6 +15,7 @@ from django import forms
 from mailboxes.models import Auth, Mailbox, Security
 from mailboxes.oauth2 import token_url_problem
 from mailboxes.secrets import validate_secret_env_name
+from mailboxes.tls import mailbox_connection_problems
 
 from ..config.parse import duration_text, parse_duration
 
@@ -217,6 +218,8 @@ class MailboxForm(forms.Form):
         data["window_days"] = ",".join(d for d in DAYS if d in data["window_days"])
         if bool(data["window_start"]) != bool(data["window_end"]):
             self.add_error("window_end", "give both ends of the sending window, or neither")
+        for name, problem in mailbox_connection_problems(data).items():  # never a password in clear text
+            self.add_error(name, problem)
         if data["auth"] == Auth.OAUTH2:
             provider = data["oauth2_provider"] or preset.provider or "generic"
             data["oauth2_provider"] = provider

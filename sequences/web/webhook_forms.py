@@ -7,10 +7,9 @@ from urllib.parse import urlparse
 from django import forms
 
 from mailboxes.secrets import secret_env_problem
+from mailboxes.targets import url_problem
 
 from ..webhooks_out.events import WebhookEvent
-
-LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 
 class WebhookEndpointForm(forms.Form):
@@ -18,7 +17,8 @@ class WebhookEndpointForm(forms.Form):
         max_length=500,
         label="URL",
         assume_scheme="https",
-        help_text="https://… (plain http only to this machine: localhost, 127.0.0.1)",
+        help_text="https://… to a public address (a private one, or plain http, only where the install allows "
+                  "it: OUTREACH_ALLOW_PRIVATE_TARGETS)",
     )
     secret_env = forms.CharField(
         max_length=100,
@@ -35,10 +35,10 @@ class WebhookEndpointForm(forms.Form):
     def clean_url(self) -> str:
         url = self.cleaned_data["url"]
         parsed = urlparse(url)
-        if parsed.scheme != "https" and not (parsed.scheme == "http" and parsed.hostname in LOOPBACK):
-            raise forms.ValidationError("use https (plain http only to localhost or 127.0.0.1)")
         if parsed.username or parsed.password:
             raise forms.ValidationError("no credentials in the URL: deliveries are signed instead")
+        if problem := url_problem(url):  # resolved now, and again at each delivery
+            raise forms.ValidationError(problem)
         return url
 
     def clean_secret_env(self) -> str:

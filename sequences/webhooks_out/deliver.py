@@ -20,7 +20,8 @@ from django.db.models import F, Q
 
 from db.sql import DbClock, db_now
 from mailboxes.secrets import SecretRefused, secret_from_env
-from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery
+from mailboxes.targets import TargetRefused, guard, url_problem
+from sequences.webhooks_out.models import REFUSED_TARGET, WebhookAttempt, WebhookDelivery
 
 from .signing import HEADER, signature_header
 
@@ -61,6 +62,10 @@ def webhook_deliver(*, delivery_id: int) -> str:
     if delivery is None:
         return "not due (delivered, given up, waiting for its retry, or being sent by another worker)"
     assert not connection.in_atomic_block, "a webhook is never sent from inside a transaction"
+    if problem := url_problem(delivery.endpoint.url):
+        # A target the install does not allow (now, whatever it resolved to at save): no request, and neither a
+        # time nor an answer recorded that would tell an operator what listens there.
+        return webhook_delivery_record(delivery=delivery, status=None, error=REFUSED_TARGET + problem, duration_ms=0)
     status, error, started = None, "", time.monotonic()
     try:
         secret = secret_from_env(delivery.endpoint.secret_env)
@@ -74,14 +79,18 @@ def webhook_deliver(*, delivery_id: int) -> str:
             "Outreach-Delivery": str(delivery.pk),
             HEADER: signature_header(secret=secret, timestamp=int(time.time()), body=body),
         }
-        response = requests.post(
-            delivery.endpoint.url, data=body, headers=headers, timeout=TIMEOUT_SECONDS, allow_redirects=False
-        )
+        with guard(requests.Session()) as session:  # connects only to the address it has just checked
+            response = session.post(
+                delivery.endpoint.url, data=body, headers=headers, timeout=TIMEOUT_SECONDS, allow_redirects=False
+            )
         status = response.status_code
         if not 200 <= status < 300:
             error = f"the receiver answered {status}"
     except SecretRefused as exc:
         error = f"no signing secret: {exc}"
+    except TargetRefused as exc:  # the name resolved elsewhere since the check above (DNS rebinding)
+        return webhook_delivery_record(delivery=delivery, status=None, error=REFUSED_TARGET + str(exc),
+                                       duration_ms=0)
     except requests.RequestException as exc:
         error = f"no answer: {type(exc).__name__}"
     return webhook_delivery_record(

@@ -65,6 +65,9 @@ class WebhookDelivery(models.Model):
         return f"{self.event_type} to {self.endpoint_id} ({self.state})"
 
 
+REFUSED_TARGET = "refused target: "
+
+
 class WebhookAttempt(models.Model):
     """One POST of a delivery and what the receiver answered."""
 
@@ -80,3 +83,8 @@ class WebhookAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at} {self.status_code or 'no answer'}"
+
+    @property
+    def refused(self) -> bool:
+        """Not sent: the target is one the install does not allow; no time or answer is shown for it."""
+        return self.error.startswith(REFUSED_TARGET)

@@ -85,7 +85,7 @@ class Command(BaseCommand):
         self._demo_admin()
         mailbox = Mailbox.objects.create(
             name="demo", address="sales@demo.outreach.test", display_name="Demo Sales",
-            smtp_host=CAPTURE_HOST, smtp_port=port, daily_cap=500, is_drill_target=True,
+            smtp_host=CAPTURE_HOST, smtp_port=port, smtp_security="none", daily_cap=500, is_drill_target=True,
             # The capture server keeps what it is sent and no inbox answers: follow-ups go without a reply view.
             follow_ups_without_reply_view=True,
         )

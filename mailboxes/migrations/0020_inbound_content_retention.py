@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('mailboxes', '0018_quoted_text_rule'),
+        ('mailboxes', '0019_domain_auth'),
     ]
 
     operations = [
