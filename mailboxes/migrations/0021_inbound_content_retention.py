@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('mailboxes', '0019_domain_auth'),
+        ('mailboxes', '0020_watch_leases'),
     ]
 
     operations = [

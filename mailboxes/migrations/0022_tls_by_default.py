@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('mailboxes', '0020_inbound_content_retention'),
+        ('mailboxes', '0021_inbound_content_retention'),
     ]
 
     operations = [
