@@ -49,8 +49,10 @@ def job_label(job: SendJob) -> str:
     return job_label_and_tone(job).text
 
 
-def job_label_and_tone(job: SendJob) -> Label:
-    """The label of a job and its tone, decided by the same branch."""
+def job_label_and_tone(job: SendJob, *, brief: bool = False) -> Label:
+    """The label of a job and its tone, decided by the same branch; `brief` (lists of people): times to the
+    minute, and none for a canceled job (its reason says it)."""
+    at = when_words if brief else stamp
     enrollment: Enrollment = job.enrollment
     sequence = enrollment.sequence
     stopped = (
@@ -61,16 +63,17 @@ def job_label_and_tone(job: SendJob) -> Label:
     if job.state == S.CANCELED:
         why = reason_sentence(job.cancel_reason).rstrip(".")
         why = why[:1].lower() + why[1:]
-        return Label(f"Canceled — never sent: {why} ({stamp(job.canceled_at)})", Tone.NEVER_SENT)
+        when = "" if brief else f" ({at(job.canceled_at)})"
+        return Label(f"Canceled — never sent: {why}{when}", Tone.NEVER_SENT)
     provider = _provider_label(job)
     if provider:
         return provider
     if job.state in (S.SUBMITTED, S.ACCEPTED):
         if stopped:
-            return Label(f"Already submitted at {stamp(job.submitted_at)} — cannot recall", Tone.CANNOT_RECALL)
-        return Label(f"Submitted at {stamp(job.submitted_at)}", Tone.SENT)
+            return Label(f"Already submitted at {at(job.submitted_at)} — cannot recall", Tone.CANNOT_RECALL)
+        return Label(f"Submitted at {at(job.submitted_at)}", Tone.SENT)
     if job.state == S.AUTHORIZED:
-        return Label(f"Authorized at {stamp(job.authorized_at)}, being handed off — cannot recall",
+        return Label(f"Authorized at {at(job.authorized_at)}, being handed off — cannot recall",
                      Tone.CANNOT_RECALL)
     if job.state == S.UNKNOWN:
         ref = job.provider_request_id or job.message_id
@@ -84,8 +87,8 @@ def job_label_and_tone(job: SendJob) -> Label:
     if job.state == S.CLAIMED:
         return Label(f"Being prepared by {job.worker_id or 'a worker'} — not sent yet", Tone.PENDING)
     if job.state == S.QUEUED:
-        return Label(f"Queued at {stamp(job.queued_at)} — not sent yet", Tone.PENDING)
-    return Label(f"Scheduled for {stamp(job.scheduled_at)} — not sent yet", Tone.PENDING)
+        return Label(f"Queued at {at(job.queued_at)} — not sent yet", Tone.PENDING)
+    return Label(f"Scheduled for {at(job.scheduled_at)} — not sent yet", Tone.PENDING)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,42 @@ def stop_summary_lines(summary: StopSummary) -> list[str]:
         f"{_jobs(summary.in_flight)} in flight now (authorized, being handed off) — cannot recall",
         f"{_jobs(summary.submitted)} handed off earlier (submitted before this stop) — cannot recall",
     ]
+
+
+def _emails(n: int) -> str:
+    return f"{n} email{'' if n == 1 else 's'}"
+
+
+def stop_summary_sentences(*, canceled: int, in_flight: int, submitted: int, before: str) -> list[str]:
+    """What a pause or stop did, in plain words for the pages; `before`: "you paused", "the stop".
+
+    "33 emails canceled — they will not be sent. 2 had already been sent before you paused; they cannot be
+    recalled." Nothing sent is ever said to be undone.
+    """
+    said = []
+    if canceled or not (in_flight or submitted):
+        said.append(f"{_emails(canceled)} canceled — {'it' if canceled == 1 else 'they'} will not be sent."
+                    if canceled else "No email was waiting to be sent: nothing was canceled.")
+    if in_flight:
+        said.append(f"{in_flight} {'was' if in_flight == 1 else 'were'} being handed to the mail server at that "
+                    f"moment; {'it' if in_flight == 1 else 'they'} cannot be recalled.")
+    if submitted:
+        said.append(f"{submitted} had already been sent before {before}; "
+                    f"{'it' if submitted == 1 else 'they'} cannot be recalled.")
+    return said
+
+
+def step_summary_words(position: int, canceled: int, in_flight: int, submitted: int) -> str:
+    """One step of a pause or stop: "Step 2: 33 canceled, 2 already sent"."""
+    parts = [f"{canceled} canceled" if canceled else "",
+             f"{in_flight} being handed off" if in_flight else "",
+             f"{submitted} already sent" if submitted else ""]
+    return f"Step {position}: " + ", ".join(p for p in parts if p)
+
+
+def when_words(moment: datetime | None) -> str:
+    """A moment for people: "Thu 3 Dec 15:42 UTC" (the millisecond stamp stays behind "details")."""
+    return f"{moment:%a %-d %b %H:%M} UTC" if moment is not None else ""
 
 
 def stop_summary_text(summary: StopSummary, *, what: str = "") -> str:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# Kept on the summary for the pages (what was canceled, what had already left, step by step), never in the
+# timeline or the operator log: those carry the counts.
+_PAGE_ONLY = ("job_ids_canceled", "job_ids_passed", "steps")
+
 
 @dataclass
 class StopSummary:
@@ -16,6 +20,9 @@ class StopSummary:
     submitted: int = 0  # jobs already handed to the transport: cannot recall
     changed: bool = False
     job_ids_canceled: list[int] = field(default_factory=list)
+    job_ids_passed: list[int] = field(default_factory=list)  # the in-flight and submitted jobs
+    # step position -> [canceled, in flight, submitted]
+    steps: dict[int, list[int]] = field(default_factory=dict)
 
     def add(self, other: StopSummary) -> None:
         self.enrollments += other.enrollments
@@ -24,8 +31,18 @@ class StopSummary:
         self.submitted += other.submitted
         self.changed = self.changed or other.changed
         self.job_ids_canceled += other.job_ids_canceled
+        self.job_ids_passed += other.job_ids_passed
+        for position, counts in other.steps.items():
+            mine = self.steps.setdefault(position, [0, 0, 0])
+            for i, n in enumerate(counts):
+                mine[i] += n
+
+    def count_step(self, position: int, column: int) -> None:
+        """One more job at this step: column 0 canceled, 1 in flight, 2 submitted."""
+        self.steps.setdefault(position, [0, 0, 0])[column] += 1
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("job_ids_canceled")
+        for key in _PAGE_ONLY:
+            data.pop(key)
         return data

@@ -69,8 +69,18 @@ def cancel_pending(enrollment: Enrollment, *, reason: str, actor: str = "") -> S
     # provider after commit (never inside a transaction). It still counts as submitted below.
     if any(job.state == S.SUBMITTED and job.provider_schedule_id and not job.provider_cancel_status for job in jobs):
         provider_cancel_request(enrollment=enrollment, reason=reason, actor=actor)
-    summary.in_flight = sum(job.state == S.AUTHORIZED for job in jobs)
-    summary.submitted = sum(job.state in (S.SUBMITTED, S.ACCEPTED, S.UNKNOWN) for job in jobs)
+    canceled_now = set(summary.job_ids_canceled)
+    for job in jobs:
+        if job.pk in canceled_now:
+            summary.count_step(job.step.position, 0)
+        elif job.state == S.AUTHORIZED:
+            summary.in_flight += 1
+            summary.job_ids_passed.append(job.pk)
+            summary.count_step(job.step.position, 1)
+        elif job.state in (S.SUBMITTED, S.ACCEPTED, S.UNKNOWN):
+            summary.submitted += 1
+            summary.job_ids_passed.append(job.pk)
+            summary.count_step(job.step.position, 2)
     return summary
 
 

@@ -18,7 +18,8 @@ from ..services.stops import enrollment_pause, enrollment_resume, enrollment_sto
 from ..stop_summary import StopSummary
 from . import rows
 from .access import ui_view
-from .views import _result_key
+from .summary import stop_result
+from .views import _back_with
 
 ACTIONS = {"pause": "Pause", "stop": "Stop", "resume": "Resume"}
 MAX_SELECTED = 500
@@ -55,7 +56,7 @@ def _apply(action: str, enrollments: list[Enrollment], actor: str) -> dict:
                 )
             )
     target = f"{summary.enrollments} of {len(enrollments)} selected enrollments"
-    return rows.stop_result(summary, action=action if summary.changed else f"{action}-noop", target=target)
+    return stop_result(summary, action=action if summary.changed else f"{action}-noop", target=target)
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
@@ -69,8 +70,7 @@ def enrollment_bulk(request, pk: int):
     if action not in ACTIONS or not selected:
         return redirect(back)
     if request.method == "POST":
-        request.session[_result_key("sequence", pk)] = _apply(action, selected, request.user.get_username())
-        return redirect(back)
+        return _back_with(request, "sequence", pk, _apply(action, selected, request.user.get_username()))
     n = len(selected)
     return render(
         request,

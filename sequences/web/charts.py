@@ -21,7 +21,9 @@ from ..states import LIVE
 from .rows import job_rows
 
 S = SendJob.State
-
+# The dashboard's words for the emails on their way, one per live state of a job.
+ON_THEIR_WAY = {S.SCHEDULED: "Waiting to send", S.QUEUED: "Next in line", S.CLAIMED: "Being prepared",
+                S.AUTHORIZED: "Sending now"}
 
 
 def dashboard() -> dict[str, Any]:
@@ -42,7 +44,7 @@ def dashboard() -> dict[str, Any]:
         "enrollments": [(label, enrollments[value]) for value, label in Enrollment.Status.choices],
         "stopped_by_reason": sorted(stopped_by_reason.items()),
         "sequences": dict(Sequence.objects.values_list("status").annotate(n=Count("id"))),
-        "in_flight": [(S(state).label, jobs.get(state, 0)) for state in LIVE],
+        "in_flight": [(ON_THEIR_WAY[state], jobs.get(state, 0)) for state in LIVE],
         "unknown_rows": job_rows(unknown_qs[:20]),
         "unknown_total": unknown_qs.count(),
         "mailboxes": mailboxes,

@@ -38,13 +38,12 @@ from sequences import daily_cap
 from sequences.labels import duration_words
 from sequences.models import SendJob
 from sequences.permissions import OPERATE, VIEW_INBOUND, VIEW_MAILBOX
-from sequences.selectors import jobs_with_labels
 from sequences.sending_mailbox import sends_from
 from sequences.services import stops
 from sequences.services.domain_auth import mailbox_domain_auth_check, mailbox_domain_auth_record
 from sequences.services.mailbox_health import mailbox_probe
 from sequences.services.mailbox_setup import mailbox_form_checked, mailbox_save, mailbox_signed_in
-from sequences.web import rows
+from sequences.web import rows, summary
 from sequences.web.access import page_of, query_without_page, ui_view
 from sequences.web.charts import mailbox_rows
 from sequences.web.mailbox_forms import PRESETS, MailboxForm, initial_for
@@ -55,12 +54,7 @@ RAW_SHOWN_BYTES = 256 * 1024
 @ui_view(VIEW_MAILBOX)
 def mailbox_list(request):
     check = request.session.pop("ui-check:mailbox", None)
-    result = request.session.pop("ui-result:mailbox", None)
-    if result and "job_ids_canceled" in result:
-        result = rows.stop_result_rows(
-            result, jobs_with_labels().filter(
-                sends_from(Mailbox.objects.filter(name=result.get("name", "")).values("pk")[:1], via="enrollment__"))
-        )
+    result = summary.result_kept(request, "ui-result:mailbox")
     listed = mailbox_rows(list(Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name")))
     now = db_now()
     return render(request, "ui/mailbox_list.html", {
@@ -101,12 +95,9 @@ def mailbox_check(request, pk: int):
 def mailbox_pause(request, pk: int):
     mailbox = get_object_or_404(Mailbox, pk=pk)
     if request.method == "POST":
-        summary = stops.mailbox_pause(mailbox_id=pk, actor=request.user.get_username())
-        request.session["ui-result:mailbox"] = {
-            **rows.stop_result(summary, action="pause" if summary.changed else "pause-noop", target=mailbox.name),
-            "name": mailbox.name,
-        }
-        return redirect("mailbox_list")
+        paused = stops.mailbox_pause(mailbox_id=pk, actor=request.user.get_username())
+        done = summary.stop_result(paused, action="pause" if paused.changed else "pause-noop", target=mailbox.name)
+        return redirect(reverse("mailbox_list") + summary.result_keep(request, "ui-result:mailbox", done))
     return render(request, "ui/confirm.html", {
         "kind": "mailbox_pause", "object": mailbox, "title": f"Pause mailbox “{mailbox.name}”?",
         "forecast": rows.jobs_forecast(SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"))),
@@ -119,8 +110,8 @@ def mailbox_resume(request, pk: int):
     mailbox = get_object_or_404(Mailbox, pk=pk)
     if request.method == "POST":
         scheduled = stops.mailbox_resume(mailbox_id=pk, actor=request.user.get_username())
-        request.session["ui-result:mailbox"] = {"action": "resume", "target": mailbox.name, "scheduled": scheduled}
-        return redirect("mailbox_list")
+        done = {"action": "resume", "target": mailbox.name, "scheduled": scheduled}
+        return redirect(reverse("mailbox_list") + summary.result_keep(request, "ui-result:mailbox", done))
     return render(request, "ui/confirm.html", {
         "kind": "mailbox_resume", "object": mailbox, "title": f"Resume mailbox “{mailbox.name}”?",
         "already": not mailbox.paused, "back": reverse("mailbox_list"), "button": "Resume mailbox",

@@ -19,12 +19,12 @@ from django.urls import reverse
 
 from sequences.stop_summary import StopSummary
 
-from ..labels import job_label_and_tone, stamp, stop_summary_lines
+from ..labels import job_label_and_tone, stamp, stop_summary_sentences
 from ..models import Enrollment, OperatorAction, SendJob, TimelineEvent
 from ..reply_view import hand_off_words
 from ..selectors import jobs_with_labels
 from ..sending_mailbox import enrollment_mailbox
-from ..states import CANCELABLE, PASSED_HANDOFF
+from ..states import CANCELABLE
 from ..timeline import Event
 
 S = SendJob.State
@@ -40,11 +40,12 @@ class JobRow:
     hand_off: str = ""  # what the final check knew of the replies when it let the message go (in words)
 
 
-def job_rows(jobs: Iterable[SendJob]) -> list[JobRow]:
-    """Jobs with their honest labels; the queryset comes from `selectors.jobs_with_labels`."""
+def job_rows(jobs: Iterable[SendJob], *, brief: bool = False) -> list[JobRow]:
+    """Jobs with their honest labels; the queryset comes from `selectors.jobs_with_labels`. `brief`: times to the
+    minute, for lists of people."""
     rows = []
     for job in jobs:
-        label = job_label_and_tone(job)
+        label = job_label_and_tone(job, brief=brief)
         rows.append(JobRow(job=job, label=label.text, tone=label.tone, position=job.step.position))
     return rows
 
@@ -61,12 +62,12 @@ def with_reply_view_at_hand_off(rows: list[JobRow]) -> list[JobRow]:
     return rows
 
 
-def latest_job_rows(enrollment_ids: list[int]) -> dict[int, JobRow]:
-    """The most recent job of each enrollment (by step, then id), labelled."""
+def latest_job_rows(enrollment_ids: list[int], *, brief: bool = False) -> dict[int, JobRow]:
+    """The most recent job of each enrollment (by step, then id), labelled (`brief`: as in `job_rows`)."""
     latest: dict[int, SendJob] = {}
     for job in jobs_with_labels().filter(enrollment_id__in=enrollment_ids).order_by("step__position", "id"):
         latest[job.enrollment_id] = job
-    return {eid: job_rows([job])[0] for eid, job in latest.items()}
+    return {eid: job_rows([job], brief=brief)[0] for eid, job in latest.items()}
 
 
 # --- timelines ------------------------------------------------------------------------------
@@ -153,7 +154,9 @@ def stop_summary_of(enrollment: Enrollment) -> dict[str, Any] | None:
         "at": stamp(event.at),
         "reason": data.get("reason", "") or enrollment.stop_reason,
         **summary.as_dict(),
-        "lines": stop_summary_lines(summary),
+        "lines": stop_summary_sentences(canceled=summary.canceled, in_flight=summary.in_flight,
+                                        submitted=summary.submitted,
+                                        before="the stop" if kind == Event.ENROLLMENT_STOPPED else "the pause"),
         "actor": data.get("actor", ""),
         "source": data.get("source", ""),
         "because": data.get("because", ""),  # which event stopped it, and where, in words
@@ -161,9 +164,6 @@ def stop_summary_of(enrollment: Enrollment) -> dict[str, Any] | None:
 
 
 # --- what a pause or stop will do (confirmation pages) -------------------------------------
-
-SHOWN_JOBS = 50  # job rows listed after an action; the counts are always complete
-
 
 def jobs_forecast(jobs_qs) -> dict[str, int]:
     """Counts a stop of these jobs' enrollments would report: canceled, in flight, already submitted."""
@@ -174,23 +174,6 @@ def jobs_forecast(jobs_qs) -> dict[str, int]:
         "in_flight": counts[S.AUTHORIZED],
         "submitted": counts[S.SUBMITTED] + counts[S.ACCEPTED] + counts[S.UNKNOWN],
     }
-
-
-def passed_handoff_rows(jobs_qs, limit: int = SHOWN_JOBS) -> tuple[list[JobRow], int]:
-    qs = jobs_qs.filter(state__in=PASSED_HANDOFF).order_by("-authorized_at", "-id")
-    return job_rows(qs[:limit]), qs.count()
-
-
-def stop_result(summary: StopSummary, *, action: str, target: str) -> dict[str, Any]:
-    """What a view keeps in the session to show once after the redirect (the counts, and the first jobs)."""
-    return {"action": action, "target": target, **summary.as_dict(), "lines": stop_summary_lines(summary),
-            "job_ids_canceled": summary.job_ids_canceled[:SHOWN_JOBS]}
-
-
-def stop_result_rows(result: dict[str, Any], jobs_qs) -> dict[str, Any]:
-    canceled = job_rows(jobs_with_labels().filter(pk__in=result.get("job_ids_canceled", [])).order_by("id"))
-    handed_off, handed_off_total = passed_handoff_rows(jobs_qs)
-    return {**result, "canceled_rows": canceled, "handed_off_rows": handed_off, "handed_off_total": handed_off_total}
 
 
 # --- operator log -------------------------------------------------------

@@ -43,7 +43,7 @@ from ..services.common import ServiceError
 from ..services.rotation import sequence_pool
 from ..services.stops import send_job_retry
 from ..states import CANCELABLE
-from . import charts, editor, incidents, results, rows, sendwhen
+from . import charts, editor, incidents, results, rows, sendwhen, summary
 from .access import page_of, query_without_page, ui_view
 from .forms import (
     SearchForm,
@@ -71,6 +71,14 @@ def _search(request) -> str:
 
 def _result_key(kind: str, pk: int | str) -> str:
     return f"ui-result:{kind}:{pk}"
+
+
+_PAGES = {"sequence": "sequence_detail", "enrollment": "enrollment_detail"}
+
+
+def _back_with(request, kind: str, pk: int, result: dict) -> HttpResponse:
+    """Redirect to the object's page, which shows what the action did (kept in the session, named in the URL)."""
+    return redirect(reverse(_PAGES[kind], args=[pk]) + summary.result_keep(request, _result_key(kind, pk), result))
 
 
 # --- dashboard -----------------------------------------------------------------------------------
@@ -130,11 +138,10 @@ def sequence_detail(request, pk: int):
         )
     if status in E.values:
         enrollments = enrollments.filter(status=status)
-    page = page_of(request, enrollments)
-    latest = rows.latest_job_rows([e.pk for e in page])
-    result = request.session.pop(_result_key("sequence", pk), None)
-    if result:
-        result = rows.stop_result_rows(result, jobs_with_labels().filter(enrollment__sequence=sequence))
+    # 25 people a page: the list sits under the steps, the results and what will send when.
+    page = page_of(request, enrollments, per_page=25)
+    latest = rows.latest_job_rows([e.pk for e in page], brief=True)
+    result = summary.result_kept(request, _result_key("sequence", pk))
     return render(request, "ui/sequence_detail.html", {
         "sequence": sequence, "steps": sequence.steps.order_by("position"),
         "page": page, "rows": [(e, latest.get(e.pk)) for e in page], "q": q, "status": status,
@@ -152,11 +159,11 @@ def sequence_detail(request, pk: int):
 def sequence_pause(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
     if request.method == "POST":
-        summary = stops.sequence_pause(sequence_id=sequence.pk, actor=_actor(request))
-        request.session[_result_key("sequence", pk)] = rows.stop_result(
-            summary, action="pause" if summary.changed else "pause-noop", target=sequence.name
+        paused = stops.sequence_pause(sequence_id=sequence.pk, actor=_actor(request))
+        done = summary.stop_result(
+            paused, action="pause" if paused.changed else "pause-noop", target=sequence.name
         )
-        return redirect("sequence_detail", pk=pk)
+        return _back_with(request, "sequence", pk, done)
     return render(request, "ui/confirm.html", {
         "kind": "sequence_pause", "object": sequence, "title": f"Pause sequence “{sequence.name}”?",
         "forecast": rows.jobs_forecast(SendJob.objects.filter(enrollment__sequence=sequence)),
@@ -192,9 +199,8 @@ def sequence_resume(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
     if request.method == "POST":
         scheduled = stops.sequence_resume(sequence_id=sequence.pk, actor=_actor(request))
-        request.session[_result_key("sequence", pk)] = {"action": "resume", "target": sequence.name,
-                                                       "scheduled": scheduled}
-        return redirect("sequence_detail", pk=pk)
+        return _back_with(request, "sequence", pk, {"action": "resume", "target": sequence.name,
+                                                    "scheduled": scheduled})
     return render(request, "ui/confirm.html", {
         "kind": "sequence_resume", "object": sequence, "title": f"Resume sequence “{sequence.name}”?",
         "active_enrollments": sequence.enrollments.filter(status=E.ACTIVE).count(),
@@ -215,9 +221,7 @@ def _enrollment(pk: int) -> Enrollment:
 def enrollment_detail(request, pk: int):
     enrollment = _enrollment(pk)
     jobs = jobs_with_labels().filter(enrollment=enrollment).order_by("step__position", "id")
-    result = request.session.pop(_result_key("enrollment", pk), None)
-    if result and "job_ids_canceled" in result:
-        result = rows.stop_result_rows(result, jobs_with_labels().filter(enrollment=enrollment))
+    result = summary.result_kept(request, _result_key("enrollment", pk))
     upcoming = next((job for job in jobs if job.state in CANCELABLE), None)
     return render(request, "ui/enrollment_detail.html", {
         "enrollment": enrollment, "contact": enrollment.contact,
@@ -257,10 +261,9 @@ def _enrollment_halt(request, pk: int, action: str, halt) -> HttpResponse:
     enrollment = _enrollment(pk)
     if request.method != "POST":
         return _enrollment_confirm(request, enrollment, f"enrollment_{action}")
-    summary = halt(_actor(request))
-    request.session[_result_key("enrollment", pk)] = rows.stop_result(
-        summary, action=action if summary.changed else f"{action}-noop", target=str(enrollment))
-    return redirect("enrollment_detail", pk=pk)
+    did = halt(_actor(request))
+    return _back_with(request, "enrollment", pk, summary.stop_result(
+        did, action=action if did.changed else f"{action}-noop", target=str(enrollment)))
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
@@ -284,11 +287,10 @@ def enrollment_resume(request, pk: int):
         except ServiceError as exc:
             # Refused by the domain (suppressed, completed): say why, never a silent no-op.
             return _enrollment_confirm(request, enrollment, "enrollment_resume", error=str(exc), status=409)
-        request.session[_result_key("enrollment", pk)] = {
+        return _back_with(request, "enrollment", pk, {
             "action": "resume", "target": str(enrollment),
             "waiting_jobs": provider_cancels_pending(enrollment_id=pk),
-        }
-        return redirect("enrollment_detail", pk=pk)
+        })
     return _enrollment_confirm(request, enrollment, "enrollment_resume")
 
 

@@ -48,15 +48,15 @@ def test_bulk_pause_confirms_then_reports_what_it_did_to_the_selection_only(clie
     html = confirm.content.decode()
     assert "Pause 2 enrollments in “Bulk”?" in html
     assert confirm.context["forecast"] == {"cancel": 2, "claimed": 0, "in_flight": 0, "submitted": 1}
-    assert "handed off earlier (already submitted, finished)" in html
+    assert "1</strong> already sent — <strong>cannot be recalled" in html
     assert f'<input type="hidden" name="ids" value="{sent.pk}">' in html
     assert Enrollment.objects.filter(status=E.PAUSED).count() == 0, "a confirmation changes nothing"
 
     page = client.post(url, {"action": "pause", "ids": [sent.pk, waiting.pk]}, follow=True).content.decode()
     assert "Paused 2 of 2 selected enrollments." in page
-    assert "2 jobs canceled — never sent." in page
-    assert "0 jobs in flight now (authorized, being handed off) — cannot recall." in page
-    assert "1 job handed off earlier (submitted before this stop) — cannot recall." in page
+    assert "2 emails canceled — they will not be sent." in page
+    assert "being handed to the mail server" not in page  # none was
+    assert "1 had already been sent before you paused; it cannot be recalled." in page
     assert dict(Enrollment.objects.values_list("contact__email", "status")) == {
         "sent@example.com": E.PAUSED,
         "waiting@example.com": E.PAUSED,

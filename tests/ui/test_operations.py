@@ -57,7 +57,7 @@ def test_sequence_pause_then_resume_reports_and_logs(client, users, world):
     client.force_login(users["operator"])
     sequence = world["sequence"]
     page = client.post(reverse("sequence_pause", args=[sequence.pk]), follow=True).content.decode()
-    assert "Paused UI sequence." in page and "1 job canceled — never sent." in page
+    assert "Paused UI sequence." in page and "1 email canceled — it will not be sent." in page
     again = client.post(reverse("sequence_pause", args=[sequence.pk]), follow=True).content.decode()
     assert "Nothing changed:" in again
     page = client.post(reverse("sequence_resume", args=[sequence.pk]), follow=True).content.decode()
@@ -78,8 +78,8 @@ def test_enrollment_page_shows_labels_stop_counts_and_a_millisecond_timeline(cli
     html = client.get(reverse("enrollment_detail", args=[enrollment.pk])).content.decode()
     assert re.search(r"Already submitted at " + MS.pattern + " — cannot recall", html)
     assert re.search(r"Canceled — never sent: an operator stopped it \(" + MS.pattern + r"\)", html)
-    assert ("1 job canceled — never sent; 0 jobs in flight now (authorized, being handed off) — cannot recall; "
-            "1 job handed off earlier (submitted before this stop) — cannot recall.") in html
+    assert ("1 email canceled — it will not be sent. 1 had already been sent before the stop; it cannot be "
+            "recalled.") in html
     assert len(MS.findall(html)) >= 6
     assert "w1" in html and "250 2.0.0 Ok: queued" in html
 
@@ -111,7 +111,7 @@ def test_mailbox_page_shows_env_var_names_never_values(client, users, world, mon
         assert "OUTREACH_SECRET_UI_BOX_SMTP" in html
         assert "s3cret-value-never-shown" not in html
     page = client.post(reverse("mailbox_pause", args=[world["mailbox"].pk]), follow=True).content.decode()
-    assert "Paused ui-box." in page and "canceled — never sent" in page
+    assert "Paused ui-box." in page and "canceled — it will not be sent" in page
 
 
 def test_incident_search_by_address_message_id_and_smtp_id(client, users, world):
