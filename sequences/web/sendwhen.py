@@ -20,6 +20,7 @@ from ..models import Enrollment, SendJob, Sequence
 from ..sending_mailbox import enrollment_mailbox
 from ..states import LIVE
 from ..window import DAYS, local_and_utc, mailbox_next_open, mailbox_window_zone
+from .hold_words import Hold, holds_of, mailbox_words
 
 S = SendJob.State
 E = Enrollment.Status
@@ -65,13 +66,9 @@ def _held_by(job: SendJob) -> list[str]:
         held.append(reason_sentence("sequence_paused") + " Nothing of it is sent until it is resumed.")
     if enrollment.status == E.PAUSED:
         held.append(reason_sentence("enrollment_paused") + " Its emails wait until it is resumed.")
-    if mailbox.paused:
-        held.append(reason_sentence("mailbox_paused") + " Nothing leaves it until it is resumed.")
-    if mailbox.blocked_at is not None:
-        probe = f" The next connection check is at {stamp(mailbox.next_probe_at)}." if mailbox.next_probe_at else ""
-        held.append(
-            f"{reason_sentence('mailbox_blocked')} Since {stamp(mailbox.blocked_at)}: {mailbox.blocked_reason}.{probe}"
-        )
+    on_hold = mailbox_words(mailbox)
+    if on_hold:
+        held.append(on_hold + ".")
     return held
 
 
@@ -94,20 +91,22 @@ def send_when_rows(jobs, *, limit: int = 50) -> tuple[list[SendWhen], int]:
     now = timezone.now()
     caps = {}
     rows = []
+    holds = holds_of(page)
     for job in page:
         mailbox = enrollment_mailbox(job.enrollment)
         if mailbox.pk not in caps:
             caps[mailbox.pk] = _cap_state(mailbox, now)
         rows.append(
             _row(
-                job, now=now, sent_before=previous.get((job.enrollment_id, job.step.position - 1)), cap=caps[mailbox.pk]
+                job, now=now, sent_before=previous.get((job.enrollment_id, job.step.position - 1)),
+                cap=caps[mailbox.pk], hold=holds.get(job.pk),
             )
         )
     return rows, total
 
 
 def _row(job: SendJob, *, now: datetime, sent_before: datetime | None,
-         cap: tuple[int, int, datetime | None]) -> SendWhen:
+         cap: tuple[int, int, datetime | None], hold: Hold | None = None) -> SendWhen:
     details = f"job {job.pk}, version {job.version}" + (f", worker {job.worker_id}" if job.worker_id else "")
     if job.state == S.QUEUED:
         return SendWhen(job, "now", ["Queued: a worker sends it in a moment, after the final check."], details)
@@ -120,7 +119,7 @@ def _row(job: SendJob, *, now: datetime, sent_before: datetime | None,
             job, "now", ["It passed the final check and is being handed to the mail server — cannot recall."], details
         )
     held = _held_by(job)
-    reasons = list(held)
+    reasons = list(held) + ([hold.text + "."] if hold else [])
     due = max(job.scheduled_at, now)
     step = job.step
     if sent_before and step.wait_seconds and sent_before + timedelta(seconds=step.wait_seconds) > now:

@@ -43,7 +43,7 @@ from ..services.common import ServiceError
 from ..services.rotation import sequence_pool
 from ..services.stops import send_job_retry
 from ..states import CANCELABLE
-from . import charts, editor, incidents, results, rows, sendwhen, summary
+from . import charts, editor, hold_words, incidents, results, rows, sendwhen, summary
 from .access import page_of, query_without_page, ui_view
 from .forms import (
     SearchForm,
@@ -227,6 +227,7 @@ def enrollment_detail(request, pk: int):
         "enrollment": enrollment, "contact": enrollment.contact,
         "job_rows": rows.with_reply_view_at_hand_off(rows.job_rows(jobs)), "mailbox": enrollment_mailbox(enrollment),
         "next_send": send_time_words(upcoming) if upcoming is not None else None,
+        "hold": hold_words.enrollment_hold(enrollment, upcoming),
         "events": rows.event_rows(rows.enrollment_events(enrollment)),
         "inbound": enrollment.inbound.select_related("mailbox").order_by("committed_at", "id"),
         "stop": rows.stop_summary_of(enrollment), "result": result,

@@ -320,7 +320,7 @@ def test_what_will_send_when_explains_each_wait_in_sentences():
                                                  blocked_at=db_now(), blocked_reason="535 authentication failed")
     rows, _ = _reasons(SendJob.objects.filter(enrollment=bob))
     assert rows[0][1] == "on hold"
-    assert "The mailbox cannot send right now (blocked). Since " in rows[0][2]
+    assert f"On hold: the mailbox {mailbox.name} cannot send since " in rows[0][2]
     assert "535 authentication failed" in rows[0][2]
     Mailbox.objects.filter(pk=mailbox.pk).update(blocked_at=None)
     rows, _ = _reasons(SendJob.objects.filter(enrollment=bob))

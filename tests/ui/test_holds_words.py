@@ -1,0 +1,71 @@
+"""Holds say what they are: out of office (with the auto-reply's words), a mailbox that cannot read its replies,
+a blocked mailbox; on the enrollment's status, in "why it waits" and in the sequence's "what will send when"."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from html import unescape
+
+from django.db import transaction
+from django.urls import reverse
+
+from db.sql import db_now
+from mailboxes.models import Mailbox
+from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
+from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
+from tests.factories import MailboxFactory, enroll, make_sequence
+from tests.ui.test_operations import submit
+
+
+def _pages(client, enrollment) -> tuple[str, str]:
+    return (unescape(client.get(reverse("enrollment_detail", args=[enrollment.pk])).content.decode()),
+            unescape(client.get(reverse("sequence_detail", args=[enrollment.sequence_id])).content.decode()))
+
+
+def test_an_out_of_office_hold_says_until_when_and_quotes_the_auto_reply(client, users):
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
+    ada = enroll(sequence, "ada@example.com")
+    submit(dispatch_due()[0])
+    now = db_now()
+    back = (now + timedelta(days=10)).date()
+    sentence = f"Thank you for your email. I am out of the office and will be back on {back.day} {back:%B}."
+    with transaction.atomic():
+        person_hold_for_auto_reply(addresses=["ada@example.com"], received=now,
+                                   found=ReturnStated(date=back, sentence=sentence), source="inbound:1")
+    words = f"On hold until {back + timedelta(days=1):%a %-d %b} (out of office: '…back on {back.day} {back:%B}')"
+    client.force_login(users["staff"])
+    enrollment_page, sequence_page = _pages(client, ada)
+    assert f'<span class="label pending" id="hold">{words}</span>' in enrollment_page
+    assert enrollment_page.count(words) == 2  # the status, and why step 2 waits
+    assert f"{words}." in sequence_page  # what will send when
+
+
+def test_a_mailbox_that_cannot_read_its_replies_holds_follow_ups_and_says_so(client, users):
+    mailbox = MailboxFactory(follow_ups_without_reply_view=False)  # no IMAP: it reads no replies
+    sequence = make_sequence(mailbox=mailbox, steps=2, waits=(0, 0))
+    ada = enroll(sequence, "ada@example.com")
+    submit(dispatch_due()[0])  # a first message needs no reply view
+    (follow_up,) = dispatch_due()
+    job = send_job_claim(job_id=follow_up, worker_id="w2")
+    decision = send_job_authorize(job_id=follow_up, worker_id="w2", version=job.version)
+    assert (decision.outcome, decision.reason) == ("deferred", "reply_view")
+    client.force_login(users["operator"])
+    enrollment_page, sequence_page = _pages(client, ada)
+    words = f"On hold: the mailbox {mailbox.name} cannot read its replies right now, so follow-ups wait until it can"
+    assert f'id="hold">{words} (this mailbox reads no replies (no IMAP)' in enrollment_page
+    assert words in sequence_page
+
+
+def test_a_blocked_mailbox_holds_its_emails_and_says_until_when_it_looks_again(client, users):
+    mailbox = MailboxFactory()
+    sequence = make_sequence(mailbox=mailbox, steps=1)
+    ada = enroll(sequence, "ada@example.com")
+    now = db_now()
+    Mailbox.objects.filter(pk=mailbox.pk).update(blocked_at=now, blocked_reason="535 authentication failed",
+                                                 next_probe_at=now + timedelta(minutes=10))
+    client.force_login(users["staff"])
+    enrollment_page, sequence_page = _pages(client, ada)
+    words = (f"On hold: the mailbox {mailbox.name} cannot send since {now:%a %-d %b %H:%M} UTC "
+             "(535 authentication failed)")
+    assert f'id="hold">{words}; the next connection check is at ' in enrollment_page
+    assert words in sequence_page
