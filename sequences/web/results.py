@@ -7,7 +7,11 @@ What counts:
 - sent: jobs submitted to the mail server or provider (a provider's confirmed cancel is not a send);
 - replied / bounced / unsubscribed / complained: enrollments stopped for that reason, counted at the last
   step that reached the mail server before the stop (a hard bounce at RCPT counts at its own step);
-- canceled by the final check: jobs the last check before the hand-off canceled (its timeline event says so).
+- canceled by the final check: jobs the last check before the hand-off canceled (its timeline event says so);
+- failed: jobs that could not be sent (refused, or could not be prepared) and were not retried since;
+- held: emails waiting on a hold, not on their time: out of office, a mailbox that cannot read its replies
+  (the last move of the job back to scheduled says so), or a mailbox that cannot send (the job's error).
+Failed and held link to the list of those people (`FAILED`, `HELD`: the same filters for counts and list).
 Tests sent to an operator create no job and appear nowhere here.
 """
 
@@ -16,9 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.urls import reverse
 
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence, TimelineEvent
+from ..services.sending import HELD as MAILBOX_HELD
 from ..timeline import Event
+from .hold_words import TO_SCHEDULED
 
 S = SendJob.State
 R = Enrollment.StopReason
@@ -32,7 +39,10 @@ COLUMNS = {
     "unsubscribed": "Unsubscribed",
     "complained": "Complained",
     "final_check": "Canceled by the final check",
+    "failed": "Failed",
+    "held": "Held",
 }
+LISTED = ("failed", "held")  # columns whose number links to the people it counts
 
 
 @dataclass
@@ -43,14 +53,41 @@ class Counts:
     unsubscribed: int = 0
     complained: int = 0
     final_check: int = 0  # canceled by the final check
-    cells: list[tuple[str, int, str]] = field(default_factory=list)  # (column, count, rate) per column
+    failed: int = 0
+    held: int = 0
+    # (column, count, rate, link to the people counted) per column
+    cells: list[tuple[str, int, str, str]] = field(default_factory=list)
 
-    def finish(self) -> Counts:
-        self.cells = [
-            (label, getattr(self, name), _rate(getattr(self, name), self.sent) if name != "sent" else "")
-            for name, label in COLUMNS.items()
-        ]
+    def finish(self, *, sequence_id: int, step: int | None = None) -> Counts:
+        self.cells = []
+        for name, label in COLUMNS.items():
+            n = getattr(self, name)
+            rate = "" if name in ("sent", *LISTED) else _rate(n, self.sent)
+            self.cells.append((label, n, rate, people_link(sequence_id, name, step) if name in LISTED and n else ""))
         return self
+
+
+def people_link(sequence_id: int, show: str, step: int | None = None) -> str:
+    query = f"?show={show}" + (f"&step={step}" if step is not None else "")
+    return reverse("sequence_people", args=[sequence_id]) + query
+
+
+def _held_by_event():
+    """The job's last move back to scheduled was an out-of-office hold or a hold for the reply view."""
+    last = (TimelineEvent.objects.filter(job=OuterRef(OuterRef("pk")), kind__in=TO_SCHEDULED)
+            .order_by("-at", "-id").values("pk")[:1])
+    return Exists(TimelineEvent.objects.filter(pk=Subquery(last)).filter(
+        Q(kind=Event.JOB_HELD_OUT_OF_OFFICE) | Q(kind=Event.JOB_DEFERRED, data__reason="reply_view")))
+
+
+def failed_q() -> Q:
+    """Failed jobs not retried since (no later job for the same step of the same enrollment)."""
+    later = SendJob.objects.filter(enrollment=OuterRef("enrollment"), step=OuterRef("step"), pk__gt=OuterRef("pk"))
+    return Q(state=S.FAILED) & ~Q(Exists(later))
+
+
+def held_q() -> Q:
+    return Q(state=S.SCHEDULED) & (Q(error__startswith=MAILBOX_HELD) | Q(_held_by_event()))
 
 
 def _rate(n: int, sent: int) -> str:
@@ -67,6 +104,8 @@ def _job_counts(jobs, key: str) -> dict:
         for row in jobs.values(key).annotate(
             sent=Count("id", filter=SENT),
             final_check=Count("id", filter=Q(state=S.CANCELED) & Q(_final_check_cancel())),
+            failed=Count("id", filter=failed_q()),
+            held=Count("id", filter=held_q()),
         )
     }
 
@@ -88,7 +127,7 @@ def step_results(sequence: Sequence) -> list[tuple[int, Counts]]:
     counts = {p: Counts() for p in positions}
     for position, row in _job_counts(SendJob.objects.filter(step__sequence=sequence), "step__position").items():
         if position in counts:
-            counts[position].sent, counts[position].final_check = row["sent"], row["final_check"]
+            _take(counts[position], row)
     last_reached = (
         SendJob.objects.filter(enrollment=OuterRef("pk"), state__in=REACHED_SERVER)
         .order_by("-step__position")
@@ -98,7 +137,7 @@ def step_results(sequence: Sequence) -> list[tuple[int, Counts]]:
     for position, column, n in _outcomes(stopped, "at_step"):
         if position in counts:
             setattr(counts[position], column, getattr(counts[position], column) + n)
-    return [(p, c.finish()) for p, c in counts.items()]
+    return [(p, c.finish(sequence_id=sequence.pk, step=p)) for p, c in counts.items()]
 
 
 def sequence_results(limit: int = 20) -> list[tuple[Sequence, Counts]]:
@@ -107,7 +146,12 @@ def sequence_results(limit: int = 20) -> list[tuple[Sequence, Counts]]:
     ids = [s.pk for s in sequences]
     counts = {pk: Counts() for pk in ids}
     for pk, row in _job_counts(SendJob.objects.filter(step__sequence_id__in=ids), "step__sequence_id").items():
-        counts[pk].sent, counts[pk].final_check = row["sent"], row["final_check"]
+        _take(counts[pk], row)
     for pk, column, n in _outcomes(Enrollment.objects.filter(sequence_id__in=ids), "sequence_id"):
         setattr(counts[pk], column, getattr(counts[pk], column) + n)
-    return [(s, counts[s.pk].finish()) for s in sequences]
+    return [(s, counts[s.pk].finish(sequence_id=s.pk)) for s in sequences]
+
+
+def _take(counts: Counts, row: dict) -> None:
+    for name in ("sent", "final_check", "failed", "held"):
+        setattr(counts, name, row[name])

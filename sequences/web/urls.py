@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import bulk, contacts, editor, enroll_upload, preview, probable, variants, views, webhooks
+from . import bulk, contacts, editor, enroll_upload, people, preview, probable, variants, views, webhooks
 from . import mailboxes as mailbox_views
 
 urlpatterns = [
@@ -32,6 +32,7 @@ urlpatterns = [
     path("variants/<int:pk>/edit/", variants.variant_edit, name="variant_edit"),
     path("variants/<int:pk>/stop/", variants.variant_stop, name="variant_stop"),
     path("sequences/<int:pk>/bulk/", bulk.enrollment_bulk, name="enrollment_bulk"),
+    path("sequences/<int:pk>/people/", people.sequence_people, name="sequence_people"),
     path("sequences/<int:pk>/enroll/", enroll_upload.enroll_upload, name="enroll_upload"),
     path("sequences/<int:pk>/enroll/<slug:token>/", enroll_upload.enroll_map, name="enroll_map"),
     path("sequences/<int:pk>/enroll/<slug:token>/run/", enroll_upload.enroll_run, name="enroll_run"),

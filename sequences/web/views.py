@@ -21,6 +21,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
@@ -298,13 +299,18 @@ def enrollment_resume(request, pk: int):
 @ui_view(OPERATE, methods=("POST",))
 def job_retry(request, pk: int):
     """Send a failed step again: a new job, due now, through the final check like any other."""
-    job = get_object_or_404(SendJob, pk=pk)
+    job = get_object_or_404(SendJob.objects.select_related("step", "enrollment__contact"), pk=pk)
     try:
-        retry = send_job_retry(job_id=pk, actor=_actor(request))
+        send_job_retry(job_id=pk, actor=_actor(request))
     except ServiceError as exc:
-        messages.error(request, f"Job {pk} was not retried: {exc}")
+        messages.error(request, f"Step {job.step.position} to {job.enrollment.contact.email} was not sent again: {exc}")
     else:
-        messages.success(request, f"Job {pk} is retried as job {retry.pk}, due now; it is checked before it is sent.")
+        messages.success(request, f"Step {job.step.position} to {job.enrollment.contact.email} is sent again, due "
+                                  "now; it is checked before it leaves.")
+    back = request.POST.get("next", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                                require_https=request.is_secure()):
+        return redirect(back)  # the list the operator retried from
     return redirect("enrollment_detail", pk=job.enrollment_id)
 
 
