@@ -13,8 +13,8 @@ from django.shortcuts import get_object_or_404, render
 
 from mailboxes.models import InboundMessage
 
-from ..models import Contact, Suppression
-from ..permissions import OPERATE, VIEW_ENROLLMENT
+from ..models import Contact, Sequence, Suppression
+from ..permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW_ENROLLMENT
 from ..selectors import jobs_with_labels, normalize_email, suppression_active_for
 from . import rows
 from .access import page_of, query_without_page, ui_view
@@ -88,5 +88,8 @@ def contact_detail(request, pk: int):
             "inbound": inbound,
             "fields": sorted((contact.fields or {}).items()),
             "can_operate": request.user.has_perm(OPERATE),
+            "can_suppress": request.user.has_perm(MANAGE_SUPPRESSIONS),
+            "sequences": Sequence.objects.exclude(enrollments__contact=contact).order_by("name"),
+            "reasons": Suppression.Reason.choices,
         },
     )

@@ -211,8 +211,13 @@ def log_rows(actions: Iterable[OperatorAction]) -> list[LogRow]:
     return rows
 
 
+CONTACT_ACTIONS = ("contact_edit", "contact_enroll")  # logged with the contact's id (no target kind of their own)
+
+
 def _target_link(action: OperatorAction) -> str | None:
     kind, pk = action.target_kind, action.target_id
+    if action.action in CONTACT_ACTIONS and pk:
+        return reverse("contact_detail", args=[pk])
     if kind == T.ENROLLMENT and pk:
         return reverse("enrollment_detail", args=[pk])
     if kind == T.SEQUENCE and pk:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import bulk, contacts, editor, enroll_upload, people, preview, probable, variants, views, webhooks
+from . import bulk, contact_actions, contacts, editor, enroll_upload, people, preview, probable, variants, views, webhooks
 from . import mailboxes as mailbox_views
 
 urlpatterns = [
@@ -41,6 +41,9 @@ urlpatterns = [
          name="enroll_progress"),
     path("contacts/", contacts.contact_list, name="contact_list"),
     path("contacts/<int:pk>/", contacts.contact_detail, name="contact_detail"),
+    path("contacts/<int:pk>/edit/", contact_actions.contact_edit_page, name="contact_edit"),
+    path("contacts/<int:pk>/enroll/", contact_actions.contact_enroll_action, name="contact_enroll"),
+    path("contacts/<int:pk>/suppress/", contact_actions.contact_suppress, name="contact_suppress"),
     path("enrollments/<int:pk>/", views.enrollment_detail, name="enrollment_detail"),
     path("enrollments/<int:pk>/pause/", views.enrollment_pause, name="enrollment_pause"),
     path("enrollments/<int:pk>/resume/", views.enrollment_resume, name="enrollment_resume"),

@@ -86,6 +86,10 @@ TABLE = [
     ("mailbox_oauth_callback", lambda w: reverse("mailbox_oauth_callback"),
      {A: (LOGIN, LOGIN), ST: (403, 403), OP: (400, 405), AD: (400, 405)}),
     ("job_retry", lambda w: reverse("job_retry", args=[w["job"].pk]), OPERATE_POST),
+    ("contact_edit", lambda w: reverse("contact_edit", args=[w["active"].contact_id]), OPERATE_FORM),
+    ("contact_enroll", lambda w: reverse("contact_enroll", args=[w["active"].contact_id]), OPERATE_POST),
+    ("contact_suppress", lambda w: reverse("contact_suppress", args=[w["active"].contact_id]),
+     {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (405, 302)}),
     ("sequence_people", lambda w: reverse("sequence_people", args=[w["sequence"].pk]) + "?show=failed", READ),
     ("incident_search", lambda w: reverse("incident_search") + "?q=active@example.com", READ),
     ("incident_job", lambda w: reverse("incident_job", args=[w["job"].pk]), READ),
@@ -131,7 +135,7 @@ def test_the_table_covers_every_ui_route():
     # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py.
     names = {p.name for p in ui_urls.urlpatterns if not str(p.pattern).startswith("outbound-webhooks/")}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24
 
 
 def test_every_ui_view_checks_a_permission():

@@ -60,7 +60,7 @@ def test_an_operator_fixes_the_contact_and_retries_from_the_failed_list(client, 
     client.force_login(users["operator"])
     url = f"{reverse('sequence_people', args=[sequence.pk])}?show=failed&step=1"
     listed = client.get(url).content.decode()
-    assert f'href="{reverse("contact_detail", args=[failed.contact_id])}#edit">Fix the contact</a>' in listed
+    assert f'href="{reverse("contact_edit", args=[failed.contact_id])}">Fix the contact</a>' in listed
     assert f'<input type="hidden" name="next" value="{url.replace("&", "&amp;")}">' in listed
     response = client.post(reverse("job_retry", args=[job_id]), {"next": url})
     assert response["Location"] == url

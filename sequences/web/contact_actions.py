@@ -1,0 +1,99 @@
+"""What an operator does from a contact's page: change its details, enroll it in a sequence, suppress it.
+
+Thin: the values are checked by the import's rules (`contact_rows.row_check`), then one service each
+(`services.contacts`, `services.suppressions`), every change in the operator log. Operators (and admins) edit
+and enroll; suppressing needs the ledger's permission (admins), as everywhere else; staff read.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+
+from ..contact_rows import NAMED, row_check
+from ..labels import stop_summary_sentences
+from ..models import Contact, Sequence, Suppression
+from ..permissions import MANAGE_SUPPRESSIONS, OPERATE
+from ..services.common import ServiceError
+from ..services.contacts import contact_edit, contact_enroll
+from ..services.suppressions import suppression_add
+from .access import ui_view
+
+NEW = "new_field"  # the form's blank pair for one more template field
+
+
+def _cells(data, contact: Contact) -> tuple[dict[str, str], str]:
+    """The form as an import row (the address stays the contact's), or why it cannot be one."""
+    cells = {"email": contact.email}
+    for name in ("first_name", "last_name", "company", "timezone"):
+        if name not in data:
+            return cells, "the form came incomplete; open it again"
+        cells[name] = data[name].strip()
+    for key, value in data.items():
+        if key.startswith("field:") and value.strip():
+            cells[key.removeprefix("field:")] = value.strip()
+    name, value = data.get(f"{NEW}_name", "").strip().lower(), data.get(f"{NEW}_value", "").strip()
+    if name or value:
+        if not (name and value):
+            return cells, "a new field needs a name and a value"
+        if name in NAMED:
+            return cells, f"{name!r} is one of the contact's own details, not a template field"
+        cells[name] = value
+    return cells, ""
+
+
+@ui_view(OPERATE, methods=("GET", "POST"))
+def contact_edit_page(request, pk: int):
+    contact = get_object_or_404(Contact, pk=pk)
+    error, values = "", None
+    if request.method == "POST":
+        cells, error = _cells(request.POST, contact)
+        row = None
+        if not error:
+            row, error = row_check(0, cells, extra=False)
+        if row is not None:
+            changed = contact_edit(contact_id=pk, row=row, actor=request.user.get_username())
+            messages.success(request, f"Saved: {', '.join(c.replace('_', ' ') for c in changed)}." if changed
+                             else "Nothing changed.")
+            return redirect("contact_detail", pk=pk)
+        values = cells
+    shown = values or {"first_name": contact.first_name, "last_name": contact.last_name,
+                       "company": contact.company, "timezone": contact.timezone, **(contact.fields or {})}
+    fields = sorted((k, v) for k, v in shown.items() if k not in NAMED)
+    return render(request, "ui/contact_edit.html", {"contact": contact, "values": shown, "fields": fields,
+                                                    "error": error}, status=400 if error else 200)
+
+
+@ui_view(OPERATE, methods=("POST",))
+def contact_enroll_action(request, pk: int):
+    contact = get_object_or_404(Contact, pk=pk)
+    sequence_id = request.POST.get("sequence", "")
+    sequence = Sequence.objects.filter(pk=int(sequence_id)).first() if sequence_id.isdigit() else None
+    if sequence is None:
+        messages.error(request, "Choose a sequence to enroll in.")
+        return redirect("contact_detail", pk=pk)
+    try:
+        enrollment = contact_enroll(contact_id=pk, sequence_id=sequence.pk, actor=request.user.get_username())
+    except ServiceError as exc:
+        messages.error(request, f"Not enrolled in {sequence.name}: {exc}")
+        return redirect("contact_detail", pk=pk)
+    messages.success(request, f"Enrolled {contact.email} in {sequence.name}: step 1 is scheduled, and is checked "
+                              "before it leaves.")
+    return redirect("enrollment_detail", pk=enrollment.pk)
+
+
+@ui_view(MANAGE_SUPPRESSIONS, methods=("POST",))
+def contact_suppress(request, pk: int):
+    contact = get_object_or_404(Contact, pk=pk)
+    reason = request.POST.get("reason", Suppression.Reason.MANUAL)
+    try:
+        entry, summary = suppression_add(value=contact.email, reason=reason, note=request.POST.get("note", "")[:2000],
+                                         source="operator", actor=request.user.get_username())
+    except ServiceError as exc:
+        messages.error(request, f"Not suppressed: {exc}")
+    else:
+        said = stop_summary_sentences(canceled=summary.canceled, in_flight=summary.in_flight,
+                                      submitted=summary.submitted, before="the suppression") if summary.changed else []
+        messages.success(request, " ".join([f"{entry.value} is suppressed ({entry.get_reason_display()}): nothing "
+                                            "more is sent to it.", *said]))
+    return redirect("contact_detail", pk=pk)
