@@ -3,7 +3,19 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import bulk, contact_actions, contacts, editor, enroll_upload, people, preview, probable, variants, views, webhooks
+from . import (
+    bulk,
+    contact_actions,
+    contacts,
+    editor,
+    enroll_upload,
+    people,
+    preview,
+    probable,
+    variants,
+    views,
+    webhooks,
+)
 from . import mailboxes as mailbox_views
 
 urlpatterns = [
