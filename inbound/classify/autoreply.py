@@ -15,6 +15,7 @@ from .evidence import embedded_message_ids, is_null_sender, own_reply_ids, uniqu
 from .inbound import Inbound
 from .mime import header_of
 from .result import Classification
+from .stop_wording import OOO_BODY_RE
 
 # Markers an autoresponder puts into the subject, in the common languages.
 _OOO_SUBJECT_RE = re.compile(
@@ -30,18 +31,6 @@ _OOO_SUBJECT_PREFIX_RE = re.compile(
     r"^\s*[\[(]?\s*(out of office|ooo|away|absent|absence|abwesend|abwesenheit|urlaub|vacation|holiday|on leave"
     r"|absent\(e\)|absence|congés|ausente|assente|afwezig|niet aanwezig|nieobecn\w*|frånvaro|fravær|poissa"
     r"|nepřítom\w*|不在|вне офиса)\s*[\]):-]",
-    re.I,
-)
-# Strong first-person wording only: a person may mention a holiday in passing.
-_OOO_BODY_RE = re.compile(
-    r"this is an? automat(ed|ic) (reply|response|message|notification)"
-    r"|i am (currently )?(out of (the )?office|away from (the )?office"
-    r"|on (annual |parental |maternity )?(leave|vacation|holiday))"
-    r"|i('m| am) (currently )?out of (the )?office"
-    r"|i will be out of (the )?office|with (limited|no) access to (my )?e-?mail"
-    r"|ich bin (derzeit |zurzeit |momentan |bis )?.{0,40}(nicht im büro|abwesend|im urlaub)"
-    r"|je suis (actuellement )?absent|estoy (actualmente )?fuera de la oficina|sono (attualmente )?fuori ufficio"
-    r"|ik ben (momenteel )?(afwezig|niet aanwezig|met vakantie)",
     re.I,
 )
 _AUTOREPLY_HEADERS = ("X-Autoreply", "X-Autorespond", "X-Autoresponder", "X-Auto-Reply")
@@ -80,7 +69,7 @@ def _auto_reply_reason(mail: Inbound) -> tuple[str, str]:
     # asks responders to honour it); with list headers it is a newsletter.
     if precedence in {"bulk", "junk", "auto_reply", "auto-reply"} and not is_list:
         return "precedence", f"Precedence: {precedence}"
-    if _OOO_BODY_RE.search(mail.reply_text[:3000]):
+    if OOO_BODY_RE.search(mail.reply_text[:3000]):
         return "ooo_wording", "out-of-office wording"
     # RFC 3834 §3.3 / RFC 5321 §4.5.5: automatic mail goes out with a null
     # return path; a person's mail never does.

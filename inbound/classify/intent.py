@@ -9,7 +9,8 @@ How a suggestion is made (the phrases are in intent_phrases.py, readable per cat
 1. The new text: any quote left is cut the way ingestion cuts it (quotes.extract_reply_text), then the
    signature ("-- ") and a trailing confidentiality notice.
 2. Every phrase of every table is looked for, plus the unsubscribe and out-of-office wording ingestion
-   decides on (reply.py, autoreply.py), so the inbox and ingestion read the same words.
+   decides on (stop_wording.py, shared with reply.py and autoreply.py), so the inbox and ingestion read the
+   same words.
 3. Each match is weighed: a negation shortly before it in the same clause turns an interest into a refusal
    ("not really interested") and voids any other phrase ("please don't remove me"); a phrase after "but"
    in its sentence counts a little more ("thanks, but we're all set"); a meeting time asked as a question
@@ -33,10 +34,16 @@ from enum import StrEnum
 from functools import cache
 
 from . import intent_phrases as phrases
-from .autoreply import _OOO_BODY_RE
 from .quotes import extract_reply_text
-from .reply import _FOOTER_LINE_RE, _UNSUBSCRIBE_RE, _UNSUBSCRIBE_SUBJECT_RE
 from .return_date import MONTH_OF, WEEKDAY_OF
+from .stop_wording import (
+    FOOTER_LINE_RE,
+    OOO_BODY_RE,
+    REQUEST_LINES,
+    UNSUBSCRIBE_SUBJECT_RE,
+    negated_before,
+    unsubscribe_spans,
+)
 
 
 class Category(StrEnum):
@@ -148,16 +155,17 @@ def _matches(body: str) -> list[Match]:
         found += [Match(category, strength, m.start(), m.end(), language) for m in pattern.finditer(body)]
     # Ingestion's own wording: the same decision the ingestion of this mail made or would make.
     found += [Match(Category.OUT_OF_OFFICE, phrases.STRONG, m.start(), m.end(), "")
-              for m in _OOO_BODY_RE.finditer(body)]
+              for m in OOO_BODY_RE.finditer(body)]
+    # Every request ingestion would suppress on (stop_wording.py: negations, questions about others, footers).
+    found += [Match(Category.UNSUBSCRIBE, phrases.DECISIVE, start, end, "") for start, end in unsubscribe_spans(body)]
     offset = 0
     for index, line in enumerate(body.split("\n")):
-        # Like ingestion: a request to stop comes in the first lines, and footers mention unsubscribing.
-        if index < 8 and not _FOOTER_LINE_RE.search(line):
-            for rx in (_UNSUBSCRIBE_RE, _UNSUBSCRIBE_SUBJECT_RE):
-                found += [
-                    Match(Category.UNSUBSCRIBE, phrases.DECISIVE, offset + m.start(), offset + m.end(), "")
-                    for m in rx.finditer(line)
-                ]
+        # A line that is only "stop" or "remove", as ingestion reads a subject.
+        if index < REQUEST_LINES and not FOOTER_LINE_RE.search(line):
+            found += [
+                Match(Category.UNSUBSCRIBE, phrases.DECISIVE, offset + m.start(), offset + m.end(), "")
+                for m in UNSUBSCRIBE_SUBJECT_RE.finditer(line)
+            ]
         offset += len(line) + 1
     return found
 
@@ -265,8 +273,11 @@ def _weigh(body: str, match: Match) -> Weighed | None:
         if category is Category.MEETING:
             return None
         category, strength, start = Category.NOT_INTERESTED, strength - 0.05, negated[0].start()
-    if category is Category.UNSUBSCRIBE and negated and len(body[negated[-1].end() : match.start].split()) == 0:
-        return None
+    if category is Category.UNSUBSCRIBE and (
+        (negated and len(body[negated[-1].end() : match.start].split()) == 0)
+        or negated_before(body[clause_start : match.start])
+    ):
+        return None  # the same negations ingestion reads ("please dont unsubscribe me", "no quiero darme de baja")
     if category is Category.MEETING and question:
         category = Category.INTERESTED  # "does Thursday at 3 work?" proposes a time; nothing is booked yet
     if _CONTRAST_RE.search(body, sentence_start, match.start):

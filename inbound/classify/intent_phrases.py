@@ -21,7 +21,7 @@ How to write a phrase:
 - {day} a weekday, {month} a month (the names return_date.py reads), {time} "3", "3pm", "15:00", "15h",
   "15 Uhr", {name} a capitalised name, {email} an address.
 
-Unsubscribe and out-of-office wording that ingestion already knows (reply.py, autoreply.py) is not repeated
+Unsubscribe and out-of-office wording that ingestion already knows (stop_wording.py) is not repeated
 here: intent.py reads those patterns directly, so the inbox and ingestion agree on the same words. The
 tables below only add what a person writes and ingestion does not need (it would never suppress on them).
 """

@@ -1,4 +1,9 @@
-"""5. Human replies and unsubscribe requests."""
+"""5. Human replies and unsubscribe requests.
+
+The wording that makes a reply an unsubscribe request, and what does not (negated requests, questions about
+someone else, footers), is in stop_wording.py: the replies inbox reads the same. Precision first: a false
+request suppresses a person who wanted to talk; a missed one is still a human reply and stops the sequence.
+"""
 
 from __future__ import annotations
 
@@ -10,33 +15,7 @@ from .evidence import own_reply_ids
 from .inbound import Inbound
 from .mime import header_of
 from .result import Classification
-
-# An unsubscribe request suppresses the address for good, so only clear
-# requests count: imperative "remove me" wording, in a few languages.
-# The whole subject, not a word in it: "Re: Stop losing leads" is a reply.
-_UNSUBSCRIBE_SUBJECT_RE = re.compile(
-    r"^\W*((re|aw|sv|fw|fwd|wg|tr|rv)\s*:\s*)*(unsubscribe|remove me|remove|opt[ -]?out|stop)\W*$", re.I
-)
-_UNSUBSCRIBE_RE = re.compile(
-    r"\bunsubscribe\b|\bremove me\b|\bremove (my|our) (e-?mail|address|name|contact)"
-    r"|\bremove (us|me) from\b|\btake (me|us|my (e-?mail|address)) off\b"
-    r"|\bstop (e-?mailing|emailing|sending|contacting|writing to)\b"
-    r"|\b(do not|don't|dont|never) (e-?mail|contact|write to|message) (me|us)( again)?\b"
-    r"|\bopt (me|us) out\b|\b(want|like|wish) to opt[ -]?out\b|^\W*opt[ -]?out\W*$"
-    r"|\bplease remove (me|us|my|our|this (e-?mail|address))\b|\bno more e-?mails\b"
-    r"|\b(abmelden|austragen|abbestellen)\b|keine (weiteren )?(e-?mails|nachrichten) mehr"
-    r"|désabonn|désinscri|retirez[- ]moi|ne plus recevoir"
-    r"|dar(me)? de baja|no me (envíe|envíen|escriba|contacte)|eliminar(me)? de (su|la|vuestra) lista"
-    r"|cancellami|disiscriv|rimuovetemi|rimuovermi|non (scrivermi|contattarmi)"
-    r"|uitschrijven|afmelden|verwijder (mij|me)|descadastr|remover da lista|cancelar (a )?inscrição"
-    r"|wypisz mnie|usuń mnie|wypisać",
-    re.I,
-)
-# Footers that mention unsubscribing are not a request.
-_FOOTER_LINE_RE = re.compile(
-    r"https?://|mailto:|to unsubscribe from|you received this|click here|manage (your )?subscription", re.I
-)
-
+from .stop_wording import UNSUBSCRIBE_SUBJECT_RE, unsubscribe_phrase
 
 # Mail clients' one-click unsubscribe (Apple Mail and others answer a
 # List-Unsubscribe mailto: for the user, RFC 2369 / RFC 8058's intent) is
@@ -60,7 +39,7 @@ def check_client_unsubscribe(mail: Inbound) -> Classification | None:
     names = {str(name).lower() for name in msg.keys()}
     unsubscribe_header = any("unsubscribe" in name for name in names - _LIST_HEADERS)
     if not (
-        _UNSUBSCRIBE_SUBJECT_RE.search(subject)
+        UNSUBSCRIBE_SUBJECT_RE.search(subject)
         or _CLIENT_UNSUBSCRIBE_BODY_RE.search(mail.reply_text[:3000])
         or (unsubscribe_header and "unsubscribe" in subject.lower())
     ):
@@ -79,9 +58,9 @@ def check_human(mail: Inbound) -> Classification:
     ids = tuple(own_reply_ids(msg))
     subject = header_of(msg, "Subject")
     rule = reason = ""
-    if _UNSUBSCRIBE_SUBJECT_RE.search(subject):
+    if UNSUBSCRIBE_SUBJECT_RE.search(subject):
         rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
-    elif phrase := _unsubscribe_phrase(text):
+    elif phrase := unsubscribe_phrase(text):
         rule, reason = "unsubscribe_text", f"reply asks to stop: {phrase!r}"
     if reason:
         return Classification(
@@ -91,15 +70,3 @@ def check_human(mail: Inbound) -> Classification:
         kind=Kind.HUMAN_REPLY, original_message_ids=ids, reason="person's mail", reply_text=text, rule="human"
     )
 
-
-def _unsubscribe_phrase(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    # Requests to stop are short and come first; signatures and disclaimers
-    # further down often mention "unsubscribe" without asking for anything.
-    for line in lines[:8]:
-        if line.strip() in {"--", "-- "} or _FOOTER_LINE_RE.search(line):
-            continue
-        match = _UNSUBSCRIBE_RE.search(line)
-        if match:
-            return match.group(0)
-    return ""

@@ -8,6 +8,10 @@ not_interested, wrong_person, out_of_office, unsubscribe, other), and optionally
 "check", held back and never tuned on) and ``note``. Figures are given for the whole corpus and per split:
 per category its items, agreement (recall: of the replies labelled so, how many were suggested so),
 precision (of the replies suggested so, how many were labelled so) and what the misses were suggested as.
+
+A last table scores ingestion's own decision on the same replies: each text is wrapped in a minimal RFC 5322
+message answering one of our messages and read by ``inbound.classify.classify``; its ``unsubscribe_request``
+(which suppresses the address) is compared with the Unsubscribe label.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
+from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
+from mailboxes.kinds import Kind
 
 CATEGORIES = tuple(c.value for c in Category)
 # The phrase tables cover these; replies in other languages are scored, and shown apart.
@@ -62,6 +69,8 @@ def run(path: Path) -> dict[str, Any]:
         rows.append({**item, "got": got.category.value, "phrase": got.phrase, "confidence": got.confidence})
     seconds = time.perf_counter() - started
     splits = sorted({row["split"] for row in rows if row.get("split")})
+    for row in rows:
+        row["ingested"] = classify(as_reply(row["text"])).kind
     return {
         "corpus": str(path),
         "items": len(rows),
@@ -70,6 +79,14 @@ def run(path: Path) -> dict[str, Any]:
         "splits": {name: _table([r for r in rows if r.get("split") == name]) for name in splits},
         "languages": _languages(rows),
         "split_languages": {name: _languages([r for r in rows if r.get("split") == name]) for name in splits},
+        "ingestion": {"all": _ingestion(rows)} | {
+            f"split {name}": _ingestion([r for r in rows if r.get("split") == name]) for name in splits
+        },
+        "ingestion_misses": [
+            {key: row.get(key) for key in ("id", "split", "expected", "ingested", "text")}
+            for row in rows
+            if (row["expected"] == Category.UNSUBSCRIBE) != (row["ingested"] == Kind.UNSUBSCRIBE_REQUEST)
+        ],
         "misses": [
             {key: row.get(key) for key in ("id", "split", "language", "expected", "got", "phrase", "confidence",
                                            "note", "text")}
@@ -99,6 +116,37 @@ def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     agree = sum(1 for row in rows if row["expected"] == row["got"])
     table["all"] = {"items": len(rows), "agree": agree, "agreement": _rate(agree, len(rows))}
     return table
+
+
+def as_reply(text: str) -> bytes:
+    """A person's reply to one of our messages, as a mail client would send it: the text as its body."""
+    msg = EmailMessage()
+    msg["From"] = "Jane Doe <jane@example.org>"
+    msg["To"] = "Tom <tom@outreach.example>"
+    msg["Subject"] = "Re: A quick question"
+    msg["Date"] = "Thu, 03 Dec 2026 10:00:00 +0000"
+    msg["Message-ID"] = "<reply-1@example.org>"
+    msg["In-Reply-To"] = "<seq-1@outreach.example>"
+    msg["References"] = "<seq-1@outreach.example>"
+    msg.set_content(text)
+    return msg.as_bytes()
+
+
+def _ingestion(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ingestion's unsubscribe_request against the Unsubscribe label: recall, precision, what else it decided."""
+    labelled = [row for row in rows if row["expected"] == Category.UNSUBSCRIBE]
+    decided = [row for row in rows if row["ingested"] == Kind.UNSUBSCRIBE_REQUEST]
+    agree = sum(1 for row in decided if row["expected"] == Category.UNSUBSCRIBE)
+    return {
+        "items": len(rows),
+        "labelled": len(labelled),
+        "decided": len(decided),
+        "agree": agree,
+        "recall": _rate(agree, len(labelled)),
+        "precision": _rate(agree, len(decided)),
+        "misses_as": dict(Counter(str(r["ingested"]) for r in labelled if r["ingested"] != Kind.UNSUBSCRIBE_REQUEST)),
+        "wrongly_from": dict(Counter(r["expected"] for r in decided if r["expected"] != Category.UNSUBSCRIBE)),
+    }
 
 
 def _languages(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -144,7 +192,17 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
             part = result["split_languages"][name].get(language)
             line += f"   {part['agree']:>4}/{part['items']:<4} {_pct(part['agreement'])}" if part else f"   {'-':>16}"
         lines.append(line + ("" if language in COVERED_LANGUAGES else "   (no phrase table: mostly Other)"))
+    lines += ["", "Ingestion's unsubscribe decision (unsubscribe_request suppresses the address)",
+              f"  {'replies':<11} {'recall':>15}   {'precision':>15}   misses decided as / wrongly from"]
+    for title, row in result["ingestion"].items():
+        recall = f"{row['agree']:>4}/{row['labelled']:<4} {_pct(row['recall'])}"
+        precision = f"{row['agree']:>4}/{row['decided']:<4} {_pct(row['precision'])}"
+        misses = ", ".join(f"{got} {n}" for got, n in row["misses_as"].items()) or "-"
+        wrong = ", ".join(f"{got} {n}" for got, n in row["wrongly_from"].items()) or "-"
+        lines.append(f"  {title:<11} {recall}   {precision}   {misses} / {wrong}")
     if show_misses:
         lines += ["", f"Disagreements ({len(result['misses'])})"]
         lines += [f"  {json.dumps(miss, ensure_ascii=False)}" for miss in result["misses"]]
+        lines += ["", f"Ingestion's unsubscribe disagreements ({len(result['ingestion_misses'])})"]
+        lines += [f"  {json.dumps(miss, ensure_ascii=False)}" for miss in result["ingestion_misses"]]
     return "\n".join(lines) + "\n"

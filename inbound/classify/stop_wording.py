@@ -1,0 +1,203 @@
+"""The words a person uses to stop our mail, and to say they are away: one place for ingestion and the inbox.
+
+Ingestion (reply.py, autoreply.py) decides on these patterns, and the replies inbox (intent.py) suggests its
+Unsubscribe and Out-of-office categories from the same ones, so the two cannot drift apart. Pure: no ORM.
+
+``unsubscribe_phrase(text)`` finds a request to stop receiving mail in the person's own new text (the quote
+already cut): in English, German, French and Spanish, and the common Italian, Portuguese, Dutch and Polish
+forms. A request is imperative or first-person wording ("please remove me", "I'd like to unsubscribe from
+these emails", "Je ne veux plus recevoir vos e-mails", "dadme de baja", "Do not email this address again");
+a request that mentions a broken unsubscribe link ("the unsubscribe link doesn't work, please remove me") is
+one. Not a request:
+
+- a negated one ("please don't remove me", "ich möchte mich nicht abmelden", "no quiero darme de baja");
+- unsubscribing someone or something else ("how do I unsubscribe my team from X?", "remove a client");
+- a mention of an unsubscribe link, page or button on its own ("the unsubscribe link is broken");
+- a footer: a newsletter's or our own List-Unsubscribe footer ("To unsubscribe from these emails, click
+  here", a line with a link), the signature ("-- " and below) and anything after the first eight lines.
+
+The trade-off, deliberately: precision over recall. An ``unsubscribe_request`` suppresses the address for
+good, so a false one silences a person who wanted to talk. A request missed here is still a human reply,
+which stops the sequence as "replied" like any answer: no follow-up goes out either way; the address only
+stays unsuppressed (a later sequence could write again). So where in doubt, the mail stays a human reply.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import islice
+
+# The whole subject, not a word in it: "Re: Stop losing leads" is a reply.
+UNSUBSCRIBE_SUBJECT_RE = re.compile(
+    r"^\W*((re|aw|sv|fw|fwd|wg|tr|rv)\s*:\s*)*(unsubscribe|remove me|remove|opt[ -]?out|stop)\W*$", re.I
+)
+
+# A reply that is nothing but the word (its first line): "STOP", "Unsubscribe.", "BAJA".
+_BARE_WORD_RE = re.compile(
+    r"^\W*(stop|unsubscribe|remove me|opt[ -]?out|baja|abmelden|austragen|désabonnement|désinscription"
+    r"|uitschrijven|afmelden|disiscrivimi|cancelar inscrição)\W*$",
+    re.I,
+)
+
+_ME = r"(me|us|myself|ourselves)"
+_MAIL = r"(e-?mails?|mails?|messages?|newsletters?|marketing|outreach)"
+_REQUESTS = {
+    "en": (
+        r"\bunsubscribe\b", r"\bremove (me|us)\b",
+        r"\bremove (my|our|this) (e-?mail|address|name|contact|details|data|company|business|domain)",
+        r"\btake (me|us)\b.{0,30}\boff\b", r"\btake (my|our|this) (e-?mail|address|name) off\b",
+        r"\bstop (e-?mailing|sending|contacting|writing to|messaging|spamming)\b",
+        r"\b(do not|don't|dont|never) (e-?mail|contact|write to|message|mail|send (any )?(more )?e-?mails to)"
+        r" (me|us|this (e-?mail )?address|this account)( again)?\b",
+        r"\b(do not|don't|dont|no longer) (wish|want|care) to (receive|hear from|be contacted)",
+        r"\b(do not|don't|dont) (want|need) (any )?(more|further) " + _MAIL,
+        r"\bopt (me|us) out\b", r"\b(want|like|wish|need) to opt[ -]?out\b", r"\bno (more|further) " + _MAIL,
+        r"\b(want|like|wish|need|ask) to be (removed|taken off|unsubscribed)\b",
+        r"\bdelete (my|our) (data|details|personal data|e-?mail|address|contact)",
+    ),
+    "de": (
+        r"\b(abmelden|austragen|abbestellen)\b", r"\btragen sie (mich|uns)\b.{0,20}\baus\b",
+        r"\b(melden|streichen|nehmen|entfernen) sie (mich|uns)\b", r"\baus (ihrem|dem|eurem|diesem) verteiler",
+        r"\bkeine (weiteren )?(e-?mails|nachrichten|mails|werbung|post|newsletter) mehr",
+        r"\bkeine weiteren (e-?mails|nachrichten|mails|zusendungen)", r"\bnicht mehr (zu )?(kontaktieren|anschreiben)",
+        r"\b(kontaktieren|schreiben|mailen) sie (mich|uns|mir) (bitte )?nicht mehr",
+        r"\bhören sie auf,? (mir|uns) zu schreiben",
+        r"\b(löschen|entfernen) sie (bitte )?(meine|unsere) (daten|kontaktdaten|adresse|e-?mail)",
+        r"\b(meine|unsere) (daten|kontaktdaten|adresse|e-?mail-adresse) (zu )?löschen",
+    ),
+    "fr": (
+        r"désabonn", r"désinscri", r"\bretirez[- ](moi|nous)\b", r"\b(me|nous) retirer de\b",
+        r"\b(retirez|supprimez|effacez|supprimer|effacer) (mon|notre|mes|nos) (adresse|e-?mail|données|coordonnées)",
+        r"\bne (veux|voulons|souhaite|souhaitons|désire) plus (recevoir|être contactée?s?|de sollicitations)",
+        r"\bne plus (me |m'|nous )?(recevoir|contacter|écrire|envoyer)", r"\bne (m'|me |nous )envoyez plus\b",
+        r"\barrêtez de (m'|me |nous )?(écrire|envoyer|contacter)",
+    ),
+    "es": (
+        r"\b(dar|darme|dame|denme|dadme|darnos|dennos|nos) de baja\b",
+        r"\b(elimínenme|eliminadme|bórrenme|borradme|sáquenme|sacadme|quítenme|quitadme)\b",
+        r"\bme eliminen de\b", r"\beliminar(me)? de (su|la|vuestra) lista",
+        r"\b(borren|eliminen|borrar|eliminar|borrad|eliminad) (mi|mis|nuestros?) (dirección|correo|datos|email)",
+        r"\bdejen de (escribirme|enviarme|contactarme|escribirnos|enviarnos|contactarnos)\b",
+        r"\bno (me|nos) vuelvan a (contactar|escribir)",
+        r"\bno quiero (recibir )?más (correos|emails|mensajes|e-mails)",
+        r"\bno quiero recibir más\b", r"\bno quiero que me (contacten|escriban) más\b",
+        r"\bno me (envíe|envíen|escriba|escriban|contacte|contacten) más\b",
+    ),
+    "it/pt/nl/pl": (
+        r"\bcancella(mi|temi|rmi)\b", r"disiscriv", r"\brimuove(temi|rmi)\b",
+        r"\bnon (scrivetemi|scrivermi|contattarmi|contattatemi)\b",
+        r"\bdescadastr", r"\bremover da lista\b", r"\bcancelar (a )?inscrição", r"\bremovam-me\b",
+        r"\bremova (o )?meu (e-?mail|endereço|contato)", r"\bnão quero receber mais\b",
+        r"\buitschrijven\b", r"\bschrijf (me|mij|ons) uit\b", r"\bafmelden\b", r"\bverwijder (mij|me|ons|mijn)\b",
+        r"\bwypisz mnie\b", r"\busuń mnie\b", r"\bwypisać\b",
+    ),
+}
+UNSUBSCRIBE_RE = re.compile("|".join(p for patterns in _REQUESTS.values() for p in patterns), re.I)
+
+# A footer line, not the person's words: a link, or the instructions newsletters and our own
+# List-Unsubscribe footer give ("To unsubscribe from these emails, ...", "You can unsubscribe at any time").
+FOOTER_LINE_RE = re.compile(
+    r"https?://|mailto:|you (are )?receiv(ed|ing) this|click here|manage (your )?(subscription|preferences)"
+    r"|^\W*(to|if you (would like|wish|want|prefer|'d like|’d like) to) (unsubscribe|opt out|stop receiving)"
+    r"|\byou (can|may) (unsubscribe|opt out)|\bunsubscribe (here|at any time|anytime)",
+    re.I,
+)
+_SIGNATURE_LINE = {"--", "-- "}
+REQUEST_LINES = 8  # requests to stop are short and come first; signatures and disclaimers come later
+
+# Just before the request, in its clause: a negation, with nothing but "please", "want to" and the like
+# between ("please don't remove me", "I don't want to unsubscribe", "bitte nicht abmelden").
+_NEGATED_BEFORE_RE = re.compile(
+    r"(?:\b(?:not|never|dont|didnt|doesnt|wont|no need to|nicht|nie|no|non|não|nao|niet)\b|n['’]t)\s*"
+    r"(?:(?:please|pls|to|i|we|you|want|wish|need|would|like|do|be|ever|bitte|sie|mich|uns|möchte|will|wollen"
+    r"|quiero|queremos|me|nos|voglio|quero|ik|wil)\s+)*$",
+    re.I,
+)
+_CLAUSE_END_RE = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\b(but|aber|mais|pero|ma|mas|maar)\b", re.I)
+# Someone or something else taken off: "unsubscribe my team", "remove one of our users", "a client".
+_OTHERS_AFTER_RE = re.compile(
+    r"^\s+(?!(me|us|myself|ourselves)\b)(you\b|((one|some|all|each|any|two|three) of )?"
+    r"((my|our|the|a|an|his|her|their|this|that|these|those|your)\s+)?(\S+\s+){0,2}?(team|users?|staff|employees?|customers?|colleagues?|clients?|members?|accounts?|subscribers?"
+    r"|contacts?|people|recipients?|students?|kids?|children|son|daughter|wife|husband|partner|mum|mom|dad)\b)",
+    re.I,
+)
+_SELF_RE = re.compile(r"\b(me|us|my|our|mich|uns|moi|nous|mon|mes)\b|(me|nos)$", re.I)
+# In a question, taking oneself off something that is not our mail: "how do I unsubscribe from the X digest?"
+_OTHER_SOURCE_AFTER_RE = re.compile(
+    r"^\s+from\s+(?!(you|your|these|this|the(se)? (e-?mails?|list|mailing|messages?)|future|all|further|any)\b)",
+    re.I,
+)
+# The link, page or button named, not used: "the unsubscribe link doesn't work", "le lien de désinscription".
+_LINK_AFTER_RE = re.compile(r"^\w*\s*(link|button|page|option|url|lien|enlace|knopf)\b", re.I)
+_LINK_BEFORE_RE = re.compile(r"\b(lien|bouton|page|enlace|link)( de| para| zum| to)?\s*$", re.I)
+
+
+def unsubscribe_phrase(text: str) -> str:
+    """The words asking to stop our mail in a person's new text, or "" when it asks for nothing of the kind."""
+    spans = unsubscribe_spans(text)
+    return text[spans[0][0] : spans[0][1]] if spans else ""
+
+
+def unsubscribe_spans(text: str) -> list[tuple[int, int]]:
+    """Where the new text asks to stop our mail: (start, end) of each request, first lines only."""
+    spans: list[tuple[int, int]] = []
+    offset = seen = 0
+    for line in text.split("\n"):
+        start_of_line, offset = offset, offset + len(line) + 1
+        if not line.strip():
+            continue
+        if line.strip() in _SIGNATURE_LINE:
+            break
+        seen += 1
+        if seen > REQUEST_LINES:
+            break
+        line = line[:_LINE_LIMIT]
+        if FOOTER_LINE_RE.search(line):
+            continue
+        if seen == 1 and (bare := _BARE_WORD_RE.search(line)):
+            spans.append((start_of_line + bare.start(1), start_of_line + bare.end(1)))
+            continue
+        found = islice(UNSUBSCRIBE_RE.finditer(line), _MATCHES_PER_LINE)
+        spans += [(start_of_line + m.start(), start_of_line + m.end()) for m in found if _is_request(line, m)]
+    return spans
+
+
+_WINDOW = 200
+_MATCHES_PER_LINE = 10
+_LINE_LIMIT = 2000  # characters of one line read: a request is a sentence, not a pasted page
+
+
+def negated_before(before: str) -> bool:
+    """Whether the words just before a request, in its clause, negate it ("please don't", "no quiero")."""
+    before = before[-_WINDOW:]
+    clause_start = max((m.end() for m in _CLAUSE_END_RE.finditer(before)), default=0)
+    return bool(_NEGATED_BEFORE_RE.search(before[clause_start:]))
+
+
+def _is_request(line: str, match: re.Match[str]) -> bool:
+    # The request's own sentence is all that counts, and a bounded window keeps a huge line cheap.
+    before, after = line[max(0, match.start() - _WINDOW) : match.start()], line[match.end() : match.end() + _WINDOW]
+    if negated_before(before):
+        return False
+    if _LINK_AFTER_RE.search(after) or _LINK_BEFORE_RE.search(before):
+        return False
+    if not _SELF_RE.search(match.group()) and _OTHERS_AFTER_RE.search(after):
+        return False
+    sentence_end = re.search(r"[.!?\n]", after)
+    if sentence_end and sentence_end.group() == "?" and _OTHER_SOURCE_AFTER_RE.search(after):
+        return False
+    return True
+
+
+# Strong first-person out-of-office wording only: a person may mention a holiday in passing.
+OOO_BODY_RE = re.compile(
+    r"this is an? automat(ed|ic) (reply|response|message|notification)"
+    r"|i am (currently )?(out of (the )?office|away from (the )?office"
+    r"|on (annual |parental |maternity )?(leave|vacation|holiday))"
+    r"|i('m| am) (currently )?out of (the )?office"
+    r"|i will be out of (the )?office|with (limited|no) access to (my )?e-?mail"
+    r"|ich bin (derzeit |zurzeit |momentan |bis )?.{0,40}(nicht im büro|abwesend|im urlaub)"
+    r"|je suis (actuellement )?absent|estoy (actualmente )?fuera de la oficina|sono (attualmente )?fuori ufficio"
+    r"|ik ben (momenteel )?(afwezig|niet aanwezig|met vakantie)",
+    re.I,
+)
