@@ -152,6 +152,7 @@ class Mailbox(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name_plural = "mailboxes"
 
     def __str__(self) -> str:
         return self.name
