@@ -89,6 +89,11 @@ class Event(StrEnum):
     ERASED_ADDRESS_REFUSED = "erased_address_refused"
     # Ingestion
     INBOUND_RECEIVED = "inbound_received"
+    # The replies inbox (inbound.replies): a correlated reply joined the person's conversation (with the suggested
+    # category), an operator chose a category, an operator answered from the app.
+    REPLY_RECEIVED = "reply_received"
+    REPLY_CATEGORIZED = "reply_categorized"
+    REPLY_ANSWERED = "reply_answered"
     IMAP_UIDVALIDITY_CHANGED = "imap_uidvalidity_changed"
 
 

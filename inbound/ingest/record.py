@@ -20,6 +20,7 @@ from mailboxes.kinds import Kind
 from mailboxes.models import ImapCursor, InboundMessage, Mailbox
 from sequences.timeline import Event, event_record
 
+from ..replies.services import conversation_record_in_transaction
 from .correlate import Correlation, correlate
 from .effects import NOT_CORRELATED, inbound_effects_apply
 from .parse import Parsed, clean, parse
@@ -230,6 +231,8 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         event_record(**arrived, inbound=row.pk)
     row.effect = inbound_effects_apply(row, correlation, c)
     InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
+    if row.content == Content.FULL:
+        conversation_record_in_transaction(row=row)  # the replies inbox: a correlated reply joins its conversation
     return IngestResult(row.pk, True, False, row.effect), row
 
 

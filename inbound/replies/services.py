@@ -1,0 +1,133 @@
+"""The replies inbox's actions: a reply joins its conversation (ingestion), an operator categorizes, assigns and
+marks handled. Each action is one short transaction writing its timeline event (and the operator log) with it.
+
+Lock order: the conversation row only. Ingestion creates or updates a conversation inside the inbound message's
+own transaction; an operator's change locks the row (`select_for_update`) so a reply arriving at the same moment
+and a category click are applied one after the other, never lost.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Case, F, Value, When
+
+from db.sql import DbClock
+from mailboxes.kinds import Kind
+from mailboxes.models import InboundMessage
+from sequences.services.common import ServiceError, T, operator_log
+from sequences.timeline import Event, event_record
+
+from ..classify.intent import LABELS, Category, Suggestion, suggest
+from ..models import Conversation, ConversationReply
+
+# Inbound kinds that make or join a conversation, and the category ingestion already decided for them (None: the
+# classifier suggests one from the reply's words).
+DECIDED: dict[str, Category | None] = {
+    Kind.HUMAN_REPLY: None,
+    Kind.AUTO_REPLY: Category.OUT_OF_OFFICE,
+    Kind.UNSUBSCRIBE_REQUEST: Category.UNSUBSCRIBE,
+}
+
+
+def suggestion_for(row: InboundMessage) -> Suggestion:
+    """What the reply suggests: ingestion's own verdict for an auto-reply or unsubscribe request, else its words."""
+    decided = DECIDED.get(row.kind)
+    if decided is not None:
+        return Suggestion(decided, phrase=row.classification_reason[:300], confidence=1.0)
+    return suggest(row.reply_text)
+
+
+def conversation_record_in_transaction(*, row: InboundMessage) -> Conversation | None:
+    """A correlated reply joins (or starts) its person's conversation; requires the inbound message's transaction.
+
+    Only a reply tied to a message we sent (its job and enrollment recorded by correlation) counts; a copy of a
+    message already recorded, or unrelated mail, makes nothing. A new reply makes the conversation unhandled
+    again; an operator's chosen category stays (it wins over the new suggestion, which is shown next to it).
+    """
+    if row.kind not in DECIDED or row.job_id is None or row.enrollment_id is None or row.duplicate_of_id:
+        return None
+    enrollment = row.enrollment
+    s = suggestion_for(row)
+    fields = dict(suggested=s.category.value, suggested_phrase=s.phrase[:300], suggested_confidence=s.confidence,
+                  suggested_language=s.language[:8])
+    conversation, created = Conversation.objects.get_or_create(
+        enrollment_id=enrollment.pk,
+        defaults=dict(contact_id=enrollment.contact_id, sequence_id=enrollment.sequence_id, mailbox_id=row.mailbox_id,
+                      latest=row, category=s.category.value, **fields))
+    if not created:
+        Conversation.objects.filter(pk=conversation.pk).update(
+            latest=row, mailbox_id=row.mailbox_id, last_reply_at=DbClock(), replies=F("replies") + 1,
+            category=Case(When(chosen="", then=Value(s.category.value)), default=F("chosen")),
+            handled=False, handled_by="", handled_at=None, **fields)
+    ConversationReply.objects.create(conversation=conversation, inbound=row, suggested=s.category.value,
+                                     suggested_phrase=s.phrase[:300], suggested_confidence=s.confidence)
+    event_record(kind=Event.REPLY_RECEIVED, email=enrollment.contact.email, enrollment=enrollment.pk,
+                 job=row.job_id, conversation=conversation.pk, inbound=row.pk, suggested=s.category.value,
+                 phrase=s.phrase[:300], confidence=round(s.confidence, 3), mailbox=row.mailbox.name)
+    return conversation
+
+
+def _locked(conversation_id: int) -> Conversation:
+    conversation = (Conversation.objects.select_for_update(of=("self",)).select_related("contact")
+                    .filter(pk=conversation_id).first())
+    if conversation is None:
+        raise ServiceError(f"conversation {conversation_id} does not exist")
+    return conversation
+
+
+def _log(conversation: Conversation, *, actor: str, action: str, result: dict) -> None:
+    operator_log(actor=actor, action=action, target=f"reply from {conversation.contact.email}",
+                 kind=T.ENROLLMENT, target_id=conversation.enrollment_id,
+                 result={"conversation": conversation.pk} | result)
+
+
+def conversation_categorize(*, conversation_id: int, category: str, actor: str) -> Conversation:
+    """An operator's category (it wins over the suggestion); timeline and operator log; one durable transaction.
+
+    Choosing the category it has already is a no-op: nothing is logged twice.
+    """
+    try:
+        chosen = Category(category)
+    except ValueError:
+        raise ServiceError(f"unknown category {category!r}: one of {', '.join(c.value for c in Category)}") from None
+    with transaction.atomic(durable=True):
+        conversation = _locked(conversation_id)
+        if conversation.chosen == chosen.value:
+            return conversation
+        previous = conversation.category
+        Conversation.objects.filter(pk=conversation.pk).update(
+            chosen=chosen.value, category=chosen.value, chosen_by=actor[:200], chosen_at=DbClock())
+        event_record(kind=Event.REPLY_CATEGORIZED, email=conversation.contact.email,
+                     enrollment=conversation.enrollment_id, conversation=conversation.pk, category=chosen.value,
+                     previous=previous, suggested=conversation.suggested, by=actor)
+        _log(conversation, actor=actor, action="reply_categorize",
+             result={"category": chosen.value, "label": LABELS[chosen], "previous": previous})
+    conversation.refresh_from_db()
+    return conversation
+
+
+def conversation_assign(*, conversation_id: int, user_id: int | None, actor: str) -> Conversation:
+    """Assign the conversation to a user (None: nobody); operator log; one durable transaction."""
+    with transaction.atomic(durable=True):
+        conversation = _locked(conversation_id)
+        if conversation.assigned_to_id != user_id:
+            Conversation.objects.filter(pk=conversation.pk).update(assigned_to_id=user_id)
+            _log(conversation, actor=actor, action="reply_assign", result={"assigned_to": user_id})
+    conversation.refresh_from_db()
+    return conversation
+
+
+def conversation_handled_set(*, conversation_id: int, handled: bool, actor: str) -> Conversation:
+    """Mark handled (who, when) or unhandled again; operator log; one durable transaction."""
+    with transaction.atomic(durable=True):
+        conversation = _locked(conversation_id)
+        if conversation.handled != handled:
+            conversation_handled_in_transaction(conversation_id=conversation.pk, handled=handled, actor=actor)
+            _log(conversation, actor=actor, action="reply_handled" if handled else "reply_unhandled", result={})
+    conversation.refresh_from_db()
+    return conversation
+
+
+def conversation_handled_in_transaction(*, conversation_id: int, handled: bool, actor: str) -> None:
+    Conversation.objects.filter(pk=conversation_id).update(
+        handled=handled, handled_by=actor[:200] if handled else "", handled_at=DbClock() if handled else None)
