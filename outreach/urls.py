@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/", api_urls()),
     # Public endpoints (no login): one-click unsubscribe, provider webhooks.
     path("", include("sequences.web.public")),
-    # The operator UI (login required).
+    # The operator UI (login required): the replies inbox, then everything else.
+    path("", include("inbound.replies.urls")),
     path("", include("sequences.web.urls")),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Case, F, Value, When
 
-from db.sql import DbClock
+from db.sql import DbClock, db_now
 from mailboxes.kinds import Kind
 from mailboxes.models import InboundMessage
 from sequences.services.common import ServiceError, T, operator_log
@@ -48,15 +48,18 @@ def conversation_record_in_transaction(*, row: InboundMessage) -> Conversation |
         return None
     enrollment = row.enrollment
     s = suggestion_for(row)
-    fields = dict(suggested=s.category.value, suggested_phrase=s.phrase[:300], suggested_confidence=s.confidence,
-                  suggested_language=s.language[:8])
+    # Read from the database clock, written as a value: the list pages by this column, and a value compares
+    # exactly on both databases (SQLite's own clock text has fewer digits than a parameter's).
+    now = db_now()
+    fields = dict(last_reply_at=now, suggested=s.category.value, suggested_phrase=s.phrase[:300],
+                  suggested_confidence=s.confidence, suggested_language=s.language[:8])
     conversation, created = Conversation.objects.get_or_create(
         enrollment_id=enrollment.pk,
         defaults=dict(contact_id=enrollment.contact_id, sequence_id=enrollment.sequence_id, mailbox_id=row.mailbox_id,
                       latest=row, category=s.category.value, **fields))
     if not created:
         Conversation.objects.filter(pk=conversation.pk).update(
-            latest=row, mailbox_id=row.mailbox_id, last_reply_at=DbClock(), replies=F("replies") + 1,
+            latest=row, mailbox_id=row.mailbox_id, replies=F("replies") + 1,
             category=Case(When(chosen="", then=Value(s.category.value)), default=F("chosen")),
             handled=False, handled_by="", handled_at=None, **fields)
     ConversationReply.objects.create(conversation=conversation, inbound=row, suggested=s.category.value,

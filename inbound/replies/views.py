@@ -1,0 +1,138 @@
+"""The Replies pages: the inbox (filters, search, paging by key) and one conversation (thread, category,
+assignment, handled, the reply box). Thin: parse, call one service, render or redirect."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from mailboxes.models import Mailbox
+from sequences.models import SendJob, Sequence
+from sequences.permissions import OPERATE, VIEW_INBOUND
+from sequences.services.common import ServiceError
+from sequences.web.access import ui_view
+
+from ..classify.intent import LABELS, Category
+from ..models import Answer, Conversation
+from .answer import answer_check, answer_label, answer_send
+from .selectors import Filters, conversations, neighbours, page_of
+from .services import conversation_assign, conversation_categorize, conversation_handled_set
+
+# The keyboard's 1–7, in this order.
+CATEGORIES = [(str(n), c.value, LABELS[c]) for n, c in enumerate(Category, start=1)]
+LIST_PARAMS = ("status", "mine", "category", "mailbox", "sequence", "since", "until", "q")
+
+
+def _list_query(params) -> str:
+    return urlencode({k: params[k] for k in LIST_PARAMS if params.get(k)})
+
+
+@ui_view(VIEW_INBOUND)
+def reply_list(request):
+    filters = Filters.parse(request.GET)
+    page = page_of(conversations(filters, user_id=request.user.pk), request.GET.get("before", ""))
+    query = _list_query(request.GET)
+    return render(request, "ui/replies_list.html", {
+        "page": page, "filters": filters, "query": query, "categories": CATEGORIES,
+        "mailboxes": Mailbox.objects.order_by("name").values_list("pk", "name"),
+        "sequences": Sequence.objects.order_by("name").values_list("pk", "name"),
+        "first_page": not request.GET.get("before"),
+    })
+
+
+def _thread(conversation: Conversation) -> list[dict]:
+    """Our messages that left, their replies and our answers, oldest first."""
+    items = [{"kind": "ours", "at": j.submitted_at, "title": f"Step {j.step.position}", "job": j,
+              "text": j.step.subject}
+             for j in SendJob.objects.filter(enrollment_id=conversation.enrollment_id, submitted_at__isnull=False)
+             .select_related("step").order_by("submitted_at")]
+    items += [{"kind": "theirs", "at": r.inbound.internaldate or r.at, "inbound": r.inbound, "reply": r,
+               "text": r.inbound.reply_text}
+              for r in conversation.reply_rows.select_related("inbound").defer("inbound__raw")]
+    items += [{"kind": "answer", "at": a.created_at, "answer": a, "text": a.body, "label": answer_label(a)}
+              for a in conversation.answers.all()]
+    return sorted(items, key=lambda i: i["at"])
+
+
+@ui_view(VIEW_INBOUND)
+def reply_detail(request, pk: int):
+    conversation = get_object_or_404(
+        Conversation.objects.select_related("contact", "sequence", "mailbox", "assigned_to", "latest", "enrollment"),
+        pk=pk)
+    filters = Filters.parse(request.GET)
+    newer, older = neighbours(conversations(filters, user_id=request.user.pk), conversation)
+    query = _list_query(request.GET)
+    user = request.user
+    signature = user.get_full_name() or user.get_username()
+    return render(request, "ui/replies_detail.html", {
+        "c": conversation, "thread": _thread(conversation), "categories": CATEGORIES, "query": query,
+        "newer": newer, "older": older, "check": answer_check(conversation),
+        "can_operate": user.has_perm(OPERATE), "signature": signature,
+        "users": get_user_model().objects.filter(is_active=True).order_by("username").values_list("pk", "username"),
+        "stale_state": Answer.State.SENDING,
+    })
+
+
+def _back(request, pk: int):
+    query = _list_query(request.POST)
+    return redirect(reverse("reply_detail", args=[pk]) + (f"?{query}" if query else ""))
+
+
+@ui_view(OPERATE, methods=("POST",))
+def reply_categorize(request, pk: int):
+    try:
+        c = conversation_categorize(conversation_id=pk, category=request.POST.get("category", ""),
+                                    actor=request.user.get_username())
+    except ServiceError as exc:
+        messages.error(request, f"Refused: {exc}")
+    else:
+        messages.success(request, f"Category: {c.category_label}.")
+    return _back(request, pk)
+
+
+@ui_view(OPERATE, methods=("POST",))
+def reply_assign(request, pk: int):
+    value = request.POST.get("user", "")
+    user_id = request.user.pk if value == "me" else (int(value) if value.isdigit() else None)
+    try:
+        conversation_assign(conversation_id=pk, user_id=user_id, actor=request.user.get_username())
+    except ServiceError as exc:
+        messages.error(request, f"Refused: {exc}")
+    return _back(request, pk)
+
+
+@ui_view(OPERATE, methods=("POST",))
+def reply_handled(request, pk: int):
+    handled = request.POST.get("handled") == "1"
+    try:
+        conversation_handled_set(conversation_id=pk, handled=handled, actor=request.user.get_username())
+    except ServiceError as exc:
+        messages.error(request, f"Refused: {exc}")
+    else:
+        messages.success(request, "Marked handled." if handled else "Marked unhandled.")
+    return _back(request, pk)
+
+
+@ui_view(OPERATE, methods=("POST",))
+def reply_answer(request, pk: int):
+    user = request.user
+    try:
+        answer = answer_send(conversation_id=pk, body=request.POST.get("body", ""), actor=user.get_username(),
+                             author_name=user.get_full_name(),
+                             confirm_suppressed=request.POST.get("confirm_suppressed") == "1")
+    except ServiceError as exc:
+        messages.error(request, f"Not sent: {exc}")
+    else:
+        if answer.state == Answer.State.SUBMITTED:
+            messages.success(request, f"Sent to {answer.recipient} from {answer.mailbox.address}: "
+                                      f"{answer.server_reply}")
+        elif answer.state == Answer.State.UNKNOWN:
+            messages.warning(request, f"Outcome unknown: the connection broke after the message was on its way "
+                                      f"({answer.error}). It may have been delivered; it will not be resent.")
+        else:
+            messages.error(request, f"Failed — not sent: {answer.error}")
+    return _back(request, pk)
