@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from inbound.replies import api as replies_api
 from outreach import health, metrics
 from sequences.api.main import api_urls
 
@@ -15,7 +16,7 @@ urlpatterns = [
     path("admin/rq/", rq_admin_urls()),
     path("admin/", admin.site.urls),
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.
-    path("api/", api_urls()),
+    path("api/", api_urls({"/v1/replies": replies_api.router})),
     # Public endpoints (no login): one-click unsubscribe, provider webhooks.
     path("", include("sequences.web.public")),
     # The operator UI (login required): the replies inbox, then everything else.

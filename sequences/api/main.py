@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import IntegrityError
 from django.http import Http404, JsonResponse
 from django.urls import URLPattern, re_path
+from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, ValidationError
 
 from ..services.common import ServiceError
@@ -95,8 +96,14 @@ def _no_such_path(request, rest: str = ""):
     return JsonResponse({"detail": "not found: no such API path"}, status=404)
 
 
-def api_urls():
-    """The API's URL patterns, each POST made idempotent under its Idempotency-Key; then a JSON 404 for the rest."""
+def api_urls(routers: dict[str, Router] | None = None):
+    """The API's URL patterns, each POST made idempotent under its Idempotency-Key; then a JSON 404 for the rest.
+
+    `routers`: resources of the layers above this app (prefix -> router), mounted by the project's URLs, since
+    this app may not import them."""
+    for prefix, router in (routers or {}).items():
+        if (prefix, router) not in api._routers:  # once, however often the URLs are built
+            api.add_router(prefix, router)
     patterns, app_name, namespace = api.urls
     for pattern in patterns:
         if isinstance(pattern, URLPattern):

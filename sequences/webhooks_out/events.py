@@ -31,6 +31,10 @@ class WebhookEvent(StrEnum):
     # (follow-ups held), and when it reads them again.
     MAILBOX_REPLY_VIEW_STALE = "mailbox.reply_view_stale"
     MAILBOX_REPLY_VIEW_RESTORED = "mailbox.reply_view_restored"
+    # The replies inbox: a correlated reply joined the person's conversation (with the suggested category), and
+    # an operator chose a category.
+    REPLY_RECEIVED = "reply.received"
+    REPLY_CATEGORIZED = "reply.categorized"
 
 
 GUARDRAIL_KIND = "mailbox_paused_by_guardrail"
@@ -46,6 +50,8 @@ KINDS = frozenset(
         Event.MAILBOX_REPLY_VIEW_STALE,
         Event.MAILBOX_REPLY_VIEW_RESTORED,
         GUARDRAIL_KIND,
+        Event.REPLY_RECEIVED,
+        Event.REPLY_CATEGORIZED,
     }
 )
 INBOUND_EVENT = {
@@ -98,6 +104,12 @@ def webhook_event_for(
     if kind == Event.MAILBOX_REPLY_VIEW_RESTORED:
         keep = ("mailbox", "read_through", "blind_since", "max_age_seconds")
         return WebhookEvent.MAILBOX_REPLY_VIEW_RESTORED, {k: data.get(k, "") for k in keep}
+    if kind == Event.REPLY_RECEIVED:
+        keep = ("conversation", "inbound", "suggested", "phrase", "confidence", "mailbox")
+        return WebhookEvent.REPLY_RECEIVED, ids | {k: data.get(k, "") for k in keep}
+    if kind == Event.REPLY_CATEGORIZED:
+        keep = ("conversation", "category", "previous", "suggested", "by")
+        return WebhookEvent.REPLY_CATEGORIZED, ids | {k: data.get(k, "") for k in keep}
     if kind == GUARDRAIL_KIND:
         # The mailbox, the reason in words and the figures the guardrail decided on.
         return WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL, dict(data)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from django.urls import URLPattern
+from django.urls import URLPattern, get_resolver
 
 from sequences.api.main import api
 
@@ -66,6 +66,13 @@ TABLE = [
     ("suppression_check", "GET", lambda w: "/api/v1/suppressions/check?address=blocked@example.com", None, read()),
     ("suppression_list", "GET", lambda w: "/api/v1/suppressions?page=1&per_page=10", None, read()),
     ("timeline", "GET", lambda w: "/api/v1/timeline/active@example.com", None, read()),
+    # The replies inbox (tests/api/test_replies_api.py acts on real conversations): the world has none, so a
+    # permitted call on one is 404 after the permission check.
+    ("reply_list", "GET", lambda w: "/api/v1/replies?status=all", None, read()),
+    ("reply_get", "GET", lambda w: "/api/v1/replies/999999", None, read(404)),
+    ("reply_categorize", "POST", lambda w: "/api/v1/replies/999999/category", lambda w: {"category": "meeting"},
+     operate(404)),
+    ("reply_answer", "POST", lambda w: "/api/v1/replies/999999/answer", lambda w: {"body": "Hi"}, operate(404)),
 ]
 CASES = [
     pytest.param(name, method, path, body, role, expected[role], id=f"{name}-{role}")
@@ -76,6 +83,7 @@ CASES = [
 def operations() -> dict[str, object]:
     """Every operation of the API by its function name (the view ninja calls, inside our permission check)."""
     found = {}
+    get_resolver().url_patterns  # noqa: B018 - the project's URLs mount the routers of the layers above (replies)
     for router in (r for _, r in api._routers):
         for path_view in router.path_operations.values():
             for operation in path_view.operations:
@@ -87,7 +95,7 @@ def test_the_table_covers_every_api_operation_and_each_checks_a_permission():
     ops = operations()
     assert set(ops) == {name for name, *_ in TABLE}
     assert all(getattr(view, "required_perm", "") for view in ops.values())
-    assert len(CASES) == len(TABLE) * len(ROLES) == 105
+    assert len(CASES) == len(TABLE) * len(ROLES) == 125
     assert all(isinstance(p, URLPattern) for p in api.urls[0])
 
 
