@@ -1,12 +1,15 @@
 """Results: per-step counts and rates on a sequence page, per-sequence numbers on the dashboard.
 
 A fixed number of grouped queries per page, whatever the number of steps or
-sequences: one over the send jobs, one over the stopped enrollments.
+sequences: one over the send jobs, one over the stopped or categorized enrollments.
 
 What counts:
 - sent: jobs submitted to the mail server or provider (a provider's confirmed cancel is not a send);
 - replied / bounced / unsubscribed / complained: enrollments stopped for that reason, counted at the last
   step that reached the mail server before the stop (a hard bounce at RCPT counts at its own step);
+- interested / meeting booked: conversations of the replies inbox (inbound.models.Conversation, read here through
+  its relation to the enrollment, never imported) in that category, the operator's choice first, counted where
+  the replies are;
 - canceled by the final check: jobs the last check before the hand-off canceled (its timeline event says so);
 - failed: jobs that could not be sent (refused, or could not be prepared) and were not retried since;
 - held: emails waiting on a hold, not on their time: out of office, a mailbox that cannot read its replies
@@ -35,6 +38,8 @@ OUTCOMES = {R.REPLIED: "replied", R.HARD_BOUNCE: "bounced", R.UNSUBSCRIBED: "uns
 COLUMNS = {
     "sent": "Sent",
     "replied": "Replied",
+    "interested": "Interested",
+    "meeting": "Meeting booked",
     "bounced": "Bounced",
     "unsubscribed": "Unsubscribed",
     "complained": "Complained",
@@ -49,6 +54,8 @@ LISTED = ("failed", "held")  # columns whose number links to the people it count
 class Counts:
     sent: int = 0
     replied: int = 0
+    interested: int = 0  # conversations of the replies inbox in that category (chosen, or else suggested)
+    meeting: int = 0
     bounced: int = 0
     unsubscribed: int = 0
     complained: int = 0
@@ -110,15 +117,26 @@ def _job_counts(jobs, key: str) -> dict:
     }
 
 
+CATEGORY_COLUMNS = ("interested", "meeting")  # the replies inbox's category values, as the columns are named
+
+
 def _outcomes(enrollments, key: str) -> list[tuple]:
-    """(key, outcome column, n) for stopped enrollments, key being e.g. the step they last reached."""
+    """(key, column, n): stopped enrollments by outcome, and enrollments whose conversation (the replies inbox) is
+    in a category of CATEGORY_COLUMNS; key being e.g. the step they last reached. One grouped query."""
     rows = (
-        enrollments.filter(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
-        .values(key, "stop_reason")
+        enrollments.filter(Q(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
+                           | Q(conversation__category__in=CATEGORY_COLUMNS))
+        .values(key, "status", "stop_reason", "conversation__category")
         .annotate(n=Count("id"))
-        .values_list(key, "stop_reason", "n")
+        .values_list(key, "status", "stop_reason", "conversation__category", "n")
     )
-    return [(k, OUTCOMES[reason], n) for k, reason, n in rows]
+    found = []
+    for k, status, reason, category, n in rows:
+        if status == Enrollment.Status.STOPPED and reason in OUTCOMES:
+            found.append((k, OUTCOMES[reason], n))
+        if category in CATEGORY_COLUMNS:
+            found.append((k, category, n))
+    return found
 
 
 def step_results(sequence: Sequence) -> list[tuple[int, Counts]]:
@@ -155,3 +173,8 @@ def sequence_results(limit: int = 20) -> list[tuple[Sequence, Counts]]:
 def _take(counts: Counts, row: dict) -> None:
     for name in ("sent", "final_check", "failed", "held"):
         setattr(counts, name, row[name])
+
+
+def unhandled_replies() -> int:
+    """Conversations of the replies inbox no operator has handled yet (through the enrollment's relation)."""
+    return Enrollment.objects.filter(conversation__handled=False).count()

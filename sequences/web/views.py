@@ -87,7 +87,8 @@ def _back_with(request, kind: str, pk: int, result: dict) -> HttpResponse:
 
 @ui_view(VIEW)
 def dashboard(request):
-    return render(request, "ui/dashboard.html", {**charts.dashboard(), "sequence_results": results.sequence_results()})
+    return render(request, "ui/dashboard.html", {**charts.dashboard(), "sequence_results": results.sequence_results(),
+                                                 "unhandled_replies": results.unhandled_replies()})
 
 
 # --- sequences ------------------------------------------------------------------------------------

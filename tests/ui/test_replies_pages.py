@@ -88,3 +88,20 @@ def test_a_category_filter_reads_the_chosen_category_first(inbox):
     Conversation.objects.filter(pk=keen.pk).update(chosen="meeting", category="meeting")
     assert [c.pk for c in conversations(Filters.parse({"category": "meeting"}), user_id=None)] == [keen.pk]
     assert Filters.parse({"category": "nonsense", "status": "x", "mailbox": "1;drop"}) == Filters()
+
+
+def test_results_count_interested_and_meetings_and_the_dashboard_links_the_waiting_replies(client, users, inbox):
+    from inbound.replies.services import conversation_categorize
+    from sequences.web.results import sequence_results
+
+    keen, nope, maybe = inbox
+    conversation_categorize(conversation_id=keen.pk, category="interested", actor="olga")
+    conversation_categorize(conversation_id=maybe.pk, category="meeting", actor="olga")
+    Conversation.objects.filter(pk=nope.pk).update(handled=True)
+    counts = dict(sequence_results())[keen.sequence]
+    assert (counts.interested, counts.meeting) == (1, 1)
+    assert [label for label, _, _ in counts.cells][1:4] == ["Replied", "Interested", "Meeting booked"]
+
+    client.force_login(users["staff"])
+    card = client.get(reverse("dashboard")).content.decode().split('id="unhandled-replies"')[1].split("</section>")[0]
+    assert '<span class="stat">2</span>' in card and reverse("reply_list") in card
