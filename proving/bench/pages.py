@@ -8,13 +8,15 @@ For each size, on a fresh database (small first: the baseline, then big):
    stopped, completed), J/E jobs per enrollment (earlier steps submitted in
    the last 14 days, the latest scheduled, canceled or submitted by the
    enrollment's status; sends spread over the last 180 days), one timeline
-   event per job. VACUUM ANALYZE.
+   event per job; a reply from every other enrollment (100,000 at the default size) with its conversation in
+   the replies inbox (categories and handled spread evenly, replies over the last 180 days). VACUUM ANALYZE.
 2. Each page is requested through Django's test Client as a logged-in
    superuser (the whole stack: middleware, views, queries, templates; no
    network), a few warm-up requests first, then R timed requests: p50, p95,
    max in milliseconds. Pages: dashboard, sequences list, sequence detail
    (the biggest sequence), contacts search (by name, by address, by @domain),
-   enrollment detail (random enrollments).
+   enrollment detail (random enrollments), replies (unhandled, by category, an older page at a random
+   cursor, a search by name) and a conversation page.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ from __future__ import annotations
 import random
 import time
 from typing import Any
+from urllib.parse import quote
 
 from django.db import connection
 
+from inbound.classify.intent import Category
+from inbound.models import Conversation
+from inbound.replies.selectors import cursor_of
+from mailboxes.models import InboundMessage
 from proving.bench.stats import percentile, ratio, table
 from proving.harness import data
 from sequences.models import Contact, Enrollment, SendJob, TimelineEvent
@@ -104,6 +111,7 @@ def fill(*, jobs: int, enrollments: int) -> dict[str, Any]:
         "sequences_sendjob j JOIN sequences_enrollment e ON e.id = j.enrollment_id "
         "JOIN sequences_contact c ON c.id = e.contact_id",
     )
+    _fill_replies()
     insert_s = time.perf_counter() - started
     started = time.perf_counter()
     with connection.cursor() as cursor:
@@ -113,8 +121,36 @@ def fill(*, jobs: int, enrollments: int) -> dict[str, Any]:
         "enrollments": Enrollment.objects.count(),
         "contacts": Contact.objects.count(),
         "events": TimelineEvent.objects.count(),
+        "replies": Conversation.objects.count(),
     }
     return {**counts, "insert_s": round(insert_s, 1), "vacuum_analyze_s": round(time.perf_counter() - started, 1)}
+
+
+def _fill_replies() -> None:
+    """A reply from every other enrollment, and its conversation: the replies inbox at scale."""
+    replied_at = "now() - ((e.id * 7919) %% 15552000) * interval '1 second'"
+    data.insert_select(
+        InboundMessage,
+        {
+            "mailbox_id": "s.mailbox_id", "folder": "'INBOX'", "uidvalidity": "1", "uid": "e.id",
+            "message_id": "'<reply.' || e.id || '@prospect.test>'", "from_address": "c.email",
+            "subject": "'Re: Hello'", "kind": "'human_reply'", "reply_text": "'Thanks, tell me more.'",
+            "correlation_rule": "'in_reply_to'", "enrollment_id": "e.id", "internaldate": replied_at,
+        },
+        "sequences_enrollment e JOIN sequences_sequence s ON s.id = e.sequence_id "
+        "JOIN sequences_contact c ON c.id = e.contact_id WHERE e.id %% 2 = 0",
+    )
+    categories = "(ARRAY[" + ",".join(f"'{c.value}'" for c in Category) + "])"
+    data.insert_select(
+        Conversation,
+        {
+            "enrollment_id": "e.id", "contact_id": "e.contact_id", "sequence_id": "e.sequence_id",
+            "mailbox_id": "i.mailbox_id", "latest_id": "i.id", "last_reply_at": "i.internaldate",
+            "suggested": f"{categories}[1 + e.id %% {len(Category)}]",
+            "category": f"{categories}[1 + e.id %% {len(Category)}]", "handled": "e.id %% 3 = 0",
+        },
+        "mailboxes_inboundmessage i JOIN sequences_enrollment e ON e.id = i.enrollment_id",
+    )
 
 
 def pages(rng: random.Random) -> dict[str, Any]:
@@ -122,6 +158,7 @@ def pages(rng: random.Random) -> dict[str, Any]:
     biggest = Enrollment.objects.values("sequence_id").order_by("sequence_id").first()["sequence_id"]
     n = Contact.objects.count()
     ids = list(Enrollment.objects.order_by("?").values_list("pk", flat=True)[:200])
+    replies = list(Conversation.objects.order_by("?").only("pk", "last_reply_at")[:200])
     return {
         "dashboard": lambda: "/",
         "sequences list": lambda: "/sequences/",
@@ -130,6 +167,11 @@ def pages(rng: random.Random) -> dict[str, Any]:
         "contacts search: address": lambda: f"/contacts/?q=p{rng.randint(1, n)}@d",
         "contacts search: @domain": lambda: f"/contacts/?q=@d{rng.randint(0, DOMAINS - 1)}.test",
         "enrollment detail": lambda: f"/enrollments/{rng.choice(ids)}/",
+        "replies: unhandled": lambda: "/replies/",
+        "replies: by category": lambda: f"/replies/?status=all&category={rng.choice(list(Category)).value}",
+        "replies: older page": lambda: f"/replies/?status=all&before={quote(cursor_of(rng.choice(replies)))}",
+        "replies: search": lambda: f"/replies/?status=all&q=First{rng.randint(1, n)}",
+        "conversation": lambda: f"/replies/{rng.choice(replies).pk}/",
     }
 
 

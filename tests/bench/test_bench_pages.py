@@ -31,6 +31,11 @@ def test_bench_pages_measures_every_page_on_both_sizes(tmp_path):
         "contacts search: address",
         "contacts search: @domain",
         "enrollment detail",
+        "replies: unhandled",
+        "replies: by category",
+        "replies: older page",
+        "replies: search",
+        "conversation",
     }
     for size in ("small", "big"):
         assert set(result[size]["pages"]) == names
