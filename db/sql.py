@@ -6,7 +6,8 @@ through the ORM. What is left here:
 - `DbClock`: the database's wall clock as an ORM expression. PostgreSQL's `clock_timestamp()` (not `now()`,
   which is frozen at the start of the transaction) orders events inside one transaction and across
   workers by when they happened; SQLite's `strftime('%f')` gives milliseconds. One clock for every host.
-- `db_now()`: that clock read on its own (the ORM has no SELECT without a table).
+- `db_now()`: that clock read on its own (the ORM has no SELECT without a table); `db_clock_written()`: that
+  clock as a value to write where later queries compare with parameters.
 - `advisory_lock()`: PostgreSQL's session advisory lock, which serializes two API requests that carry the
   same idempotency key without holding a transaction open; SQLite has no such lock, so there an
   exclusive `flock` on a file beside the database file does it (SQLite is one machine's database).
@@ -55,6 +56,16 @@ class EmailDomain(Func):
     def as_sqlite(self, compiler, connection, **extra_context):
         return self.as_sql(compiler, connection, template="SUBSTR(%(expressions)s, INSTR(%(expressions)s, '@') + 1)",
                            **extra_context)
+
+
+def db_clock_written() -> DbClock | datetime:
+    """The database clock as a value to write into a column that later queries compare with parameters.
+
+    PostgreSQL: the clock expression itself (no statement of its own). SQLite: this process's clock as a value
+    (SQLite runs in this process), because SQLite's own clock text has three decimals and a parameter six, so a
+    row written with DbClock() would not compare equal to its own value read back (keyset paging would repeat it).
+    """
+    return DbClock() if connection.vendor == "postgresql" else timezone.now()
 
 
 def db_now() -> datetime:

@@ -1,9 +1,10 @@
 """The replies inbox: one conversation per person and sequence, its replies, and our answers from the app.
 
 A `Conversation` is created by ingestion, in the inbound message's own transaction, when a reply that correlates
-to a message we sent is recorded (a human reply, an out-of-office auto-reply, an unsubscribe request); mail that
-names nothing we sent never makes one. Its `category` is what the pages filter on: the operator's choice when
-there is one (`chosen`), the classifier's suggestion otherwise; both are kept, so a page can say which decided.
+to a message we sent is recorded (a human reply, an out-of-office auto-reply, an unsubscribe request); its replies
+are the enrollment's inbound messages of those kinds. Mail that names nothing we sent never makes one. Its
+`category` is what the pages filter on: the operator's choice when there is one (`chosen`), the classifier's
+suggestion otherwise; both are kept, so a page can say which decided.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ CATEGORY_CHOICES = [(c.value, LABELS[c]) for c in Category]
 class Conversation(models.Model):
     """Every reply of one person to one enrollment (a person in a sequence), and what the operator made of it."""
 
-    enrollment = models.OneToOneField("sequences.Enrollment", on_delete=models.PROTECT, related_name="conversation")
+    # Its key is the enrollment's: ingestion knows it without a read (an UPDATE by key, or an INSERT).
+    enrollment = models.OneToOneField("sequences.Enrollment", on_delete=models.PROTECT, related_name="conversation",
+                                      primary_key=True)
     contact = models.ForeignKey("sequences.Contact", on_delete=models.PROTECT, related_name="conversations",
                                 db_index=False)  # contact_id_idx below leads with it
     sequence = models.ForeignKey("sequences.Sequence", on_delete=models.PROTECT, related_name="conversations",
@@ -31,7 +34,7 @@ class Conversation(models.Model):
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="conversations",
                                 db_index=False)
     latest = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.PROTECT, related_name="+")
-    last_reply_at = models.DateTimeField(db_default=DbClock())  # committed, database clock: the page's order
+    last_reply_at = models.DateTimeField()  # committed, database clock (db.sql.db_clock_written): the page's order
     replies = models.PositiveIntegerField(default=1)
 
     # The classifier's suggestion for the latest reply: its category, the words that decided, how sure.
@@ -54,16 +57,17 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(db_default=DbClock())
 
     class Meta:
-        ordering = ["-last_reply_at", "-id"]
+        ordering = ["-last_reply_at", "-enrollment"]
         # Every listing is newest first and pages by (last_reply_at, id): each filter has an index that
         # leads with it and ends in that order, so a page is an index range scan at any size.
         indexes = [
-            models.Index(fields=["-last_reply_at", "-id"], name="conv_newest_idx"),
-            models.Index(fields=["-last_reply_at", "-id"], name="conv_unhandled_idx", condition=Q(handled=False)),
-            models.Index(fields=["category", "-last_reply_at", "-id"], name="conv_category_idx"),
-            models.Index(fields=["mailbox", "-last_reply_at", "-id"], name="conv_mailbox_idx"),
-            models.Index(fields=["sequence", "-last_reply_at", "-id"], name="conv_sequence_idx"),
-            models.Index(fields=["assigned_to", "-last_reply_at", "-id"], name="conv_assigned_idx"),
+            models.Index(fields=["-last_reply_at", "-enrollment"], name="conv_newest_idx"),
+            models.Index(fields=["-last_reply_at", "-enrollment"], name="conv_unhandled_idx",
+                         condition=Q(handled=False)),
+            models.Index(fields=["category", "-last_reply_at", "-enrollment"], name="conv_category_idx"),
+            models.Index(fields=["mailbox", "-last_reply_at", "-enrollment"], name="conv_mailbox_idx"),
+            models.Index(fields=["sequence", "-last_reply_at", "-enrollment"], name="conv_sequence_idx"),
+            models.Index(fields=["assigned_to", "-last_reply_at", "-enrollment"], name="conv_assigned_idx"),
             models.Index(fields=["contact"], name="conv_contact_idx"),
         ]
 
@@ -77,24 +81,6 @@ class Conversation(models.Model):
     @property
     def suggested_label(self) -> str:
         return LABELS[Category(self.suggested)]
-
-
-class ConversationReply(models.Model):
-    """One reply of the conversation: the inbound message, with the suggestion made for it."""
-
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="reply_rows")
-    inbound = models.OneToOneField("mailboxes.InboundMessage", on_delete=models.PROTECT,
-                                   related_name="conversation_reply")
-    suggested = models.CharField(max_length=20, choices=CATEGORY_CHOICES, default=Category.OTHER.value)
-    suggested_phrase = models.CharField(max_length=300, blank=True)
-    suggested_confidence = models.FloatField(default=0.0)
-    at = models.DateTimeField(db_default=DbClock())
-
-    class Meta:
-        ordering = ["at", "id"]
-
-    def __str__(self) -> str:
-        return f"reply {self.inbound_id} in conversation {self.conversation_id}"
 
 
 class Answer(models.Model):

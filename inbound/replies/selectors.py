@@ -14,8 +14,11 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from mailboxes.models import InboundMessage
+
 from ..classify.intent import Category
 from ..models import Conversation
+from .services import DECIDED
 
 PER_PAGE = 50
 STATUSES = ("unhandled", "handled", "all")
@@ -74,7 +77,7 @@ def conversations(filters: Filters, *, user_id: int | None) -> QuerySet[Conversa
         q = filters.q
         rows = rows.filter(Q(contact__email__icontains=q) | Q(contact__first_name__icontains=q)
                            | Q(contact__last_name__icontains=q) | Q(contact__company__icontains=q))
-    return rows.order_by("-last_reply_at", "-id")
+    return rows.order_by("-last_reply_at", "-pk")
 
 
 def _midnight(day: date) -> datetime:
@@ -118,9 +121,16 @@ def neighbours(rows: QuerySet[Conversation], conversation: Conversation) -> tupl
     at, pk = conversation.last_reply_at, conversation.pk
     older = older_than(rows, cursor_of(conversation)).values_list("pk", flat=True).first()
     newer = (rows.filter(Q(last_reply_at__gt=at) | Q(last_reply_at=at, pk__gt=pk))
-             .order_by("last_reply_at", "id").values_list("pk", flat=True).first())
+             .order_by("last_reply_at", "pk").values_list("pk", flat=True).first())
     return newer, older
 
 
 def unhandled_count() -> int:
     return Conversation.objects.filter(handled=False).count()
+
+
+def conversation_replies(conversation: Conversation) -> QuerySet[InboundMessage]:
+    """The conversation's replies: its enrollment's correlated mail of the kinds that make one, first copies only."""
+    return (InboundMessage.objects.filter(enrollment_id=conversation.pk, kind__in=list(DECIDED), duplicate_of=None,
+                                          content=InboundMessage.Content.FULL, job__isnull=False)
+            .defer("raw").order_by("committed_at", "id"))

@@ -8,17 +8,17 @@ and a category click are applied one after the other, never lost.
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 
-from db.sql import DbClock, db_now
+from db.sql import DbClock, db_clock_written
 from mailboxes.kinds import Kind
 from mailboxes.models import InboundMessage
 from sequences.services.common import ServiceError, T, operator_log
 from sequences.timeline import Event, event_record
 
 from ..classify.intent import LABELS, Category, Suggestion, suggest
-from ..models import Conversation, ConversationReply
+from ..models import Conversation
 
 # Inbound kinds that make or join a conversation, and the category ingestion already decided for them (None: the
 # classifier suggests one from the reply's words).
@@ -37,37 +37,36 @@ def suggestion_for(row: InboundMessage) -> Suggestion:
     return suggest(row.reply_text)
 
 
-def conversation_record_in_transaction(*, row: InboundMessage) -> Conversation | None:
+def conversation_record_in_transaction(*, row: InboundMessage) -> int | None:
     """A correlated reply joins (or starts) its person's conversation; requires the inbound message's transaction.
+    Returns the conversation's id (its enrollment's), or None when the message makes none.
 
     Only a reply tied to a message we sent (its job and enrollment recorded by correlation) counts; a copy of a
     message already recorded, or unrelated mail, makes nothing. A new reply makes the conversation unhandled
     again; an operator's chosen category stays (it wins over the new suggestion, which is shown next to it).
+    Statements: an UPDATE by key; for a person's first reply, an INSERT in a savepoint too (two first replies
+    of one person committed at once: the second one's insert fails alone and it updates instead); the event.
     """
     if row.kind not in DECIDED or row.job_id is None or row.enrollment_id is None or row.duplicate_of_id:
         return None
     enrollment = row.enrollment
     s = suggestion_for(row)
-    # Read from the database clock, written as a value: the list pages by this column, and a value compares
-    # exactly on both databases (SQLite's own clock text has fewer digits than a parameter's).
-    now = db_now()
-    fields = dict(last_reply_at=now, suggested=s.category.value, suggested_phrase=s.phrase[:300],
-                  suggested_confidence=s.confidence, suggested_language=s.language[:8])
-    conversation, created = Conversation.objects.get_or_create(
-        enrollment_id=enrollment.pk,
-        defaults=dict(contact_id=enrollment.contact_id, sequence_id=enrollment.sequence_id, mailbox_id=row.mailbox_id,
-                      latest=row, category=s.category.value, **fields))
-    if not created:
-        Conversation.objects.filter(pk=conversation.pk).update(
-            latest=row, mailbox_id=row.mailbox_id, replies=F("replies") + 1,
-            category=Case(When(chosen="", then=Value(s.category.value)), default=F("chosen")),
-            handled=False, handled_by="", handled_at=None, **fields)
-    ConversationReply.objects.create(conversation=conversation, inbound=row, suggested=s.category.value,
-                                     suggested_phrase=s.phrase[:300], suggested_confidence=s.confidence)
+    fields = dict(last_reply_at=db_clock_written(), latest=row, mailbox_id=row.mailbox_id, suggested=s.category.value,
+                  suggested_phrase=s.phrase[:300], suggested_confidence=s.confidence,
+                  suggested_language=s.language[:8])
+    again = dict(fields, replies=F("replies") + 1, handled=False, handled_by="", handled_at=None,
+                 category=Case(When(chosen="", then=Value(s.category.value)), default=F("chosen")))
+    if not Conversation.objects.filter(pk=enrollment.pk).update(**again):
+        try:
+            with transaction.atomic():
+                Conversation.objects.create(enrollment_id=enrollment.pk, contact_id=enrollment.contact_id,
+                                            sequence_id=enrollment.sequence_id, category=s.category.value, **fields)
+        except IntegrityError:
+            Conversation.objects.filter(pk=enrollment.pk).update(**again)
     event_record(kind=Event.REPLY_RECEIVED, email=enrollment.contact.email, enrollment=enrollment.pk,
-                 job=row.job_id, conversation=conversation.pk, inbound=row.pk, suggested=s.category.value,
+                 job=row.job_id, conversation=enrollment.pk, inbound=row.pk, suggested=s.category.value,
                  phrase=s.phrase[:300], confidence=round(s.confidence, 3), mailbox=row.mailbox.name)
-    return conversation
+    return enrollment.pk
 
 
 def _locked(conversation_id: int) -> Conversation:

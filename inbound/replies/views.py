@@ -19,8 +19,8 @@ from sequences.web.access import ui_view
 from ..classify.intent import LABELS, Category
 from ..models import Answer, Conversation
 from .answer import answer_check, answer_label, answer_send
-from .selectors import Filters, conversations, neighbours, page_of
-from .services import conversation_assign, conversation_categorize, conversation_handled_set
+from .selectors import Filters, conversation_replies, conversations, neighbours, page_of
+from .services import conversation_assign, conversation_categorize, conversation_handled_set, suggestion_for
 
 # The keyboard's 1–7, in this order.
 CATEGORIES = [(str(n), c.value, LABELS[c]) for n, c in enumerate(Category, start=1)]
@@ -50,9 +50,9 @@ def _thread(conversation: Conversation) -> list[dict]:
               "text": j.step.subject}
              for j in SendJob.objects.filter(enrollment_id=conversation.enrollment_id, submitted_at__isnull=False)
              .select_related("step").order_by("submitted_at")]
-    items += [{"kind": "theirs", "at": r.inbound.internaldate or r.at, "inbound": r.inbound, "reply": r,
-               "text": r.inbound.reply_text}
-              for r in conversation.reply_rows.select_related("inbound").defer("inbound__raw")]
+    items += [{"kind": "theirs", "at": r.internaldate or r.committed_at, "inbound": r, "text": r.reply_text,
+               "suggested": LABELS[suggestion_for(r).category]}
+              for r in conversation_replies(conversation)]
     items += [{"kind": "answer", "at": a.created_at, "answer": a, "text": a.body, "label": answer_label(a)}
               for a in conversation.answers.all()]
     return sorted(items, key=lambda i: i["at"])

@@ -24,7 +24,7 @@ def reply(world, email: str, text: str, uid: int) -> Conversation:
             mailbox=world["mailbox"], folder="INBOX", uidvalidity=1, uid=uid, message_id=f"<r{uid}@example.com>",
             from_address=email, subject="Re: Hello", kind="human_reply", reply_text=text,
             job=enrollment.jobs.first(), enrollment=enrollment, correlation_rule="in_reply_to")
-        return conversation_record_in_transaction(row=row)
+        return Conversation.objects.get(pk=conversation_record_in_transaction(row=row))
 
 
 @pytest.fixture
