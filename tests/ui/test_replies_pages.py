@@ -105,3 +105,23 @@ def test_results_count_interested_and_meetings_and_the_dashboard_links_the_waiti
     client.force_login(users["staff"])
     card = client.get(reverse("dashboard")).content.decode().split('id="unhandled-replies"')[1].split("</section>")[0]
     assert '<span class="stat">2</span>' in card and reverse("reply_list") in card
+
+
+def test_the_backfill_makes_conversations_for_replies_recorded_before_the_inbox(world):
+    import importlib
+
+    from django.apps import apps
+
+    backfill = importlib.import_module("inbound.migrations.0002_replies_backfill").backfill
+    InboundMessage.objects.create(
+        mailbox=world["mailbox"], folder="INBOX", uidvalidity=1, uid=2, message_id="<ooo@example.com>",
+        from_address="active@example.com", kind="auto_reply", classification_reason="Auto-Submitted: auto-replied",
+        job=world["job"], enrollment=world["active"], correlation_rule="in_reply_to")
+    InboundMessage.objects.create(mailbox=world["mailbox"], folder="INBOX", uidvalidity=1, uid=3, kind="unrelated")
+
+    backfill(apps, None)
+    backfill(apps, None)  # twice: nothing more
+
+    (conversation,) = Conversation.objects.all()
+    assert (conversation.pk, conversation.replies, conversation.category) == (world["active"].pk, 2, "out_of_office")
+    assert conversation.latest.message_id == "<ooo@example.com>" and not conversation.handled
