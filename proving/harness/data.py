@@ -121,7 +121,7 @@ def insert_select(model, exprs: dict[str, str], source: str, params: tuple = ())
     """
     columns, values, args = [], [], []
     for field in model._meta.concrete_fields:
-        if field.primary_key:
+        if field.primary_key and field.column not in exprs:  # an automatic key; a key that is a relation is given
             continue
         if field.column in exprs:
             columns.append(field.column)
