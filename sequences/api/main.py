@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import IntegrityError
 from django.http import Http404, JsonResponse
 from django.urls import URLPattern, re_path
-from ninja import NinjaAPI, Router
+from ninja import Router
 from ninja.errors import AuthenticationError, ValidationError
 
 from ..services.common import ServiceError
