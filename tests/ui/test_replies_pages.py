@@ -100,7 +100,7 @@ def test_results_count_interested_and_meetings_and_the_dashboard_links_the_waiti
     Conversation.objects.filter(pk=nope.pk).update(handled=True)
     counts = dict(sequence_results())[keen.sequence]
     assert (counts.interested, counts.meeting) == (1, 1)
-    assert [label for label, _, _ in counts.cells][1:4] == ["Replied", "Interested", "Meeting booked"]
+    assert [label for label, *_ in counts.cells][1:4] == ["Replied", "Interested", "Meeting booked"]
 
     client.force_login(users["staff"])
     card = client.get(reverse("dashboard")).content.decode().split('id="unhandled-replies"')[1].split("</section>")[0]
