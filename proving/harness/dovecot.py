@@ -412,7 +412,7 @@ class Dovecot:
         # An imap process of an earlier session that is still closing can
         # write the uidlist back with the old header (seen under load): check
         # what a fresh SELECT reports, and write again until it is the new one.
-        for _ in range(50):
+        for attempt in range(50):
             header, _, rest = uidlist.read_text().partition("\n")
             header, n = re.subn(r"\bV\d+\b", f"V{new}", header)
             if n != 1:
@@ -425,6 +425,11 @@ class Dovecot:
             os.chown(tmp, st.st_uid, st.st_gid)
             tmp.chmod(st.st_mode & 0o777)
             os.replace(tmp, uidlist)
+            # Dovecot's index keeps the UIDVALIDITY too; a process that synced it with the old list hands that
+            # back. When the list alone did not take, the index goes: the next SELECT rebuilds it from the list
+            # (not at once: a session that has the folder open would fail on a missing index).
+            for index in uidlist.parent.glob("dovecot.index*") if attempt else ():
+                index.unlink(missing_ok=True)
             with self.client(user) as c:
                 got = c.select_folder(folder, readonly=True)[b"UIDVALIDITY"]
             if got == new:
