@@ -1,11 +1,12 @@
 """Health for load balancers and orchestrators: `/healthz` (can this instance serve?) and `/healthz/live`.
 
-No login, and nothing a stranger may not read: no address, no server's words, no setting. `/healthz` answers
-503 when the database or Redis cannot be reached (the instance can do nothing useful), else 200; both carry
-the same JSON: the database, Redis, each queue's depth and oldest job's age, the scheduler lease's holder
-(outreach/scheduler.py) and the mailboxes that are blocked or not reading replies (the words of
-sequences.reply_view). What deserves a look without making the instance unusable (no scheduler holds the
-lease, a blocked mailbox) is listed under `warnings`. `/healthz/live` touches neither: the process answers.
+No login, and nothing a stranger may not read: no address, no server's words, no setting. `/healthz` answers 503
+when the database or Redis cannot be reached (the instance can do nothing useful), else 200; both carry the same
+JSON: the database, Redis, each queue's depth and oldest job's age, the scheduler lease's holder
+(outreach/scheduler.py), the watcher processes and the folders none of them holds (mailboxes.WatchLease), and
+the mailboxes that are blocked or not reading replies (the words of sequences.reply_view). What deserves a look
+without making the instance unusable (no scheduler holds the lease, a blocked mailbox) is listed under
+`warnings`. `/healthz/live` touches neither: the process answers.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq.worker import Worker
 
 from db.sql import db_now
-from mailboxes.models import Mailbox
+from mailboxes.models import Mailbox, WatcherProcess, WatchLease
 from outreach.scheduler import lease_read
 from sequences.loads import folder_views
 from sequences.reply_view import HOLDING, View, view_of
@@ -72,7 +73,23 @@ def _database(report: dict[str, Any], warnings: list[str]) -> bool:
                                 "read_through_seconds_ago": mailbox.read_through_seconds_ago})
             warnings.append(f"mailbox {mailbox.name} is not reading replies ({mailbox.view.value}): follow-ups held")
     report["mailboxes"] = {"total": len(mailboxes), "blocked": blocked, "not_reading_replies": not_reading}
+    report["watchers"] = watchers_read(warnings)
     return True
+
+
+def watchers_read(warnings: list[str]) -> dict[str, Any]:
+    """The running watcher processes (their lease renewed in time) and the watched folders none of them holds."""
+    now = db_now()
+    processes = [{"name": name, "folders": folders} for name, folders in
+                 WatcherProcess.objects.filter(expires_at__gt=now).order_by("name").values_list("name", "folders")]
+    folders = WatchLease.objects.count()
+    unheld = folders - WatchLease.objects.filter(expires_at__gt=now).exclude(holder="").count()
+    if folders and not processes:
+        warnings.append("no watch_mailboxes process is running: replies are read only when mailboxes are polled")
+    elif unheld:
+        warnings.append(f"{unheld} of {folders} watched folders have no watcher holding them: a running watcher "
+                        "takes them at its next round")
+    return {"processes": processes, "folders": folders, "folders_unheld": unheld}
 
 
 def _redis(report: dict[str, Any], warnings: list[str]) -> bool:

@@ -4,12 +4,15 @@ unreachable, else 200 with what an operator's probe wants to know."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 from rq.queue import Queue
 
+from db.sql import db_now
+from mailboxes.models import WatcherProcess, WatchLease
 from outreach.scheduler import SchedulerLease
 from proving.harness.stack import free_port
 from tests.factories import MailboxFactory
@@ -108,3 +111,22 @@ def test_a_probe_over_plain_http_is_answered_where_everything_else_is_redirected
     assert client.get("/healthz").status_code == 200
     assert client.get("/healthz/live").status_code == 200
     assert client.get("/login/").status_code == 301
+
+
+def test_healthz_lists_the_watchers_and_the_folders_none_of_them_holds(client, db, redis_conn):
+    mailbox = MailboxFactory(name="watched")
+    now = db_now()
+    WatcherProcess.objects.create(name="host-a:1:x", expires_at=now + timedelta(seconds=30), folders=1)
+    WatcherProcess.objects.create(name="host-b:2:y", expires_at=now - timedelta(seconds=5), folders=1)  # dead
+    WatchLease.objects.create(mailbox=mailbox, folder="INBOX", account="a", holder="host-a:1:x",
+                              expires_at=now + timedelta(seconds=30))
+    WatchLease.objects.create(mailbox=mailbox, folder="Replies", account="a", holder="host-b:2:y",
+                              expires_at=now - timedelta(seconds=5))
+
+    body = client.get("/healthz").json()
+
+    assert body["watchers"] == {"processes": [{"name": "host-a:1:x", "folders": 1}], "folders": 2,
+                                "folders_unheld": 1}
+    assert any("1 of 2 watched folders have no watcher" in w for w in body["warnings"])
+    WatcherProcess.objects.all().delete()
+    assert any("no watch_mailboxes process is running" in w for w in client.get("/healthz").json()["warnings"])
