@@ -310,4 +310,4 @@ def test_the_resume_page_says_the_next_step_waits_for_the_providers_answer(provi
     page = client.post(reverse("enrollment_resume", args=[enrollment.pk]), follow=True).content.decode()
 
     result = page.split('id="result"')[1].split("</div>")[0]
-    assert f"the provider has not answered the cancel request for job {job.pk}." in result
+    assert f"the provider has not answered the request to cancel email {job.pk}." in result

@@ -57,7 +57,7 @@ def test_import_reports_each_bad_row_and_imports_the_good_ones(client, users):
         (6, "duplicate of line 2"),
     ]
     for line, _ in errors:
-        assert f"<td>{line}</td>" in html
+        assert f'<td data-label="Line">{line}</td>' in html
     assert current_rows() == [
         ("@competitor.example", "manual", "whole domain"),
         ("@guarded.example", "manual", "=from a spreadsheet export"),
