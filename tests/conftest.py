@@ -71,7 +71,9 @@ def imap_mailbox(mailbox, dovecot, monkeypatch):
 def pytest_collection_modifyitems(config, items):
     """On the SQLite pass, skip the tests marked `postgresql` with the reason each gives. A test marked
     `own_postgresql` makes a PostgreSQL database of its own whatever the suite's database: it runs once, on the
-    SQLite pass (the shorter of the two, which scripts/test runs side by side), and is skipped on the other."""
+    SQLite pass (the shorter of the two, which scripts/test runs side by side), and is skipped on the other. A test
+    marked `one_database` checks what no database changes (who may open a page, the API's schema, a layout, a
+    parser): it runs once, on the PostgreSQL pass."""
     from django.conf import settings
 
     on_postgresql = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
@@ -80,6 +82,11 @@ def pytest_collection_modifyitems(config, items):
             if item.get_closest_marker("own_postgresql") is not None:
                 item.add_marker(pytest.mark.skip(reason="makes a PostgreSQL database of its own: run on the "
                                                         "SQLite pass"))
+            continue
+        once = item.get_closest_marker("one_database")
+        if once is not None:
+            item.add_marker(pytest.mark.skip(reason=f"the same on every database ({once.args[0]}): run on the "
+                                                    "PostgreSQL pass"))
             continue
         marker = item.get_closest_marker("postgresql")
         if marker is not None:

@@ -15,7 +15,7 @@ from django.urls import URLPattern, get_resolver
 
 from sequences.api.main import api
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.one_database("which token may call which operation"), pytest.mark.django_db(transaction=True)]
 
 NONE, BAD, ST, OP, AD = "no token", "bad token", "staff", "operator", "admin"
 ROLES = (NONE, BAD, ST, OP, AD)

@@ -20,6 +20,8 @@ from django.core.management.base import CommandError
 
 from inbound.classify.intent import Category, Suggestion, suggest
 
+pytestmark = pytest.mark.one_database("the reply categories of a text")
+
 CORPUS = Path(__file__).parent / "reply_categories" / "corpus.jsonl"
 COVERED = {"en", "de", "fr", "es"}  # the languages with phrase tables
 

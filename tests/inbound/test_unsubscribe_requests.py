@@ -18,6 +18,8 @@ from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
 from mailboxes.kinds import Kind
 
+pytestmark = pytest.mark.one_database("the unsubscribe wording of a text")
+
 CORPUS = Path(__file__).parent / "reply_categories" / "corpus.jsonl"
 # Floors with margin below what is measured (`manage.py bench_replies`, last table: 129/129 and 129/129).
 FLOOR_RECALL = 0.90

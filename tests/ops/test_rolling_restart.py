@@ -21,7 +21,8 @@ from proving.harness.stack import database_url, start_worker, wait_for
 from sequences.models import SendJob
 from sequences.tasks import dispatch
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.one_database("RQ's warm shutdown on SIGTERM"), pytest.mark.slow,
+              pytest.mark.django_db(transaction=True)]
 S = SendJob.State
 
 

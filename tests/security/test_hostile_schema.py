@@ -16,6 +16,8 @@ import pytest
 from sequences.api.tokens import api_token_create
 from tests.factories import MailboxFactory, enroll, make_sequence
 
+pytestmark = pytest.mark.one_database("the API's answers against its schema")
+
 CONFIG = Path(__file__).resolve().parents[1] / "api" / "schemathesis.toml"
 ST = Path(sys.executable).with_name("st")
 

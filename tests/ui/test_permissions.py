@@ -17,6 +17,8 @@ from django.urls import get_resolver, reverse
 from sequences.models import Enrollment, Sequence
 from sequences.web import urls as ui_urls
 
+pytestmark = pytest.mark.one_database("who may open which page")
+
 A, ST, OP, AD = "anonymous", "staff", "operator", "admin"
 ROLES = (A, ST, OP, AD)
 LOGIN = "login"  # 302 to /login/?next=...
