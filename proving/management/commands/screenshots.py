@@ -43,6 +43,7 @@ def tour_pages() -> dict[str, str]:
         "contacts": "/contacts/",
         "contact": f"/contacts/{alan.contact_id}/",
         "mailboxes": "/mailboxes/",
+        "replies": "/replies/?status=all",
         "inbound": "/inbound/",
         "operator-log": "/log/",
     }
