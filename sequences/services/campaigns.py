@@ -28,7 +28,7 @@ from ..models import Contact, Enrollment, SendJob, Sequence, Step
 from ..previews import test_message_build
 from ..selectors import suppression_active_for
 from ..states import LIVE, PASSED_HANDOFF
-from .common import ServiceError, T, operator_log
+from .common import ServiceError, T, fields_saved, operator_log
 
 S = SendJob.State
 
@@ -126,11 +126,7 @@ def step_save(
             step = Step.objects.create(sequence=sequence, position=position, **values)
             changed = sorted(values)
         else:
-            changed = [k for k, v in values.items() if getattr(step, k) != v]
-            for key in changed:
-                setattr(step, key, values[key])
-            if changed:
-                step.save(update_fields=changed)
+            changed = fields_saved(step, values)
         if changed:
             _log(
                 actor,

@@ -21,3 +21,13 @@ def operator_log(
     if actor:
         OperatorAction.objects.create(actor=actor, action=action, target=target, target_kind=kind,
                                       target_id=target_id, result=result)
+
+
+def fields_saved(instance, values: dict[str, Any]) -> list[str]:
+    """Set on `instance` the values that differ and save only those fields; the names changed (sorted as given)."""
+    changed = [k for k, v in values.items() if getattr(instance, k) != v]
+    for key in changed:
+        setattr(instance, key, values[key])
+    if changed:
+        instance.save(update_fields=changed)
+    return changed

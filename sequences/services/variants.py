@@ -31,7 +31,7 @@ from ..states import LIVE, PASSED_HANDOFF, job_variant_change
 from ..timeline import Event, event_record
 from ..variants import running_variants, variant_pick
 from .campaigns import StepInvalid
-from .common import T, operator_log
+from .common import T, fields_saved, operator_log
 from .scheduling import schedule_next
 from .stops import enrollment_stop_locked
 
@@ -172,11 +172,7 @@ def variant_save(*, step_id: int, variant_id: int | None, name: str, subject: st
                     changed = sorted(values)
                 else:
                     variant = StepVariant.objects.select_for_update().get(pk=variant_id, step=step)
-                    changed = [k for k, v in values.items() if getattr(variant, k) != v]
-                    for key in changed:
-                        setattr(variant, key, values[key])
-                    if changed:
-                        variant.save(update_fields=changed)
+                    changed = fields_saved(variant, values)
         except IntegrityError:
             raise StepInvalid({"name": [f"step {step.position} already has a variant named “{name}”"]}) from None
         if changed:
