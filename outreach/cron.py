@@ -9,10 +9,12 @@ from rq import cron
 
 from inbound.tasks import inbound_raw_purge, poll_all
 from sequences.tasks import api_housekeeping, dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
+from sequences.web.dashboard_counts import count_task as dashboard_count
 
 cron.register(dispatch, queue_name="default", interval=settings.OUTREACH_DISPATCH_INTERVAL)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
 cron.register(doctor, queue_name="default", interval=300)
+cron.register(dashboard_count, queue_name="default", interval=60)
 cron.register(webhooks_due, queue_name="default", interval=10)
 cron.register(reply_view_episodes, queue_name="default", interval=30)
 cron.register(api_housekeeping, queue_name="default", interval=3600)

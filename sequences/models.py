@@ -176,6 +176,11 @@ class ProviderCancel(models.TextChoices):
     FAILED = "failed", "failed"  # provider error
 
 
+MAILBOX_BLOCKED = "mailbox blocked: "  # the error of a job waiting for its mailbox; cleared when it is unblocked
+# The jobs waiting for their mailbox: a partial index has this same condition, so the results count them cheaply.
+HELD_BY_MAILBOX = Q(state="scheduled", error__startswith=MAILBOX_BLOCKED)
+
+
 class SendJob(models.Model):
     class State(models.TextChoices):
         SCHEDULED = "scheduled", "Scheduled"
@@ -250,6 +255,10 @@ class SendJob(models.Model):
             models.Index(fields=["authorized_at"], name="sendjob_authorized_idx",
                          condition=Q(authorized_at__isnull=False)),
             models.Index(fields=["state", "lease_until"], name="sendjob_state_lease_idx"),
+            # The results count a step's jobs by state (and find each person's last step) from this index alone.
+            models.Index(fields=["step", "state", "provider_cancel_status", "enrollment"],
+                         name="sendjob_step_state_idx"),
+            models.Index(fields=["step"], name="sendjob_held_by_mailbox_idx", condition=HELD_BY_MAILBOX),
         ]
 
     def __str__(self) -> str:
@@ -354,6 +363,10 @@ class GuardrailSignal(models.Model):
 # ledger's entries. Only these are in the kind index; every other event (a send writes four) skips it.
 KINDS_FOUND_BY_KIND = ("sequence_paused", "sequence_resumed", "mailbox_paused", "mailbox_resumed",
                        "suppression_added", "suppression_lifted")
+# Two rare kinds of event the results count among millions (sequences/web/results.py). Each has a partial index
+# whose condition is this same expression, so the database can see that the index serves the query.
+FINAL_CHECK_CANCEL = Q(kind="job_canceled", data__final_check=True)  # the last check before the hand-off canceled
+HOLD = Q(kind="job_held_out_of_office") | Q(kind="job_deferred", data__reason="reply_view")  # a job held, not late
 
 
 class TimelineEvent(models.Model):
@@ -370,8 +383,12 @@ class TimelineEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
-        indexes = [models.Index(fields=["kind"], name="timelineevent_kind_found_idx",
-                                condition=Q(kind__in=KINDS_FOUND_BY_KIND))]
+        indexes = [
+            models.Index(fields=["kind"], name="timelineevent_kind_found_idx",
+                         condition=Q(kind__in=KINDS_FOUND_BY_KIND)),
+            models.Index(fields=["job"], name="timelineevent_final_check_idx", condition=FINAL_CHECK_CANCEL),
+            models.Index(fields=["job", "at"], name="timelineevent_hold_idx", condition=HOLD),
+        ]
 
     def __str__(self) -> str:
         return f"{self.at} {self.kind}"
@@ -437,3 +454,13 @@ class ReplyMatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.replier} for {self.enrollment_id} ({self.status})"
+
+
+class DashboardCounts(models.Model):
+    """The dashboard's numbers over all time as last counted: one row (sequences/web/dashboard_counts.py)."""
+
+    counted_at = models.DateTimeField()
+    numbers = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"dashboard counted at {self.counted_at}"

@@ -30,7 +30,7 @@ from mailboxes.models import Mailbox
 from .. import daily_cap, reply_view
 from ..loads import Facts, facts_read, job_read
 from ..locks import job_enrollment_lock, mailbox_lock
-from ..models import Enrollment, SendJob, Sequence, Suppression
+from ..models import MAILBOX_BLOCKED, Enrollment, SendJob, Sequence, Suppression
 from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
 from ..states import job_move
 from ..timeline import Event, event_record, iso
@@ -44,7 +44,7 @@ from .variants import VARIANT_STOPPED, variant_stopped_follow_up
 
 S = SendJob.State
 E = Enrollment.Status
-HELD = "mailbox blocked: "  # the error of a job waiting for its mailbox; released when the mailbox is unblocked
+HELD = MAILBOX_BLOCKED  # the error of a job waiting for its mailbox; released when the mailbox is unblocked
 
 
 def held_error(reason: str) -> str:

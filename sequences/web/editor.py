@@ -8,7 +8,7 @@ is saved, what will happen to them (`edit_impact`).
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
@@ -267,7 +267,8 @@ def _wait_words(step: Step) -> str:
 
 def step_rows(sequence: Sequence) -> list[dict]:
     """The steps as the sequence page lists them: wait in words, threading in words, whether it may be changed."""
-    steps = list(sequence.steps.annotate(n_jobs=Count("jobs")).order_by("position"))
+    steps = list(sequence.steps.annotate(has_jobs=Exists(SendJob.objects.filter(step=OuterRef("pk"))))
+                 .order_by("position"))
     rows = []
     for index, step in enumerate(steps):
         if step.position == 1:
@@ -279,9 +280,9 @@ def step_rows(sequence: Sequence) -> list[dict]:
                 "step": step,
                 "wait": _wait_words(step),
                 "threading": threading,
-                "locked": bool(step.n_jobs),
-                "can_up": index > 0 and not step.n_jobs and not steps[index - 1].n_jobs,
-                "can_down": index + 1 < len(steps) and not step.n_jobs and not steps[index + 1].n_jobs,
+                "locked": step.has_jobs,
+                "can_up": index > 0 and not step.has_jobs and not steps[index - 1].has_jobs,
+                "can_down": index + 1 < len(steps) and not step.has_jobs and not steps[index + 1].has_jobs,
             }
         )
     return rows

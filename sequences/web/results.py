@@ -1,7 +1,10 @@
 """Results: per-step counts and rates on a sequence page, per-sequence numbers on the dashboard.
 
-A fixed number of grouped queries per page, whatever the number of steps or
-sequences: one over the send jobs, one over the stopped or categorized enrollments.
+A fixed number of queries per page, whatever the number of steps or sequences,
+each reading only what it counts through an index (sequences/models.py: the jobs
+by step and state, and partial indexes for the rare rows: the final check's
+cancels, the holds). The dashboard reads these numbers as counted once a minute
+(dashboard_counts); a sequence's own page counts them as it is opened.
 
 What counts:
 - sent: jobs submitted to the mail server or provider (a provider's confirmed cancel is not a send);
@@ -20,14 +23,23 @@ Tests sent to an operator create no job and appear nowhere here.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 
-from ..models import Enrollment, ProviderCancel, SendJob, Sequence, TimelineEvent
-from ..services.sending import HELD as MAILBOX_HELD
-from ..timeline import Event
+from ..models import (
+    FINAL_CHECK_CANCEL,
+    HELD_BY_MAILBOX,
+    HOLD,
+    Enrollment,
+    ProviderCancel,
+    SendJob,
+    Sequence,
+    Step,
+    TimelineEvent,
+)
 from .hold_words import TO_SCHEDULED
 
 S = SendJob.State
@@ -65,6 +77,10 @@ class Counts:
     # (column, count, rate, link to the people counted) per column
     cells: list[tuple[str, int, str, str]] = field(default_factory=list)
 
+    def numbers(self) -> dict[str, int]:
+        """The counts alone (JSON, for dashboard_counts)."""
+        return {name: getattr(self, name) for name in COLUMNS}
+
     def finish(self, *, sequence_id: int, step: int | None = None) -> Counts:
         self.cells = []
         for name, label in COLUMNS.items():
@@ -80,11 +96,10 @@ def people_link(sequence_id: int, show: str, step: int | None = None) -> str:
 
 
 def _held_by_event():
-    """The job's last move back to scheduled was an out-of-office hold or a hold for the reply view."""
-    last = (TimelineEvent.objects.filter(job=OuterRef(OuterRef("pk")), kind__in=TO_SCHEDULED)
-            .order_by("-at", "-id").values("pk")[:1])
-    return Exists(TimelineEvent.objects.filter(pk=Subquery(last)).filter(
-        Q(kind=Event.JOB_HELD_OUT_OF_OFFICE) | Q(kind=Event.JOB_DEFERRED, data__reason="reply_view")))
+    """The jobs whose last move back to scheduled was a hold (out of office, or the reply view)."""
+    later = TimelineEvent.objects.filter(job=OuterRef("job"), kind__in=TO_SCHEDULED).filter(
+        Q(at__gt=OuterRef("at")) | Q(at=OuterRef("at"), pk__gt=OuterRef("pk")))
+    return TimelineEvent.objects.filter(HOLD).filter(~Exists(later)).values("job_id")
 
 
 def failed_q() -> Q:
@@ -94,27 +109,34 @@ def failed_q() -> Q:
 
 
 def held_q() -> Q:
-    return Q(state=S.SCHEDULED) & (Q(error__startswith=MAILBOX_HELD) | Q(_held_by_event()))
+    return HELD_BY_MAILBOX | (Q(state=S.SCHEDULED) & Q(pk__in=_held_by_event()))
 
 
 def _rate(n: int, sent: int) -> str:
     return f"{100 * n / sent:.1f}%" if sent else "—"
 
 
-def _final_check_cancel():
-    return Exists(TimelineEvent.objects.filter(job=OuterRef("pk"), kind=Event.JOB_CANCELED, data__final_check=True))
-
-
-def _job_counts(jobs, key: str) -> dict:
-    return {
-        row[key]: row
-        for row in jobs.values(key).annotate(
-            sent=Count("id", filter=SENT),
-            final_check=Count("id", filter=Q(state=S.CANCELED) & Q(_final_check_cancel())),
-            failed=Count("id", filter=failed_q()),
-            held=Count("id", filter=held_q()),
-        )
+def _job_counts(step_ids) -> dict[int, dict[str, int]]:
+    """{step id: {column: n}} for the job columns. A query or two per column, each reading only what it counts:
+    the sends from an index of (step, state), the final check's cancels and the holds from partial indexes,
+    the failed jobs from the state index."""
+    jobs = SendJob.objects.filter(step_id__in=step_ids).order_by()
+    final_checked = TimelineEvent.objects.filter(FINAL_CHECK_CANCEL).values("job_id")
+    columns = {
+        "sent": jobs.filter(SENT),
+        "final_check": jobs.filter(state=S.CANCELED, pk__in=final_checked),
+        "failed": jobs.filter(failed_q()),
     }
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    for name, rows in columns.items():
+        for step_id, n in rows.values_list("step_id").annotate(n=Count("*")):
+            counts[step_id][name] = n
+    # Held for either of two reasons, maybe both: the union of two small sets, each read from its own index.
+    held = {*jobs.filter(HELD_BY_MAILBOX).values_list("pk", "step_id"),
+            *jobs.filter(state=S.SCHEDULED, pk__in=_held_by_event()).values_list("pk", "step_id")}
+    for step_id, n in Counter(step_id for _, step_id in held).items():
+        counts[step_id]["held"] = n
+    return counts
 
 
 CATEGORY_COLUMNS = ("interested", "meeting")  # the replies inbox's category values, as the columns are named
@@ -122,59 +144,71 @@ CATEGORY_COLUMNS = ("interested", "meeting")  # the replies inbox's category val
 
 def _outcomes(enrollments, key: str) -> list[tuple]:
     """(key, column, n): stopped enrollments by outcome, and enrollments whose conversation (the replies inbox) is
-    in a category of CATEGORY_COLUMNS; key being e.g. the step they last reached. One grouped query."""
-    rows = (
-        enrollments.filter(Q(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
-                           | Q(conversation__category__in=CATEGORY_COLUMNS))
-        .values(key, "status", "stop_reason", "conversation__category")
-        .annotate(n=Count("id"))
-        .values_list(key, "status", "stop_reason", "conversation__category", "n")
-    )
-    found = []
-    for k, status, reason, category, n in rows:
-        if status == Enrollment.Status.STOPPED and reason in OUTCOMES:
-            found.append((k, OUTCOMES[reason], n))
-        if category in CATEGORY_COLUMNS:
-            found.append((k, category, n))
+    in a category of CATEGORY_COLUMNS; key being e.g. the step they last reached. Two grouped queries."""
+    stopped = enrollments.filter(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
+    found = [(k, OUTCOMES[reason], n)
+             for k, reason, n in stopped.values_list(key, "stop_reason").annotate(n=Count("*")).order_by()]
+    categorized = enrollments.filter(conversation__category__in=CATEGORY_COLUMNS)
+    found += list(categorized.values_list(key, "conversation__category").annotate(n=Count("*")).order_by())
     return found
+
+
+def _outcomes_by_step(sequence: Sequence, step_ids: list[int]) -> list[tuple]:
+    """(step position, column, n) like `_outcomes`, each enrollment counted at the last step of theirs that reached
+    the mail server (none: not counted at a step). Read as rows and counted here: one grouped query over the
+    sequence's jobs finds the last steps, instead of a subquery for each enrollment."""
+    enrollments = Enrollment.objects.filter(sequence=sequence).order_by()
+    stopped = enrollments.filter(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
+    categorized = enrollments.filter(conversation__category__in=CATEGORY_COLUMNS)
+    last_step = dict(
+        SendJob.objects.filter(step_id__in=step_ids, state__in=REACHED_SERVER)
+        .filter(Q(enrollment__in=stopped.values("pk")) | Q(enrollment__in=categorized.values("pk")))
+        .order_by().values_list("enrollment_id").annotate(position=Max("step__position"))
+    )
+    found: Counter = Counter()
+    for pk, reason in stopped.values_list("pk", "stop_reason"):
+        found[last_step.get(pk), OUTCOMES[reason]] += 1
+    for pk, category in categorized.values_list("pk", "conversation__category"):
+        found[last_step.get(pk), category] += 1
+    return [(position, column, n) for (position, column), n in found.items()]
 
 
 def step_results(sequence: Sequence) -> list[tuple[int, Counts]]:
     """(step position, counts) for every step of the sequence, in order."""
-    positions = list(sequence.steps.order_by("position").values_list("position", flat=True))
-    counts = {p: Counts() for p in positions}
-    for position, row in _job_counts(SendJob.objects.filter(step__sequence=sequence), "step__position").items():
-        if position in counts:
-            _take(counts[position], row)
-    last_reached = (
-        SendJob.objects.filter(enrollment=OuterRef("pk"), state__in=REACHED_SERVER)
-        .order_by("-step__position")
-        .values("step__position")[:1]
-    )
-    stopped = Enrollment.objects.filter(sequence=sequence).annotate(at_step=Subquery(last_reached))
-    for position, column, n in _outcomes(stopped, "at_step"):
+    positions = dict(sequence.steps.order_by("position").values_list("pk", "position"))
+    counts = {p: Counts() for p in positions.values()}
+    for step_id, row in _job_counts(list(positions)).items():
+        _take(counts[positions[step_id]], row)
+    for position, column, n in _outcomes_by_step(sequence, list(positions)):
         if position in counts:
             setattr(counts[position], column, getattr(counts[position], column) + n)
     return [(p, c.finish(sequence_id=sequence.pk, step=p)) for p, c in counts.items()]
 
 
-def sequence_results(limit: int = 20) -> list[tuple[Sequence, Counts]]:
-    """The dashboard's per-sequence numbers, for the first *limit* sequences by name."""
-    sequences = list(Sequence.objects.order_by("name")[:limit])
-    ids = [s.pk for s in sequences]
+def sequence_counts(ids) -> dict[int, Counts]:
+    """{sequence id: counts} for the given sequences, counted now."""
     counts = {pk: Counts() for pk in ids}
-    for pk, row in _job_counts(SendJob.objects.filter(step__sequence_id__in=ids), "step__sequence_id").items():
-        _take(counts[pk], row)
+    steps = dict(Step.objects.filter(sequence_id__in=ids).values_list("pk", "sequence_id"))
+    for step_id, row in _job_counts(list(steps)).items():
+        _take(counts[steps[step_id]], row, add=True)
     for pk, column, n in _outcomes(Enrollment.objects.filter(sequence_id__in=ids), "sequence_id"):
         setattr(counts[pk], column, getattr(counts[pk], column) + n)
+    return counts
+
+
+def sequence_results(limit: int = 20) -> list[tuple[Sequence, Counts]]:
+    """The dashboard's per-sequence numbers, for the first *limit* sequences by name, counted now."""
+    sequences = list(Sequence.objects.order_by("name")[:limit])
+    counts = sequence_counts([s.pk for s in sequences])
     return [(s, counts[s.pk].finish(sequence_id=s.pk)) for s in sequences]
 
 
-def _take(counts: Counts, row: dict) -> None:
-    for name in ("sent", "final_check", "failed", "held"):
-        setattr(counts, name, row[name])
+def _take(counts: Counts, row: dict, add: bool = False) -> None:
+    for name, n in row.items():
+        setattr(counts, name, n + (getattr(counts, name) if add else 0))
 
 
 def unhandled_replies() -> int:
-    """Conversations of the replies inbox no operator has handled yet (through the enrollment's relation)."""
-    return Enrollment.objects.filter(conversation__handled=False).count()
+    """Conversations of the replies inbox no operator has handled yet (the model read through its relation to the
+    enrollment, never imported: the inbox's app sits above this one)."""
+    return Enrollment.conversation.related.related_model.objects.filter(handled=False).count()

@@ -44,7 +44,7 @@ from ..services.common import ServiceError
 from ..services.rotation import sequence_pool
 from ..services.stops import send_job_retry
 from ..states import CANCELABLE
-from . import charts, editor, hold_words, incidents, results, rows, sendwhen, summary
+from . import charts, dashboard_counts, editor, hold_words, incidents, results, rows, sendwhen, summary
 from .access import page_of, query_without_page, ui_view
 from .forms import (
     SearchForm,
@@ -87,8 +87,12 @@ def _back_with(request, kind: str, pk: int, result: dict) -> HttpResponse:
 
 @ui_view(VIEW)
 def dashboard(request):
-    return render(request, "ui/dashboard.html", {**charts.dashboard(), "sequence_results": results.sequence_results(),
-                                                 "unhandled_replies": results.unhandled_replies()})
+    counted = dashboard_counts.latest()
+    return render(request, "ui/dashboard.html", {
+        **charts.dashboard(counted.numbers), "counted_at": counted.counted_at,
+        "sequence_results": dashboard_counts.sequence_results(counted),
+        "unhandled_replies": results.unhandled_replies(),
+    })
 
 
 # --- sequences ------------------------------------------------------------------------------------
@@ -152,7 +156,8 @@ def sequence_detail(request, pk: int):
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
         "step_rows": editor.step_rows(sequence), "results": results.step_results(sequence),
         "variant_results": variant_results(sequence),
-        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment__sequence=sequence)),
+        # By step (an index of step and state), not through the enrollments.
+        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(step__in=sequence.steps.values("pk"))),
         "empty_why": sendwhen.idle_reason(sequence=sequence),
     })
 

@@ -66,7 +66,10 @@ def test_a_one_to_one_split_over_24_people_reaches_each_variant_at_least_6_times
             body.strip()
     (step,) = variant_results(sequence)
     assert [(r.variant.name, r.sent) for r in step.rows] == [("A", sent["Subject A"]), ("B", sent["Subject B"])]
-    assert step.verdict.startswith(("A and B reply equally often", "Nothing")) or "could be chance" in step.verdict
+    # Nobody replied: equal rates, the variant with more sends named first (the split is random), or too early
+    # to tell when one of them has fewer than MIN_SENDS.
+    assert step.verdict.startswith(("A and B reply equally often", "B and A reply equally often",
+                                    "Too early to tell")), step.verdict
 
 
 def test_a_stopped_variant_sends_nothing_after_the_stop_and_its_people_get_another(mailbox, smtp_server, redis_conn):
