@@ -8,9 +8,6 @@ through the ORM. What is left here:
   workers by when they happened; SQLite's `strftime('%f')` gives milliseconds. One clock for every host.
 - `db_now()`: that clock read on its own (the ORM has no SELECT without a table); `db_clock_written()`: that
   clock as a value to write where later queries compare with parameters.
-- `advisory_lock()`: PostgreSQL's session advisory lock, which serializes two API requests that carry the
-  same idempotency key without holding a transaction open; SQLite has no such lock, so there an
-  exclusive `flock` on a file beside the database file does it (SQLite is one machine's database).
 - `EmailDomain`: the part of an address after its "@", with the "@" written into the statement: the ORM's
   `Substr`/`StrIndex` bind it as a parameter, and an expression index serves only the very expression it
   was built on (SQLite never matches one holding a parameter; PostgreSQL not in a generic plan).
@@ -23,10 +20,6 @@ through the ORM. What is left here:
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 
 from django.db import connection, connections, migrations
@@ -76,32 +69,6 @@ def db_now() -> datetime:
     with connection.cursor() as cursor:
         cursor.execute("SELECT clock_timestamp()")
         return cursor.fetchone()[0]
-
-
-@contextmanager
-def advisory_lock(*parts: str) -> Iterator[None]:
-    """Let one block named by `parts` run at a time, across threads and processes, outside any transaction.
-
-    PostgreSQL: a session-level advisory lock. SQLite: an exclusive `flock` on `<database file>.lock`, one
-    lock for every name (the local run's API does not need more); each call opens the file, so two threads
-    of one process wait for each other too.
-    """
-    if connection.vendor != "postgresql":
-        with open(f"{connection.settings_dict['NAME']}.lock", "a") as lock_file:
-            fcntl.flock(lock_file, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock_file, fcntl.LOCK_UN)
-        return
-    digest = hashlib.sha256("\x00".join(parts).encode()).digest()
-    key = int.from_bytes(digest[:8], "big", signed=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
-        try:
-            yield
-        finally:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
 
 
 def rows_copied(objs: list[Model], *, batch: int = 100) -> list[Model]:

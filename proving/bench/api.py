@@ -2,7 +2,7 @@
 
 1. One enrollment per call: `POST /api/v1/enrollments` through Django's whole
    stack in process (middleware, token lookup, Redis rate count, idempotency
-   key with its advisory lock and stored answer, validation, presenting the
+   key claimed and its answer stored, validation, presenting the
    jobs with their labels) next to the same service called directly
    (`enrollment_create_from_row`, what the endpoint calls).
 2. The outbox: N enrollment stops (two timeline events each) with no webhook

@@ -3,11 +3,16 @@
 The first response to (token, key) is stored with a fingerprint of the
 request (method, path, body). A retry with the same key and the same request
 gets that response again (header `Idempotent-Replayed: true`) and acts
-nothing; the same key with another request is a 422. Two requests with the
-same key at the same time are serialized (`db.sql.advisory_lock`: on
-PostgreSQL a session-level advisory lock on (token, key), held while the
-first one runs, outside any transaction; on SQLite one write transaction),
-so the second waits and then replays the first's answer.
+nothing; the same key with another request is a 422.
+
+Two requests with the same key at the same time: the first claims the key by
+inserting its row, marked in progress, in a transaction of its own (the
+unique constraint on (token, key) lets only one insert succeed, on SQLite and
+PostgreSQL alike, with no lock held across requests, so it works behind a
+transaction-mode pooler). The second waits for that row's answer, up to WAIT,
+and replays it; still running after WAIT, it is a 409 to retry later. A row
+left in progress by a request that died (its process killed) is taken over
+after ABANDONED.
 
 Not stored (the request never reached its action, so a retry may run it):
 401 (no live token) and 429 (rate limited). Stored answers are kept for
@@ -18,13 +23,15 @@ deletes older ones, after which the key may be used again.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
 
+from django.db import IntegrityError, transaction
 from django.http import HttpResponse, JsonResponse
 
-from db.sql import advisory_lock, db_now
+from db.sql import db_now
 from sequences.api.models import IdempotencyKey
 
 from .tokens import api_token_lookup
@@ -32,6 +39,10 @@ from .tokens import api_token_lookup
 HEADER = "Idempotency-Key"
 KEEP = timedelta(hours=24)
 NOT_STORED = {401, 429}
+IN_PROGRESS = 0  # the status of a claimed key whose request still runs
+WAIT = 30.0  # seconds a second request with the same key waits for the first one's answer
+POLL = 0.05
+ABANDONED = timedelta(minutes=5)  # a key in progress this long: its request died; another may claim it
 
 
 def fingerprint(request) -> str:
@@ -51,6 +62,43 @@ def mismatch(key: str) -> JsonResponse:
     )
 
 
+def still_running(key: str) -> JsonResponse:
+    return JsonResponse(
+        {"detail": f"a request with Idempotency-Key {key!r} is still running; retry it later to get its answer"},
+        status=409,
+    )
+
+
+def _claim(token, key: str, print_: str) -> IdempotencyKey | None:
+    """The key's row, inserted in progress and committed; None when another request holds the key."""
+    try:
+        with transaction.atomic():
+            return IdempotencyKey.objects.create(token=token, key=key, fingerprint=print_,
+                                                 status_code=IN_PROGRESS, content_type="", body="")
+    except IntegrityError:
+        return None
+
+
+def _answer(token, key: str, print_: str) -> HttpResponse | None:
+    """The answer for a key another request claimed: its replay, a mismatch, or 409 when it still runs after
+    WAIT; None when the key is free again (the other request stored nothing, or died)."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        stored = IdempotencyKey.objects.filter(token=token, key=key).first()
+        if stored is None:
+            return None
+        if stored.fingerprint != print_:
+            return mismatch(key)
+        if stored.status_code != IN_PROGRESS:
+            return replay(stored)
+        if stored.created_at < db_now() - ABANDONED:
+            IdempotencyKey.objects.filter(pk=stored.pk, status_code=IN_PROGRESS).delete()
+            return None
+        if time.monotonic() > deadline:
+            return still_running(key)
+        time.sleep(POLL)
+
+
 def idempotent(view: Callable) -> Callable:
     """Wrap an API view: POSTs carrying an Idempotency-Key act once per (token, key)."""
 
@@ -66,21 +114,26 @@ def idempotent(view: Callable) -> Callable:
         if token is None:
             return view(request, *args, **kwargs)  # the API answers 401
         print_ = fingerprint(request)
-        with advisory_lock("idempotency", str(token.pk), key):
-            stored = IdempotencyKey.objects.filter(token=token, key=key).first()
-            if stored is not None:
-                return replay(stored) if stored.fingerprint == print_ else mismatch(key)
+        claimed = _claim(token, key, print_)
+        while claimed is None:
+            answer = _answer(token, key, print_)
+            if answer is not None:
+                return answer
+            claimed = _claim(token, key, print_)
+        try:
             response = view(request, *args, **kwargs)
-            if response.status_code not in NOT_STORED and not response.streaming:
-                IdempotencyKey.objects.create(
-                    token=token,
-                    key=key,
-                    fingerprint=print_,
-                    status_code=response.status_code,
-                    content_type=response.get("Content-Type", "application/json"),
-                    body=response.content.decode(),
-                )
-            return response
+        except BaseException:
+            claimed.delete()  # no answer to keep: a retry runs the request again
+            raise
+        if response.status_code in NOT_STORED or response.streaming:
+            claimed.delete()
+        else:
+            IdempotencyKey.objects.filter(pk=claimed.pk).update(
+                status_code=response.status_code,
+                content_type=response.get("Content-Type", "application/json"),
+                body=response.content.decode(),
+            )
+        return response
 
     return wrapped
 

@@ -8,6 +8,7 @@ import pytest
 
 from sequences.api.models import IdempotencyKey
 from sequences.models import Enrollment, OperatorAction
+from tests.ops.test_pgbouncer import PGBOUNCER, pooled  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,3 +99,52 @@ def test_answers_are_kept_a_day_then_the_key_is_free_again(api, world):
     assert api_housekeeping() == 1
     again = client.post("/api/v1/contacts", {"email": "old@example.com"}, headers=key)
     assert again.status_code == 200 and "Idempotent-Replayed" not in again.headers
+
+
+def test_a_key_still_in_progress_is_a_409_after_the_wait_and_a_dead_one_is_taken_over(api, world, monkeypatch):
+    from datetime import timedelta
+
+    from sequences.api import idempotency
+
+    monkeypatch.setattr(idempotency, "WAIT", 0.3)
+    client = api("operator")
+    key = {"Idempotency-Key": "slow-1"}
+    assert client.post("/api/v1/enrollments", enroll_body(world), headers=key).status_code == 201
+    IdempotencyKey.objects.update(status_code=idempotency.IN_PROGRESS)  # as if that request were still running
+    busy = client.post("/api/v1/enrollments", enroll_body(world), headers=key)
+    assert busy.status_code == 409 and "still running" in busy.json()["detail"]
+    other = client.post("/api/v1/enrollments", enroll_body(world, email="x@example.com"), headers=key)
+    assert other.status_code == 422, "another request with the key is refused at once, running or not"
+
+    # Its process died: after ABANDONED the key is claimed again and the request runs (the domain refuses it).
+    IdempotencyKey.objects.update(created_at=IdempotencyKey.objects.get().created_at - idempotency.ABANDONED
+                                  - timedelta(seconds=1))
+    again = client.post("/api/v1/enrollments", enroll_body(world), headers=key)
+    assert again.status_code == 409 and "already enrolled" in again.json()["detail"]
+    assert IdempotencyKey.objects.get().status_code == 409
+
+
+def test_a_request_that_raises_frees_its_key(api, world):
+    from django.test import RequestFactory
+
+    from sequences.api import idempotency
+
+    def broken(request):
+        raise RuntimeError("boom")
+
+    request = RequestFactory().post("/api/v1/x", data=b"{}", content_type="application/json",
+                                    headers={"Authorization": f"Bearer {api('operator').token}",
+                                             "Idempotency-Key": "boom-1"})
+    with pytest.raises(RuntimeError):
+        idempotency.idempotent(broken)(request)
+    assert not IdempotencyKey.objects.filter(key="boom-1").exists(), "no answer kept: a retry runs it again"
+
+
+@pytest.mark.postgresql("PgBouncer pools PostgreSQL connections")
+@pytest.mark.skipif(PGBOUNCER is None, reason="pgbouncer is not installed (scripts/setup --test installs it)")
+@pytest.mark.usefixtures("pooled")
+def test_two_concurrent_identical_posts_enroll_once_through_a_transaction_mode_pooler(api, world):
+    """No lock outlives a transaction, so a pooler that lends each transaction another server connection keeps
+    the key claimed and answered as PostgreSQL alone does."""
+    test_two_concurrent_identical_posts_enroll_once(api, world)
+    assert IdempotencyKey.objects.get(key="race-1").status_code == 201
