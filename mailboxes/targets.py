@@ -12,8 +12,9 @@ Without a check, that makes the server a probe of its own network: a cloud metad
   address, unless listed.
 
 Every name is resolved and every address it resolves to is checked, at save and again at connect time: the
-connection goes to an address that was just checked (`GuardedAdapter`, `checked_address`), so a name that
-resolves to a public address at save and to a private one later (DNS rebinding) is refused.
+connection goes to an address that was just checked (`GuardedAdapter`, `checked_address`; for SMTP
+`transports.smtp._GuardedSMTP`, for IMAP `imap.guarded.GuardedIMAPClient`), so a name that resolves to a
+public address at save and to a private one later (DNS rebinding) is refused.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ from imapclient import IMAPClient
 from imapclient import exceptions as imap_exc
 
 from ..oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token
-from ..targets import mail_host_problem
+from ..targets import TargetRefused, mail_host_problem
 from ..tls import cleartext_login_problem, tls_context
 from .errors import ImapAuthError, ImapConnectionError, ImapError, ImapTokenRefused
+from .guarded import GuardedIMAPClient
 
 logger = logging.getLogger(__name__)
 
@@ -70,13 +71,15 @@ class ImapConnection:
         if problem := mail_host_problem(cfg.host, cfg.port):
             raise ImapAuthError(f"refused to connect to {where}: {problem}")
         try:
-            client = IMAPClient(
+            client = GuardedIMAPClient(
                 cfg.host,
                 port=cfg.port,
                 ssl=cfg.security == "tls",
                 ssl_context=tls_context(cfg.ca_file) if cfg.security == "tls" else None,
                 timeout=cfg.timeout,
             )
+        except TargetRefused as e:
+            raise ImapAuthError(f"refused to connect to {where}: {e}") from None
         except (OSError, imap_exc.IMAPClientError) as e:
             raise ImapConnectionError(f"cannot connect to IMAP server {where}: {e}") from e
         # Aware datetimes with the server's offset; we convert to UTC ourselves.

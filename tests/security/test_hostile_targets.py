@@ -149,3 +149,22 @@ def test_smtp_refuses_a_link_local_host_before_connecting(production):
     transport = SmtpTransport(SmtpConfig(host="169.254.169.254", port=25, security="starttls", timeout=2))
     with pytest.raises(MailboxRefused, match="link-local"):
         transport.send(sender="a@acme.test", recipient="b@example.com", message=b"Subject: x\r\n\r\nx\r\n")
+
+
+def test_imap_connects_to_the_address_it_checked_not_to_a_name_that_now_resolves_elsewhere(production, monkeypatch):
+    """DNS rebinding: the name resolves to an allowed address when it is checked, then to the metadata service.
+    The socket opens to an address checked right before it (the getaddrinfo answers stand in for a DNS server
+    whose answer changes between two lookups)."""
+    from mailboxes.imap.connection import ImapConfig, ImapConnection
+    from mailboxes.imap.errors import ImapAuthError
+
+    answers = iter(["127.0.0.1"])
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        address = next(answers, "169.254.169.254")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    config = ImapConfig(host="imap.rebind.test", port=993, username="u", password="p", security="tls", timeout=2)
+    with pytest.raises(ImapAuthError, match="refused to connect to imap.rebind.test:993: .*link-local"):
+        ImapConnection(config).open()
