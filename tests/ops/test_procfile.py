@@ -1,0 +1,86 @@
+"""The Procfile runs the whole product on one host, as docs/operations.md says: `honcho start` with an
+environment file starts the web server (gunicorn), the workers, the scheduler and the watcher, /healthz
+sees each of them, and one SIGTERM stops them all.
+
+Its own SQLite database file (migrated first) and the suite's Redis database; real processes, no stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from proving.harness.stack import free_port, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+HONCHO = Path(sys.executable).with_name("honcho")
+pytestmark = [
+    pytest.mark.one_database("the processes run on a SQLite file of their own"),
+    pytest.mark.slow,
+    pytest.mark.skipif(not HONCHO.exists(), reason="honcho is not installed (pip install -e .[test])"),
+]
+
+
+def _health(port: int) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:  # noqa: S310
+            return json.load(answer)
+    except OSError:
+        return None
+
+
+def _everyone_reports(port: int) -> dict | None:
+    report = _health(port)
+    if not report or report["status"] != "ok" or not report["scheduler"]["leader"]:
+        return None
+    if not report["watchers"]["processes"] or any(not q["workers"] for q in report["queues"].values()):
+        return None
+    return report
+
+
+def test_honcho_starts_every_process_of_the_procfile_and_sigterm_stops_them(redis_conn, tmp_path):
+    port = free_port()
+    env = {
+        "DJANGO_SECRET_KEY": "procfile-test-key-0123456789-abcdefghijklmnop",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'outreach.sqlite3'}",
+        "REDIS_URL": settings.REDIS_URL,
+        "OUTREACH_WEB_ADDR": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "1",
+        "OUTREACH_HTTPS": "0",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "OUTREACH_DNS_RESOLVER": "off",
+        "PYTHONUNBUFFERED": "1",
+    }
+    (tmp_path / ".env").write_text("".join(f"{key}={value}\n" for key, value in env.items()))
+    base = {key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "OUTREACH_"))}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=base | env, check=True,
+                   timeout=120)
+    log = (tmp_path / "honcho.log").open("w")
+    honcho = subprocess.Popen([str(HONCHO), "-f", "Procfile", "-e", str(tmp_path / ".env"), "-d", str(ROOT), "start"],
+                              cwd=ROOT, env=base, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        report = wait_for(lambda: _everyone_reports(port), timeout=60, what="every Procfile process in /healthz",
+                          interval=0.5)
+        assert report["database"] == {"ok": True, "vendor": "sqlite"} and report["redis"] == {"ok": True}
+        assert set(report["queues"]) == {"send", "ingest", "default"}
+    finally:
+        os.killpg(honcho.pid, signal.SIGTERM)
+        try:
+            honcho.wait(45)
+        finally:
+            log.close()
+    output = (tmp_path / "honcho.log").read_text()
+    for name in ("web", "ingest", "send", "scheduler", "watcher"):
+        assert f"{name}.1 " in output, (name, output[-2000:])
+    with pytest.raises(ProcessLookupError):  # nothing of the group is left running
+        os.killpg(honcho.pid, 0)
+    shutil.rmtree(tmp_path, ignore_errors=True)
