@@ -2,6 +2,7 @@
 
 from datetime import datetime
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
@@ -13,6 +14,8 @@ from ..models import Answer, Conversation
 from .answer import answer_label, answer_send
 from .selectors import Filters, conversations, page_of
 from .services import conversation_categorize
+
+MAX_ID = 2**63 - 1  # the largest id a row can have (a 64-bit signed integer)
 
 router = Router(tags=["replies"])
 
@@ -88,6 +91,8 @@ def answer_out(a: Answer) -> dict:
 
 
 def _one(pk: int) -> Conversation:
+    if not 0 < pk <= MAX_ID:  # no conversation has such an id (and SQLite cannot take an integer past 64 bits)
+        raise Http404
     return get_object_or_404(conversations(Filters(status="all"), user_id=None), pk=pk)
 
 

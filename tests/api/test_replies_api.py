@@ -31,6 +31,9 @@ def test_list_categorize_once_and_answer(api, mailbox, smtp_server):
     listed = client.get(f"/api/v1/replies?status=unhandled&mailbox={mailbox.pk}").json()
     assert [r["id"] for r in listed["items"]] == [conversation.pk] and listed["next"] == ""
     assert listed["items"][0]["email"] == "ada@example.com" and listed["items"][0]["chosen"] == ""
+    for missing in (conversation.pk + 1, 0, 130915101379323740160):  # past 64 bits: SQLite could not bind it
+        gone = client.get(f"/api/v1/replies/{missing}")
+        assert gone.status_code == 404 and "detail" in gone.json(), (missing, gone.status_code)
     assert client.get("/api/v1/replies?category=meeting&status=all").json()["items"] == []
 
     key = {"Idempotency-Key": "cat-1"}
