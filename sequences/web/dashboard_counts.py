@@ -28,8 +28,7 @@ def count() -> DashboardCounts:
         **charts.enrollment_numbers(),
         "activity": charts.activity_numbers(),
         "sequences": {str(pk): counts.numbers()
-                      for pk, counts in results.sequence_counts(list(Sequence.objects.values_list("pk", flat=True)))
-                      .items()},
+                      for pk, counts in results.sequence_counts(Sequence.objects.all()).items()},
     }
     row, _ = DashboardCounts.objects.update_or_create(pk=ROW, defaults={"counted_at": db_now(), "numbers": numbers})
     return row
@@ -53,6 +52,7 @@ def sequence_results(row: DashboardCounts, limit: int = 20) -> list[tuple[Sequen
     created since."""
     sequences = list(Sequence.objects.order_by("name")[:limit])
     kept = row.numbers.get("sequences", {})
-    missing = results.sequence_counts([s.pk for s in sequences if str(s.pk) not in kept])
+    missing = results.sequence_counts(Sequence.objects.filter(pk__in=[s.pk for s in sequences
+                                                                       if str(s.pk) not in kept]))
     return [(s, (missing.get(s.pk) or results.Counts(**kept[str(s.pk)])).finish(sequence_id=s.pk))
             for s in sequences]

@@ -116,11 +116,11 @@ def _rate(n: int, sent: int) -> str:
     return f"{100 * n / sent:.1f}%" if sent else "—"
 
 
-def _job_counts(step_ids) -> dict[int, dict[str, int]]:
-    """{step id: {column: n}} for the job columns. A query or two per column, each reading only what it counts:
-    the sends from an index of (step, state), the final check's cancels and the holds from partial indexes,
-    the failed jobs from the state index."""
-    jobs = SendJob.objects.filter(step_id__in=step_ids).order_by()
+def _job_counts(steps) -> dict[int, dict[str, int]]:
+    """{step id: {column: n}} for the job columns of *steps* (a query of Step). A query or two per column, each
+    reading only what it counts: the sends from an index of (step, state), the final check's cancels and the
+    holds from partial indexes, the failed jobs from the state index."""
+    jobs = SendJob.objects.filter(step__in=steps.values("pk")).order_by()
     final_checked = TimelineEvent.objects.filter(FINAL_CHECK_CANCEL).values("job_id")
     columns = {
         "sent": jobs.filter(SENT),
@@ -142,26 +142,30 @@ def _job_counts(step_ids) -> dict[int, dict[str, int]]:
 CATEGORY_COLUMNS = ("interested", "meeting")  # the replies inbox's category values, as the columns are named
 
 
-def _outcomes(enrollments, key: str) -> list[tuple]:
-    """(key, column, n): stopped enrollments by outcome, and enrollments whose conversation (the replies inbox) is
-    in a category of CATEGORY_COLUMNS; key being e.g. the step they last reached. Two grouped queries."""
-    stopped = enrollments.filter(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
+def _stopped_and_categorized(enrollments) -> tuple:
+    """The enrollments stopped with an outcome, and those whose conversation (the replies inbox) is in a category
+    of CATEGORY_COLUMNS."""
+    enrollments = enrollments.order_by()
+    return (enrollments.filter(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES)),
+            enrollments.filter(conversation__category__in=CATEGORY_COLUMNS))
+
+
+def _outcomes_by_sequence(sequences) -> list[tuple]:
+    """(sequence id, column, n) for the outcome and category columns. Two grouped queries."""
+    stopped, categorized = _stopped_and_categorized(Enrollment.objects.filter(sequence__in=sequences.values("pk")))
     found = [(k, OUTCOMES[reason], n)
-             for k, reason, n in stopped.values_list(key, "stop_reason").annotate(n=Count("*")).order_by()]
-    categorized = enrollments.filter(conversation__category__in=CATEGORY_COLUMNS)
-    found += list(categorized.values_list(key, "conversation__category").annotate(n=Count("*")).order_by())
+             for k, reason, n in stopped.values_list("sequence_id", "stop_reason").annotate(n=Count("*"))]
+    found += list(categorized.values_list("sequence_id", "conversation__category").annotate(n=Count("*")))
     return found
 
 
-def _outcomes_by_step(sequence: Sequence, step_ids: list[int]) -> list[tuple]:
-    """(step position, column, n) like `_outcomes`, each enrollment counted at the last step of theirs that reached
-    the mail server (none: not counted at a step). Read as rows and counted here: one grouped query over the
-    sequence's jobs finds the last steps, instead of a subquery for each enrollment."""
-    enrollments = Enrollment.objects.filter(sequence=sequence).order_by()
-    stopped = enrollments.filter(status=Enrollment.Status.STOPPED, stop_reason__in=list(OUTCOMES))
-    categorized = enrollments.filter(conversation__category__in=CATEGORY_COLUMNS)
+def _outcomes_by_step(sequence: Sequence) -> list[tuple]:
+    """(step position, column, n) like `_outcomes_by_sequence`, each enrollment counted at the last step of theirs
+    that reached the mail server (none: not counted at a step). Read as rows and counted here: one grouped query
+    over the sequence's jobs finds the last steps, instead of a subquery for each enrollment."""
+    stopped, categorized = _stopped_and_categorized(Enrollment.objects.filter(sequence=sequence))
     last_step = dict(
-        SendJob.objects.filter(step_id__in=step_ids, state__in=REACHED_SERVER)
+        SendJob.objects.filter(step__in=sequence.steps.values("pk"), state__in=REACHED_SERVER)
         .filter(Q(enrollment__in=stopped.values("pk")) | Q(enrollment__in=categorized.values("pk")))
         .order_by().values_list("enrollment_id").annotate(position=Max("step__position"))
     )
@@ -177,21 +181,22 @@ def step_results(sequence: Sequence) -> list[tuple[int, Counts]]:
     """(step position, counts) for every step of the sequence, in order."""
     positions = dict(sequence.steps.order_by("position").values_list("pk", "position"))
     counts = {p: Counts() for p in positions.values()}
-    for step_id, row in _job_counts(list(positions)).items():
+    for step_id, row in _job_counts(sequence.steps.all()).items():
         _take(counts[positions[step_id]], row)
-    for position, column, n in _outcomes_by_step(sequence, list(positions)):
+    for position, column, n in _outcomes_by_step(sequence):
         if position in counts:
             setattr(counts[position], column, getattr(counts[position], column) + n)
     return [(p, c.finish(sequence_id=sequence.pk, step=p)) for p, c in counts.items()]
 
 
-def sequence_counts(ids) -> dict[int, Counts]:
-    """{sequence id: counts} for the given sequences, counted now."""
-    counts = {pk: Counts() for pk in ids}
-    steps = dict(Step.objects.filter(sequence_id__in=ids).values_list("pk", "sequence_id"))
-    for step_id, row in _job_counts(list(steps)).items():
-        _take(counts[steps[step_id]], row, add=True)
-    for pk, column, n in _outcomes(Enrollment.objects.filter(sequence_id__in=ids), "sequence_id"):
+def sequence_counts(sequences) -> dict[int, Counts]:
+    """{sequence id: counts} for *sequences* (a query of Sequence), counted now."""
+    counts = {pk: Counts() for pk in sequences.values_list("pk", flat=True)}
+    steps = Step.objects.filter(sequence__in=sequences.values("pk"))
+    sequence_of = dict(steps.values_list("pk", "sequence_id"))
+    for step_id, row in _job_counts(steps).items():
+        _take(counts[sequence_of[step_id]], row, add=True)
+    for pk, column, n in _outcomes_by_sequence(sequences):
         setattr(counts[pk], column, getattr(counts[pk], column) + n)
     return counts
 
@@ -199,7 +204,7 @@ def sequence_counts(ids) -> dict[int, Counts]:
 def sequence_results(limit: int = 20) -> list[tuple[Sequence, Counts]]:
     """The dashboard's per-sequence numbers, for the first *limit* sequences by name, counted now."""
     sequences = list(Sequence.objects.order_by("name")[:limit])
-    counts = sequence_counts([s.pk for s in sequences])
+    counts = sequence_counts(Sequence.objects.filter(pk__in=[s.pk for s in sequences]))
     return [(s, counts[s.pk].finish(sequence_id=s.pk)) for s in sequences]
 
 

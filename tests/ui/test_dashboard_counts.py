@@ -11,7 +11,15 @@ from django.db import connection
 from django.urls import reverse
 
 from db.sql import db_now
-from sequences.models import FINAL_CHECK_CANCEL, HELD_BY_MAILBOX, HOLD, DashboardCounts, SendJob, TimelineEvent
+from sequences.models import (
+    FINAL_CHECK_CANCEL,
+    HELD_BY_MAILBOX,
+    HOLD,
+    DashboardCounts,
+    SendJob,
+    Sequence,
+    TimelineEvent,
+)
 from sequences.services.sending import dispatch_due, held_error
 from sequences.timeline import Event
 from sequences.web import dashboard_counts, results
@@ -66,7 +74,7 @@ def test_a_job_held_for_two_reasons_is_counted_once(db):
     SendJob.objects.filter(pk=job.pk).update(error=held_error("connection refused"))
     assert SendJob.objects.filter(HELD_BY_MAILBOX, pk=job.pk).exists()
     assert results.step_results(sequence)[1][1].held == 1
-    assert results.sequence_counts([sequence.pk])[sequence.pk].held == 1
+    assert results.sequence_counts(Sequence.objects.filter(pk=sequence.pk))[sequence.pk].held == 1
 
 
 @pytest.mark.one_database("the plans are PostgreSQL's: a big database is PostgreSQL, SQLite keeps the small ones")
