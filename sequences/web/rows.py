@@ -63,11 +63,14 @@ def with_reply_view_at_hand_off(rows: list[JobRow]) -> list[JobRow]:
 
 
 def latest_job_rows(enrollment_ids: list[int], *, brief: bool = False) -> dict[int, JobRow]:
-    """The most recent job of each enrollment (by step, then id), labelled (`brief`: as in `job_rows`)."""
-    latest: dict[int, SendJob] = {}
-    for job in jobs_with_labels().filter(enrollment_id__in=enrollment_ids).order_by("step__position", "id"):
-        latest[job.enrollment_id] = job
-    return {eid: job_rows([job], brief=brief)[0] for eid, job in latest.items()}
+    """The most recent job of each enrollment (by step, then id), labelled (`brief`: as in `job_rows`). Which job
+    is the latest is read from ids alone; only those jobs are read with what their labels need."""
+    latest: dict[int, int] = {}
+    ids = SendJob.objects.filter(enrollment_id__in=enrollment_ids).order_by("step__position", "id")
+    for enrollment_id, job_id in ids.values_list("enrollment_id", "pk"):
+        latest[enrollment_id] = job_id
+    jobs = jobs_with_labels().filter(pk__in=list(latest.values()))
+    return {row.job.enrollment_id: row for row in job_rows(jobs, brief=brief)}
 
 
 # --- timelines ------------------------------------------------------------------------------
