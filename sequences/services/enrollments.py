@@ -211,6 +211,22 @@ def _row_contact(row: ContactRow, contact: Contact | None, *, update_contacts: b
     return merged
 
 
+def _enrolled(sequence: Sequence, existing: dict[str, Contact]) -> set[str]:
+    """Which of the contacts (by address) are already in the sequence: one read of the (sequence, contact) unique
+    index by contact id, none when no row names an existing contact (a new address is in no sequence yet).
+
+    Not a join on the addresses: PostgreSQL runs a statement repeated with the same number of parameters (every
+    full batch) on a generic plan, which for that join walked every enrollment of the sequence and compared each
+    with the whole list of addresses, so each batch of a big import took longer than the one before.
+    """
+    if not existing:
+        return set()
+    email_of = {contact.pk: email for email, contact in existing.items()}
+    found = (Enrollment.objects.filter(sequence=sequence, contact_id__in=list(email_of)).order_by()
+             .values_list("contact_id", flat=True))
+    return {email_of[contact_id] for contact_id in found}
+
+
 def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bool = False,
               existing: dict[str, Contact] | None = None, allow_missing: bool = False,
               needs: StepNeeds | None = None) -> dict[str, Refusal]:
@@ -219,10 +235,9 @@ def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bo
     emails = [row.email for row in rows]
     suppressed = _suppressed(emails)
     erased = addresses_erased(emails)
-    enrolled = set(Enrollment.objects.filter(sequence=sequence, contact__email__in=emails)
-                   .values_list("contact__email", flat=True))
     if existing is None:
         existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+    enrolled = _enrolled(sequence, existing)
     refused = {}
     for row in rows:
         email, blocked = row.email, suppressed.get(row.email)
@@ -336,24 +351,25 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         # Each keeps the mailbox chosen here for its whole life (services.rotation).
         mailboxes = mailboxes_choose(sequence, count=len(accepted), now=db_now())
         enrollments = rows_copied([
-            Enrollment(sequence=sequence, contact=contacts[r.email], mailbox=m)
+            Enrollment(sequence_id=sequence.pk, contact_id=contacts[r.email].pk, mailbox_id=m.pk)
             for r, m in zip(accepted, mailboxes, strict=True)])
         # Step 1 of a new enrollment, as schedule_next creates it: nothing sent yet, due after its wait.
         scheduled_at = db_now() + timedelta(seconds=step.wait_seconds)
         variants = running_variants(step.pk)  # step 1's A/B variants, each person given one (sequences.variants)
         jobs = rows_copied([
-            SendJob(enrollment=e, step=step, state=SendJob.State.SCHEDULED, scheduled_at=scheduled_at,
+            SendJob(enrollment_id=e.pk, step_id=step.pk, state=SendJob.State.SCHEDULED, scheduled_at=scheduled_at,
                     variant_id=variant_pick(variants, enrollment_id=e.pk, step_id=step.pk) if variants else None,
                     message_id=new_message_id(m)) for e, m in zip(enrollments, mailboxes, strict=True)])
         events = []
         for row, enrollment, job, mailbox in zip(accepted, enrollments, jobs, mailboxes, strict=True):
             # The same events, with the same data, as enrollment_create writes.
-            events.append(TimelineEvent(kind=Event.ENROLLED, email=row.email, enrollment=enrollment, version_seen=1,
-                                        data={"sequence": sequence.name, "actor": actor, "mailbox": mailbox.name}))
-            events.append(TimelineEvent(kind=Event.JOB_SCHEDULED, email=row.email, enrollment=enrollment, job=job,
-                                        version_seen=1, data={"step": step.position,
-                                                              "scheduled_at": scheduled_at.isoformat(),
-                                                              "reason": "enrolled"}))
+            events.append(TimelineEvent(kind=Event.ENROLLED, email=row.email, enrollment_id=enrollment.pk,
+                                        version_seen=1, data={"sequence": sequence.name, "actor": actor,
+                                                              "mailbox": mailbox.name}))
+            events.append(TimelineEvent(kind=Event.JOB_SCHEDULED, email=row.email, enrollment_id=enrollment.pk,
+                                        job_id=job.pk, version_seen=1, data={"step": step.position,
+                                                                             "scheduled_at": scheduled_at.isoformat(),
+                                                                             "reason": "enrolled"}))
         events_record_many(events)
         result.enrolled = len(accepted)
     return result

@@ -6,6 +6,8 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from sequences.models import Contact, Enrollment, SendJob, TimelineEvent
 from sequences.services.sending import dispatch_due
@@ -115,3 +117,23 @@ def test_the_batch_writes_what_one_enrollment_writes(tmp_path, sequence, mailbox
     assert job.message_id.endswith("@" + mailbox.address.split("@")[1] + ">")
     assert SendJob.objects.filter(enrollment__sequence=sequence, state="scheduled").count() == 250
     assert dispatch_due()  # the scheduled jobs are what the dispatcher picks up
+
+
+def test_a_second_import_refuses_exactly_the_rows_already_in_the_sequence_with_statements_per_batch(tmp_path,
+                                                                                                     sequence, mailbox):
+    def rows(first: int, last: int) -> str:
+        return "email,first_name,company\n" + "".join(f"p{i}@example.com,P{i},Co\n" for i in range(first, last))
+
+    other = make_sequence(mailbox=mailbox, steps=1)
+    assert enroll_csv(tmp_path, other, rows(0, 400))[2] is None  # all of them contacts, in another sequence
+    assert enroll_csv(tmp_path, sequence, rows(0, 150))[2] is None
+    with CaptureQueriesContext(connection) as statements:
+        out, err, exc = enroll_csv(tmp_path, sequence, rows(100, 400))
+    assert exc is not None and "250 enrolled, 50 rejected" in out
+    refused = [line for line in err.splitlines() if "is already enrolled" in line]
+    assert len(refused) == 50
+    assert refused[0].startswith("line 2: p100@example.com") and refused[-1].startswith("line 51: p149@example.com")
+    assert set(Enrollment.objects.filter(sequence=sequence).values_list("contact__email", flat=True)) == {
+        f"p{i}@example.com" for i in range(400)}
+    # One batch of 300 rows: a few statements per table, none per row.
+    assert len(statements) < 40, [q["sql"][:80] for q in statements]
