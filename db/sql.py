@@ -92,13 +92,30 @@ def rows_copied(objs: list[Model], *, batch: int = 100) -> list[Model]:
                        [meta.db_table, meta.pk.column, len(objs)])
         ids = [row[0] for row in cursor.fetchall()]
         columns = ", ".join(quote(c) for c in [meta.pk.column, *(f.column for f in fields)])
+        prepared: list[dict] = [{} for _ in fields]
         with cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy:
             for obj, pk in zip(objs, ids, strict=True):
                 obj.pk = pk
-                copy.write_row([pk, *(f.get_db_prep_save(f.pre_save(obj, True), db) for f in fields)])
+                copy.write_row([pk, *(_prepared(f, f.pre_save(obj, True), seen, db)
+                                      for f, seen in zip(fields, prepared, strict=True))])
     for obj in objs:
         obj._state.adding, obj._state.db = False, db.alias
     return objs
+
+
+def _prepared(field, value, seen: dict, db):
+    """`field.get_db_prep_save(value)`, worked out once per distinct value of a column (`seen`: the column's
+    values so far, by type and value). The rows of a batch share most of theirs (a step, a state, empty
+    columns): preparing every cell again was about a fifth of a CSV import's time. An unhashable value (a JSON
+    field's dict) is prepared every time."""
+    try:
+        key = (value.__class__, value)
+        found = seen.get(key, seen)
+    except TypeError:
+        return field.get_db_prep_save(value, db)
+    if found is seen:
+        found = seen[key] = field.get_db_prep_save(value, db)
+    return found
 
 
 def like_indexes_dropped(*fields: tuple[str, str, str]) -> migrations.RunPython:
