@@ -18,7 +18,7 @@ from django.db import transaction
 from db.sql import DbClock
 from sequences.api.models import BulkEnrollment
 
-from ..models import Enrollment, Sequence
+from ..models import Sequence
 from ..queues import enqueue_bulk_enrollment
 from ..services.common import ServiceError
 from ..services.enrollments import ContactRow, enrollments_create_batch
@@ -90,11 +90,7 @@ def bulk_enrollment_run(*, bulk_id: int) -> str:
                 actor=f"api bulk {bulk.pk}",
             )
             rejected = dict(outcome.rejected)
-            ids = dict(
-                Enrollment.objects.filter(
-                    sequence_id=bulk.sequence_id, contact__email__in=[r.email for r in batch]
-                ).values_list("contact__email", "pk")
-            )
+            ids = outcome.enrollment_ids
             for row in batch:
                 if row.line in rejected:
                     results[row.line] |= {"status": "rejected", "reason": rejected[row.line]}

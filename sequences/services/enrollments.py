@@ -101,6 +101,7 @@ class BatchResult:
     suppressed: int = 0  # rejected rows whose address (or domain) is suppressed
     already_enrolled: int = 0  # rejected rows already in the sequence
     missing_values: int = 0  # rejected rows lacking a value a step uses without a fallback
+    enrollment_ids: dict[str, int] = dataclass_field(default_factory=dict)  # address -> its new enrollment's id
 
 
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
@@ -372,6 +373,7 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
                                                                              "reason": "enrolled"}))
         events_record_many(events)
         result.enrolled = len(accepted)
+        result.enrollment_ids = {row.email: e.pk for row, e in zip(accepted, enrollments, strict=True)}
     return result
 
 

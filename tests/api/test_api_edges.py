@@ -136,6 +136,9 @@ def test_bulk_enrollment_runs_in_the_background_with_per_row_results(api, world)
     rows = {r["line"]: r for r in done["results"]}
     assert rows[1]["status"] == "enrolled" and rows[1]["enrollment_id"] == Enrollment.objects.get(
         contact__email="bulk0@example.com").pk
+    assert {r["enrollment_id"] for r in rows.values() if r["status"] == "enrolled"} == set(
+        Enrollment.objects.filter(sequence=world["sequence"], contact__email__startswith="bulk").values_list("pk",
+                                                                                                           flat=True))
     assert "suppressed" in rows[1201]["reason"] and "duplicates row 2" in rows[1202]["reason"]
     assert "not a valid address" in rows[1203]["reason"]
     too_many = client.post("/api/v1/enrollments/bulk", {"sequence_id": world["sequence"].pk,
