@@ -194,7 +194,8 @@ class SendJob(models.Model):
         UNKNOWN = "unknown", "Outcome unknown"
 
     enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="jobs")
-    step = models.ForeignKey(Step, on_delete=models.PROTECT, related_name="jobs")
+    # No index of its own: sendjob_step_state_idx leads with the step (each index is written by every new job).
+    step = models.ForeignKey(Step, on_delete=models.PROTECT, related_name="jobs", db_index=False)
     # The A/B variant of the step this job sends, chosen when the job was created; null: the step's own text.
     # No index of its own (each one is written again by every move of a job): the reads by variant go through
     # the step's index first (`sequences.variants`).
