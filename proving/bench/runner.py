@@ -32,12 +32,12 @@ from proving.harness.stack import DrillError, PrivateRedis
 
 SUITES = (
     "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "scale", "enroll", "guardrail", "api", "pages",
-    "watcher",
+    "watcher", "watcher-shards",
 )
 # `all` runs them in this order (scale last: it leaves the biggest tables)
 ALL = (
     "guard", "ceiling", "slow-provider", "reply-to-stop", "ingest", "enroll", "guardrail", "api", "pages", "watcher",
-    "scale",
+    "watcher-shards", "scale",
 )
 
 # Sizes: (full, --quick). Every one can be overridden on the command line.
@@ -76,6 +76,9 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "folders": (1000, 100),
     "folders_per_mailbox": (20, 10),
     "watch_reply_rate": (2.0, 2.0),
+    "processes": ([1, 2, 4], [1, 2]),
+    "shard_folders_per_mailbox": (2, 2),
+    "watch_lease_seconds": (15.0, 15.0),
     "timeout": (4 * 3600.0, 1800.0),
 }
 
@@ -315,6 +318,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         scale,
         slow_provider,
         watcher,
+        watcher_shards,
     )
 
     def terminate(signum, frame):  # the outer process' deadline: unwind, so workers and servers stop
@@ -336,6 +340,7 @@ def inner(suite: str, write: Callable[[str], None]) -> int:
         "api": api.run,
         "pages": pages.run,
         "watcher": watcher.run,
+        "watcher-shards": watcher_shards.run,
     }
     # `all`: the guard suite already measures the ceiling with the same W; once is enough.
     names = [n for n in ALL if n != "ceiling" or options.get("no_ceiling")] if suite == "all" else [suite]

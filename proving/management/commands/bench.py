@@ -1,6 +1,7 @@
 """Benchmarks with their baselines in the same run: `python manage.py bench SUITE [--json OUT] [--quick]`.
 
-Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, enroll, guardrail, api, pages, watcher, all.
+Suites: guard, ceiling, slow-provider, reply-to-stop, ingest, scale, enroll, guardrail, api, pages, watcher,
+watcher-shards, all.
 The bench creates and drops its own database (outreach_bench_<pid>) on the
 configured PostgreSQL server and runs a private redis-server on a free
 loopback port; it never reads or writes the app's data. See BENCHMARKS.md.
@@ -63,9 +64,15 @@ class Command(BaseCommand):
         g.add_argument("--scale-mailboxes", type=int, help="sending mailboxes the jobs are spread over")
         g.add_argument("--scale-backlog", type=int, help="IMAP messages ingested against the big table")
         g = parser.add_argument_group("watcher")
-        g.add_argument("--folders", type=int, help="watched IMAP folders in the one watcher process")
+        g.add_argument("--folders", type=int, help="watched IMAP folders (in the one process of watcher; shared by "
+                                                   "the processes of watcher-shards)")
         g.add_argument("--folders-per-mailbox", type=int, help="folders of each mailbox (one Dovecot account each)")
         g.add_argument("--watch-reply-rate", type=float, help="replies appended per second (below the pollers' rate)")
+        g = parser.add_argument_group("watcher-shards (also --folders, --replies, --watch-reply-rate)")
+        g.add_argument("--processes", type=_ints, help="watcher process counts, e.g. 1,2,4")
+        g.add_argument("--shard-folders-per-mailbox", type=int, help="folders of each mailbox (one account each)")
+        g.add_argument("--watch-lease-seconds", type=float,
+                       help="OUTREACH_WATCHER_LEASE_SECONDS of the watchers (a take-over waits for a lease to expire)")
         g = parser.add_argument_group("enroll")
         g.add_argument("--rows", type=int, help="CSV rows enrolled (and copied for the baseline)")
         g = parser.add_argument_group("guardrail")
