@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -76,24 +77,25 @@ def connections_by_pid(pids: list[int], port: int) -> dict[int, int]:
     return counts
 
 
-def leases_by_pid() -> dict[int, list[tuple[int, str]]]:
-    """The live watch leases (not expired on the database clock), by the pid in their holder (host:pid:random)."""
-    out: dict[int, list[tuple[int, str]]] = {}
-    rows = WatchLease.objects.exclude(holder="").filter(expires_at__gt=db_now()).values_list(
-        "holder", "mailbox_id", "folder")
-    for holder, mailbox_id, folder in rows:
-        out.setdefault(int(holder.split(":")[-2]), []).append((mailbox_id, folder))
-    return out
+def leases_by_pid() -> tuple[dict[int, list[tuple[int, str]]], Counter]:
+    """The live watch leases (not expired on the database clock) by the pid in their holder (host:pid:random),
+    and how many expired leases each pid still holds (a renewal that came late: another process may take them)."""
+    live: dict[int, list[tuple[int, str]]] = {}
+    expired: Counter = Counter()
+    now = db_now()
+    for holder, mailbox_id, folder, until in WatchLease.objects.exclude(holder="").values_list(
+            "holder", "mailbox_id", "folder", "expires_at"):
+        pid = int(holder.split(":")[-2])
+        if until is not None and until > now:
+            live.setdefault(pid, []).append((mailbox_id, folder))
+        else:
+            expired[pid] += 1
+    return live, expired
 
 
 def lease_takes() -> int:
     """Changes of holder of every watch lease so far (their `term`): one per folder is the least a start takes."""
     return WatchLease.objects.aggregate(n=Sum("term"))["n"] or 0
-
-
-def renewals_missed(watchers: list[Spawned]) -> int:
-    """Times a watcher could not renew its leases in time and closed its connections (its log says so)."""
-    return sum(w.log_path.read_text(errors="replace").count("could not renew its watch leases") for w in watchers)
 
 
 class Shards:
@@ -103,8 +105,9 @@ class Shards:
         self.watchers = watchers
         self.port = port
         self.folders = folders
-        self.max_connections = 0  # the most connections seen in one sample since `track` was last reset
-        self.samples = 0
+        self.max_connections = 0  # the most connections seen in one sample since it was last reset
+        self.phase = "start"  # then "sharded", "take-over"
+        self.late: Counter = Counter()  # by phase: the most leases seen expired while their process still ran
 
     def alive(self) -> list[Spawned]:
         return [w for w in self.watchers if w.proc.poll() is None]
@@ -113,9 +116,10 @@ class Shards:
         """(connections, leases) by pid of the live watchers; every look counts toward max_connections."""
         pids = [w.proc.pid for w in self.alive()]
         connections = connections_by_pid(pids, self.port)
+        leases, expired = leases_by_pid()
         self.max_connections = max(self.max_connections, sum(connections.values()))
-        self.samples += 1
-        return connections, leases_by_pid()
+        self.late[self.phase] = max(self.late[self.phase], sum(expired[pid] for pid in connections))
+        return connections, leases
 
     def sharded(self) -> bool:
         """Every folder leased to a live watcher, none above its share, one connection per lease held."""
@@ -185,6 +189,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
                                    + "\n".join(w.log_tail(5) for w in watchers))
             all_watched_s = time.monotonic() - started - STABLE_SECONDS
             takes_to_shard = lease_takes()
+            shards.phase = "sharded"
             connections, leases = shards.look()
             per_process = sorted(len(leases.get(pid, [])) for pid in connections)
             held = sum(connections.values())
@@ -212,7 +217,6 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
                                      index_of=index_of, enrollment_of=enrollment_of, lease_seconds=lease_seconds)
         finally:
             peaks = [w.stop() for w in watchers]
-            missed = renewals_missed(watchers)
     events = dict(TimelineEvent.objects.filter(kind="enrollment_stopped", enrollment_id__in=enrollment_of)
                   .values_list("enrollment_id", "at"))
     latencies = [events[e].timestamp() - t for e, t in appended.items() if e in events]
@@ -231,7 +235,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         "all_watched_s": round(all_watched_s, 2),
         "connections_held": held,
         "lease_takes_to_shard": takes_to_shard,
-        "lease_renewals_missed": missed,
+        "late_leases": {phase: shards.late.get(phase) for phase in ("start", "sharded", "take-over")},
         "folders_per_process": per_process,
         "max_connections_while_replies": max_sharded,
         "watched_twice": max(0, max_sharded - folders, takeover.get("max_connections", 0) - folders),
@@ -260,10 +264,11 @@ def take_over(ctx, server, shards: Shards, *, users: list[str], prefix: str, rep
     """SIGKILL the first watcher; replies into a few of its folders; the time until its leases, then its
     connections, are a survivor's."""
     victim = shards.watchers[0]
-    theirs = sorted(leases_by_pid().get(victim.proc.pid, []))
+    theirs = sorted(leases_by_pid()[0].get(victim.proc.pid, []))
     count = len(users)
     shards.max_connections = 0
     takes = lease_takes()
+    shards.phase = "take-over"
     victim.proc.kill()
     killed = time.monotonic()
     victim.proc.wait()
@@ -328,7 +333,7 @@ def run(ctx) -> dict[str, Any]:
             "-".join(str(n) for n in sorted({min(r["folders_per_process"]), max(r["folders_per_process"])})),
             r["watched_twice"],
             f"{r['lease_takes_to_shard']} / {(r['takeover'] or {}).get('lease_takes') or '-'}",
-            r["lease_renewals_missed"],
+            " / ".join("-" if n is None else str(n) for n in r["late_leases"].values()),
             f"{r['stopped']}/{r['replies']}",
             _seconds(r["latency"]["p50_ms"]),
             _seconds(r["latency"]["p99_ms"]),
@@ -345,7 +350,8 @@ def run(ctx) -> dict[str, Any]:
     text = table(
         f"watcher shards: {folders} folders over several watch_mailboxes processes",
         ["processes", "folders", "all watched s", "connections", "folders per process", "watched twice",
-         "lease takes start / take-over", "renewals missed", "stopped", "stop p50 s", "stop p99 s",
+         "lease takes start / take-over",
+         "late leases start / sharded / take-over", "stopped", "stop p50 s", "stop p99 s",
          "killed folders", "leases taken s", "watched again s",
          "stop after kill max s", "peak RSS MiB", "load 1m start / end"],
         rows,
@@ -357,8 +363,9 @@ def run(ctx) -> dict[str, Any]:
             "the processes' sockets to the server then.",
             "watched twice: connections beyond one per folder at any sample (every 0.5 s) while replies arrived "
             "and during the take-over. lease takes: changes of holder until all watched, and from the kill until "
-            "watched again (one per folder, and one per killed folder, are the least); renewals missed: times a "
-            "watcher's lease round came too late and it closed its connections (its log).",
+            "watched again (one per folder, and one per killed folder, are the least); late leases: the most "
+            "leases seen expired while their process still ran (its round came late: another may take and watch "
+            "them too), until all watched, then while sharded, then from the kill on.",
             f"stop: APPEND into a random folder of the enrollment's mailbox -> enrollment_stopped, replies at "
             f"{o['watch_reply_rate']:g}/s (Poisson) once the catch-up polls were done. Clock offset db-bench: "
             f"{', '.join(str(r['clock_offset_ms']) for r in runs)} ms.",
