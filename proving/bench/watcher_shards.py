@@ -7,7 +7,9 @@ database (inbound.leases). Measured per P:
 
 - all watched: from the start of the processes until every folder's lease is held by one of them, none holds
   more than its share (N ÷ P rounded up), and each holds exactly one IMAP connection per lease it holds (its
-  sockets to the server, /proc), the lot unchanged for STABLE_SECONDS;
+  sockets to the server, /proc), all of it holding for STABLE_SECONDS;
+- the churn: changes of holder of the leases (their `term`) until then and during a take-over, and the most
+  leases seen expired while the process holding them still ran (a late lease round), by phase;
 - connections held in total once sharded, and the most seen at any sample while replies arrive and during a
   take-over (more than N: a folder watched twice);
 - reply -> stop while sharded: one correlated reply per enrollment APPENDed into a random folder of its
