@@ -9,7 +9,10 @@ watches exactly the folders whose lease it holds. Every third of a lease (OUTREA
    and the leases it holds (`holder = me`: a lease another process took is no longer renewed);
 2. its fair share is the folders divided by the live watchers, rounded up. Holding more, it gives up the
    surplus (a new process gets folders within a round); holding fewer, it takes free or expired leases;
-3. a take is a guarded compare-and-set, `update(holder=me)` filtered on "nobody holds it, or its lease
+3. a round takes for at most a third of a lease (then the next round goes on), each take with a lease
+   counted from its own moment: a first round over hundreds of accounts would otherwise outlast the leases
+   it took at its start, and other processes would take them while this one still watches them;
+4. a take is a guarded compare-and-set, `update(holder=me)` filtered on "nobody holds it, or its lease
    expired, or it is mine", so two processes never both win a folder. Takes for one IMAP account run in
    one transaction that first locks that account's lease rows (`select_for_update`; on SQLite the
    IMMEDIATE transaction takes the write lock), then counts its live leases: the per-account limit
@@ -32,9 +35,10 @@ import math
 import os
 import secrets
 import socket
+import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -99,7 +103,7 @@ class LeaseKeeper:
             surplus = sorted(mine, key=lambda r: (r.taken_at or now, r.pk))[share:]  # the newest go
             released = self._release([r.pk for r in surplus])
         elif len(mine) < share:
-            taken = self._take(rows, now=now, until=until, wanted=share - len(mine))
+            taken = self._take(rows, wanted=share - len(mine))
         held = frozenset((m, f) for m, f in WatchLease.objects.filter(holder=self.holder).values_list(
             "mailbox_id", "folder") if (m, f) in folders)
         WatcherProcess.objects.filter(name=self.holder).update(folders=len(held))
@@ -133,21 +137,26 @@ class LeaseKeeper:
     def _release(self, pks: list[int]) -> int:
         return WatchLease.objects.filter(pk__in=pks, holder=self.holder).update(holder="", expires_at=None)
 
-    def _take(self, rows: list[WatchLease], *, now: datetime, until: datetime, wanted: int) -> int:
-        """Take up to `wanted` free or expired leases, one transaction per account, under its limit."""
+    def _take(self, rows: list[WatchLease], *, wanted: int) -> int:
+        """Take up to `wanted` free or expired leases, one transaction per account, under its limit, for at most
+        a third of a lease (`every`): the next round takes the rest, after renewing what this one took."""
+        now = db_now()
         free = defaultdict(list)
         for row in rows:
             if row.holder != self.holder and (not row.holder or row.expires_at is None or row.expires_at <= now):
                 free[row.account].append(row.pk)
         taken = 0
+        stop_at = time.monotonic() + self.every
         # Accounts in turn, fewest free first: a share spreads over accounts rather than filling one.
         for account, pks in sorted(free.items(), key=lambda item: len(item[1])):
-            if taken >= wanted:
+            if taken >= wanted or time.monotonic() >= stop_at:
                 break
-            taken += self._take_in(account, pks, now=now, until=until, wanted=wanted - taken)
+            taken += self._take_in(account, pks, wanted=wanted - taken)
         return taken
 
-    def _take_in(self, account: str, pks: list[int], *, now: datetime, until: datetime, wanted: int) -> int:
+    def _take_in(self, account: str, pks: list[int], *, wanted: int) -> int:
+        now = db_now()  # this take's own moment: its lease runs a whole lease from here
+        until = now + timedelta(seconds=self.seconds)
         with transaction.atomic(durable=True):
             # The account's rows, locked: two processes taking leases of one account count one after the other.
             held = list(WatchLease.objects.select_for_update().filter(account=account).values_list(

@@ -135,3 +135,19 @@ def test_the_connection_limit_of_an_account_holds_across_watchers():
     WatcherProcess.objects.filter(name=a.holder).update(expires_at=db_now() - timedelta(seconds=1))
     taken = b.round(folders).mine
     assert len(taken) == 10 and taken >= held[1]
+
+
+def test_a_round_takes_for_at_most_a_third_of_a_lease_and_the_next_rounds_go_on():
+    """Forty accounts, a lease of 60 ms: a round stops taking after 20 ms, so a first round over many accounts
+    never outlasts the leases it took at its start (each take's lease counts from its own moment)."""
+    folders = {}
+    for i in range(40):
+        box = data.mailbox_create(name=f"acct{i}", address=f"a@acct{i}.test", smtp_port=2, display_name="A",
+                                  daily_cap=1, imap_host=f"imap{i}.acct.test", imap_username="u",
+                                  imap_folders=["INBOX"])
+        folders[(box.pk, "INBOX")] = account_of(box)
+    keeper = LeaseKeeper(holder="host:1:a", seconds=0.06, per_account=10)
+    first = keeper.round(folders)
+    assert 0 < first.taken < 40, first.taken
+    rows = WatchLease.objects.filter(holder=keeper.holder)
+    assert rows.count() == first.taken and all(r.expires_at - r.taken_at == timedelta(seconds=0.06) for r in rows)
