@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 
 from anymail.urls import urlpatterns as anymail_urlpatterns
 from anymail.utils import get_anymail_setting, get_request_basic_auth
@@ -99,12 +100,26 @@ def body_problem(request, esp: str) -> str:
     except UnicodeDecodeError:
         return "the body is not UTF-8"
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except ValueError as exc:
         return f"the body is not JSON: {exc}"
+    except RecursionError:
+        return "the body is nested too deeply"
     if not isinstance(value, shape):
         return f"the body must be {SHAPE_WORDS[shape]}"
     return ""
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is no JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number that fits a float: 1e400 would be infinity, which no JSON column stores."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return number
 
 
 class EventsStandAlone:

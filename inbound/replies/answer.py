@@ -34,6 +34,7 @@ from sequences.models import Suppression
 from sequences.selectors import suppression_active_for
 from sequences.services.common import ServiceError, T, operator_log
 from sequences.services.scheduling import new_message_id
+from sequences.storable import unstorable
 from sequences.timeline import Event, event_record
 
 from ..models import Answer, Conversation
@@ -105,6 +106,8 @@ def answer_send(*, conversation_id: int, body: str, actor: str, author_name: str
     recorded (submitted, failed or unknown); ServiceError when it may not be sent (nothing was)."""
     if not body.strip():
         raise ServiceError("the answer is empty")
+    if unstorable(body):
+        raise ServiceError("the answer holds a NUL character or a lone surrogate, which no mail can carry")
     reserved = _reserve(conversation_id, body, actor, author_name, confirm_suppressed)
     answer = reserved.answer
     assert not connection.in_atomic_block, "never hold a transaction across the transport"

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from mailboxes.models import InboundMessage
+from sequences.storable import row_id
 
 from ..classify.intent import Category
 from ..models import Conversation
@@ -39,8 +40,7 @@ class Filters:
     def parse(cls, params) -> Filters:
         """From a query string (page or API); anything unreadable is left out, never an error."""
         def number(name: str) -> int | None:
-            value = str(params.get(name) or "")
-            return int(value) if value.isdigit() else None
+            return row_id(params.get(name))
 
         status = params.get("status") or "unhandled"
         category = params.get("category") or ""
@@ -91,7 +91,7 @@ def cursor_of(conversation: Conversation) -> str:
 def _cursor(value: str) -> tuple[datetime, int] | None:
     at, _, pk = (value or "").partition("~")
     moment = parse_datetime(at.replace(" ", "+")) if at else None  # "+" of the offset may arrive as a space
-    return (moment, int(pk)) if moment is not None and pk.isdigit() else None
+    return (moment, row_id(pk)) if moment is not None and row_id(pk) is not None else None
 
 
 def older_than(rows: QuerySet[Conversation], cursor: str) -> QuerySet[Conversation]:

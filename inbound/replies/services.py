@@ -8,6 +8,7 @@ and a category click are applied one after the other, never lost.
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 
@@ -110,6 +111,8 @@ def conversation_categorize(*, conversation_id: int, category: str, actor: str) 
 
 def conversation_assign(*, conversation_id: int, user_id: int | None, actor: str) -> Conversation:
     """Assign the conversation to a user (None: nobody); operator log; one durable transaction."""
+    if user_id is not None and not get_user_model().objects.filter(pk=user_id, is_active=True).exists():
+        raise ServiceError(f"there is no active user {user_id} to assign it to")
     with transaction.atomic(durable=True):
         conversation = _locked(conversation_id)
         if conversation.assigned_to_id != user_id:

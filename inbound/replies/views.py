@@ -14,6 +14,7 @@ from mailboxes.models import Mailbox
 from sequences.models import SendJob, Sequence
 from sequences.permissions import OPERATE, VIEW_INBOUND
 from sequences.services.common import ServiceError
+from sequences.storable import row_id
 from sequences.web.access import ui_view
 
 from ..classify.intent import LABELS, Category
@@ -97,7 +98,7 @@ def reply_categorize(request, pk: int):
 @ui_view(OPERATE, methods=("POST",))
 def reply_assign(request, pk: int):
     value = request.POST.get("user", "")
-    user_id = request.user.pk if value == "me" else (int(value) if value.isdigit() else None)
+    user_id = request.user.pk if value == "me" else row_id(value)
     try:
         conversation_assign(conversation_id=pk, user_id=user_id, actor=request.user.get_username())
     except ServiceError as exc:

@@ -22,6 +22,7 @@ from ..models import Sequence
 from ..queues import enqueue_bulk_enrollment
 from ..services.common import ServiceError
 from ..services.enrollments import ContactRow, enrollments_create_batch
+from ..storable import shown
 from .contacts import contact_row
 
 MAX_ROWS = 10_000
@@ -39,7 +40,7 @@ def bulk_enrollment_submit(
         raise ServiceError(f"no sequence {sequence_id}")
     rows, results, seen = [], [], {}
     for line, data in enumerate(contacts, 1):
-        email = str(data.get("email", ""))
+        email = shown(str(data.get("email", "")))  # as it is stored in the results and shown back
         try:
             row = contact_row(data, line=line)
         except ServiceError as exc:

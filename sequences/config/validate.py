@@ -15,6 +15,8 @@ from typing import Any
 import anymail.backends
 from django.core.exceptions import FieldDoesNotExist
 
+from ..storable import UNSTORABLE
+
 
 class ConfigError(Exception):
     """A file that must not be applied: every problem found, each naming its key path and line."""
@@ -34,8 +36,6 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 # The furthest ahead an ESP may be handed a message: a year, like every duration.
 MAX_SCHEDULE_AHEAD_MINUTES = 365 * 24 * 60
 
-# What no text column stores: NUL (PostgreSQL refuses it) and lone surrogates (no UTF-8 encodes them).
-UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 KEY_LINE = re.compile(r"(?:^|[{,])\s*([A-Za-z0-9_-]+)\s*=")
 ARRAY_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]")

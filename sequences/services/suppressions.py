@@ -20,6 +20,7 @@ from sequences.stop_summary import StopSummary
 from ..locks import enrollments_lock, person_enrollments_lock
 from ..models import Enrollment, GuardrailSignal, Suppression
 from ..selectors import enrollments_for_value, suppression_key, suppression_latest
+from ..storable import unstorable
 from ..timeline import Event, event_record
 from .common import ServiceError, T, operator_log
 from .guardrails import guardrail_record
@@ -65,7 +66,7 @@ def suppression_add_in_transaction(
 ) -> tuple[Suppression, StopSummary]:
     """As suppression_add, inside the caller's transaction (e.g. with an inbound ledger row)."""
     value, is_domain = suppression_key(value)
-    _validate_suppression_value(value, is_domain)
+    _validate_suppression_value(value, is_domain, note=note, source=source)
     if reason not in Suppression.Reason.values:
         raise ServiceError(f"unknown suppression reason {reason!r} (use {', '.join(Suppression.Reason.values)})")
     enrollments = (enrollments_lock(enrollments_for_value(value).exclude(status=E.STOPPED)) if is_domain
@@ -94,7 +95,7 @@ def suppression_add_in_transaction(
 def suppression_lift(*, value: str, note: str, actor: str = "", source: str = "") -> Suppression:
     """Lift a suppression with a justification: a new ledger entry, history stays."""
     value, is_domain = suppression_key(value)
-    _validate_suppression_value(value, is_domain)
+    _validate_suppression_value(value, is_domain, note=note, source=source)
     if not note.strip():
         raise ServiceError("lifting a suppression needs a justification (note)")
     with transaction.atomic(durable=True):
@@ -111,7 +112,11 @@ def suppression_lift(*, value: str, note: str, actor: str = "", source: str = ""
         return entry
 
 
-def _validate_suppression_value(value: str, is_domain: bool) -> None:
+def _validate_suppression_value(value: str, is_domain: bool, **texts: str) -> None:
+    """The value is an address or an @domain; each of `texts` (note, source) can be stored."""
+    for name, text in texts.items():
+        if unstorable(text):
+            raise ServiceError(f"the {name} holds a NUL character or a lone surrogate, which nothing can store")
     try:
         validate_email(("x" + value) if is_domain else value)
     except ValidationError:

@@ -16,6 +16,7 @@ from ..permissions import OPERATE
 from ..services.common import ServiceError
 from ..services.stops import enrollment_pause, enrollment_resume, enrollment_stop
 from ..stop_summary import StopSummary
+from ..storable import row_id
 from . import rows
 from .access import ui_view
 from .summary import stop_result
@@ -27,7 +28,7 @@ MAX_SELECTED = 500
 
 def _selected(request, sequence: Sequence) -> list[Enrollment]:
     data = request.POST if request.method == "POST" else request.GET
-    ids = [int(v) for v in data.getlist("ids") if v.isdigit()][:MAX_SELECTED]
+    ids = [i for i in map(row_id, data.getlist("ids")) if i is not None][:MAX_SELECTED]
     return list(Enrollment.objects.filter(sequence=sequence, pk__in=ids).select_related("contact").order_by("pk"))
 
 

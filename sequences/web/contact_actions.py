@@ -17,6 +17,7 @@ from ..permissions import MANAGE_SUPPRESSIONS, OPERATE
 from ..services.common import ServiceError
 from ..services.contacts import contact_edit, contact_enroll
 from ..services.suppressions import suppression_add
+from ..storable import row_id
 from .access import ui_view
 
 NEW = "new_field"  # the form's blank pair for one more template field
@@ -67,8 +68,8 @@ def contact_edit_page(request, pk: int):
 @ui_view(OPERATE, methods=("POST",))
 def contact_enroll_action(request, pk: int):
     contact = get_object_or_404(Contact, pk=pk)
-    sequence_id = request.POST.get("sequence", "")
-    sequence = Sequence.objects.filter(pk=int(sequence_id)).first() if sequence_id.isdigit() else None
+    sequence_id = row_id(request.POST.get("sequence"))
+    sequence = Sequence.objects.filter(pk=sequence_id).first() if sequence_id is not None else None
     if sequence is None:
         messages.error(request, "Choose a sequence to enroll in.")
         return redirect("contact_detail", pk=pk)

@@ -16,6 +16,7 @@ from ..models import SendJob, Sequence
 from ..permissions import OPERATE, VIEW
 from ..selectors import jobs_with_labels
 from ..sending_mailbox import enrollment_mailbox
+from ..storable import row_id
 from .access import page_of, query_without_page, ui_view
 from .hold_words import holds_of, mailbox_words
 from .results import failed_q, held_q
@@ -39,8 +40,8 @@ def sequence_people(request, pk: int):
     title, q = SHOWN[show]
     step = request.GET.get("step", "")
     jobs = jobs_with_labels().filter(q(), enrollment__sequence=sequence)
-    if step.isdigit():
-        jobs = jobs.filter(step__position=int(step))
+    if (position := row_id(step)) is not None:
+        jobs = jobs.filter(step__position=position)
     page = page_of(request, jobs.order_by("step__position", "id"), per_page=25)
     holds = holds_of(list(page)) if show == "held" else {}
     people = []
@@ -53,7 +54,7 @@ def sequence_people(request, pk: int):
             words = hold.text if hold else mailbox_words(enrollment_mailbox(job.enrollment)) or "On hold"
             people.append(PersonRow(job, words, "pending"))
     return render(request, "ui/sequence_people.html", {
-        "sequence": sequence, "show": show, "title": title, "step": step if step.isdigit() else "",
+        "sequence": sequence, "show": show, "title": title, "step": step if position is not None else "",
         "page": page, "people": people, "query": query_without_page(request),
         "can_operate": request.user.has_perm(OPERATE), "here": request.get_full_path(),
     })

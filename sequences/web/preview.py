@@ -13,6 +13,7 @@ from ..permissions import OPERATE, VIEW
 from ..previews import TEST_PREFIX, step_preview
 from ..services import campaigns
 from ..services.common import ServiceError
+from ..storable import row_id
 from .access import ui_view
 from .forms import PreviewForm
 
@@ -67,8 +68,8 @@ def step_preview_page(request, pk: int):
 @ui_view(OPERATE, methods=("POST",))
 def step_send_test(request, pk: int):
     get_object_or_404(Step, pk=pk)
-    contact_id = request.POST.get("contact", "")
-    contact = Contact.objects.filter(pk=contact_id).first() if contact_id.isdigit() else None
+    contact_id = row_id(request.POST.get("contact"))
+    contact = Contact.objects.filter(pk=contact_id).first() if contact_id is not None else None
     if contact is None:
         messages.error(request, "Choose the contact to send the test as first.")
         return redirect("step_preview", pk=pk)

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import django_rq
 from django.contrib import messages
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -314,9 +314,10 @@ def job_retry(request, pk: int):
         messages.success(request, f"Step {job.step.position} to {job.enrollment.contact.email} is sent again, due "
                                   "now; it is checked before it leaves.")
     back = request.POST.get("next", "")
-    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
-                                                require_https=request.is_secure()):
-        return redirect(back)  # the list the operator retried from
+    # A path of this site only (a name that is no path is no view either), printable so that it fits a header.
+    if back.startswith("/") and back.isprintable() and url_has_allowed_host_and_scheme(
+            back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return HttpResponseRedirect(back)  # the list the operator retried from
     return redirect("enrollment_detail", pk=job.enrollment_id)
 
 
@@ -400,7 +401,8 @@ def suppression_lift(request):
         else:
             messages.success(request, f"Lifted {entry.value}. The earlier entry stays in the history.")
             return redirect(_history_url(entry.value))
-    value = (form.data.get("value") if form.is_bound else initial["value"]) or ""
+    # The value as the form read it: a NUL the form refuses is no value to look up.
+    value = (form.cleaned_data.get("value") if form.is_bound else initial["value"]) or ""
     status = 200 if request.method == "GET" else 400
     return render(request, "ui/suppression_lift.html", {
         "form": form, "current": suppression_status(value) if value.strip() else None,

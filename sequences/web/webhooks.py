@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 
+from ..storable import row_id
 from ..webhooks_out.models import WebhookDelivery, WebhookEndpoint
 from .access import page_of, query_without_page, ui_view
 from .webhook_forms import WebhookEndpointForm
@@ -41,8 +42,8 @@ def webhook_edit(request, pk: int):
 @ui_view(MANAGE_WEBHOOKS)
 def webhook_deliveries(request):
     qs = WebhookDelivery.objects.select_related("endpoint").prefetch_related("tries").order_by("-id")
-    if request.GET.get("endpoint", "").isdigit():
-        qs = qs.filter(endpoint_id=int(request.GET["endpoint"]))
+    if (endpoint_id := row_id(request.GET.get("endpoint"))) is not None:
+        qs = qs.filter(endpoint_id=endpoint_id)
     if request.GET.get("state") in WebhookDelivery.State.values:
         qs = qs.filter(state=request.GET["state"])
     return render(

@@ -1,0 +1,33 @@
+"""What a database column can hold, for values that arrive as request text.
+
+Text: no NUL (PostgreSQL refuses it, also in a lookup) and no lone surrogate (no UTF-8 encodes one; JSON's
+"\\ud800" decodes to one). Row ids: ASCII digits up to the largest id a column holds; "²" passes `str.isdigit`
+and `int()` refuses it, and 10**30 is past every column, so either one names no row.
+"""
+
+from __future__ import annotations
+
+import re
+
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+MAX_ROW_ID = 2**63 - 1  # a bigint primary key; Django's own user ids (integer) are looked up, never written blind
+_ROW_ID = re.compile(r"[0-9]{1,19}")
+
+
+def unstorable(text: str) -> bool:
+    """Whether the text holds a NUL character or a lone surrogate."""
+    return UNSTORABLE.search(text) is not None
+
+
+def shown(text: str, limit: int = 320) -> str:
+    """The text as it may be stored and shown back: each unstorable character replaced, at most `limit` long."""
+    return UNSTORABLE.sub("\ufffd", text[:limit])
+
+
+def row_id(value: object) -> int | None:
+    """The row id a form or query value names, or None when it can name no row."""
+    text = str(value or "")
+    if _ROW_ID.fullmatch(text) is None:
+        return None
+    number = int(text)
+    return number if number <= MAX_ROW_ID else None
