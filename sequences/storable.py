@@ -31,3 +31,19 @@ def row_id(value: object) -> int | None:
         return None
     number = int(text)
     return number if number <= MAX_ROW_ID else None
+
+
+class RowIdConverter:
+    """`<id:pk>` in a URL: an id a column can hold. A longer or larger number matches no route (a 404) instead of
+    reaching a lookup that SQLite cannot even compare with a key that is a relation."""
+
+    regex = "[0-9]{1,19}"
+
+    def to_python(self, value: str) -> int:
+        number = row_id(value)
+        if number is None:
+            raise ValueError(f"{value[:40]} is past every id")
+        return number
+
+    def to_url(self, value: int) -> str:
+        return str(value)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
+
+# A search text, as long as the operator UI's search box takes (SQLite refuses a LIKE pattern over 50,000 bytes).
+SearchText = Annotated[str, Field(max_length=400)]
 
 
 class Error(Schema):

@@ -149,6 +149,8 @@ def parse(text: str) -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"not valid TOML: {exc}"]) from None
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        raise ConfigError(["not readable TOML: arrays or tables nested too deeply"]) from None
     reader = Reader(text)
     reader.unknown(data, "", {"mailbox", "sequence"})
     plan = Plan()

@@ -119,7 +119,7 @@ def concrete(route: str, world: dict, *, pk: str | None = None) -> str:
 
     def fill(m: re.Match) -> str:
         converter, name = m.group(1), m.group(2)
-        if converter == "int":
+        if converter in ("int", "id"):
             assert owner is not None, f"{route}: which row is its {name}? add its prefix to the world's pks"
             return pk if pk is not None else str(world["pks"][owner])
         return world["slugs"][name]
@@ -179,7 +179,7 @@ def test_every_operator_page_and_form_answers_bad_input_without_a_5xx(world):
         reads = view_reads(inspect.unwrap(pattern.callback))
         for name, (label, value) in itertools.product(sorted(n for m, n in reads if m == "get"), FORM_VALUES.items()):
             _send(client, found, "get", f"{url}?{query(name, value)}", f"?{name}={label}")
-        if "<int:" in route:
+        if re.search("<(int|id):", route):
             for bad in (HUGE_ID, "0"):
                 _send(client, found, "get", concrete(route, world, pk=bad), "a row id past every column")
                 posts.append((concrete(route, world, pk=bad), "a row id past every column", b"", FORM))

@@ -14,7 +14,7 @@ from ...selectors import normalize_email
 from ..auth import needs
 from ..contacts import contact_row, contact_upsert_lossless
 from ..present import contact_out, page_of
-from ..schemas import ContactIn, ContactOut, ContactPage, ContactUpsertOut, Error
+from ..schemas import ContactIn, ContactOut, ContactPage, ContactUpsertOut, Error, SearchText
 
 router = Router(tags=["contacts"])
 
@@ -29,7 +29,7 @@ def contact_upsert(request, body: ContactIn):
 
 @router.get("", response=ContactPage)
 @needs(VIEW_ENROLLMENT)
-def contact_search(request, q: str = "", page: int = 1, per_page: int = 50):
+def contact_search(request, q: SearchText = "", page: int = 1, per_page: int = 50):
     """Contacts whose address, name or company contains `q`."""
     qs = Contact.objects.all()
     if q.strip():

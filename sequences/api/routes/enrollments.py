@@ -9,6 +9,7 @@ from sequences.api.models import BulkEnrollment
 from ...models import Enrollment, Sequence
 from ...permissions import OPERATE, VIEW_ENROLLMENT
 from ...services import stops
+from ...storable import row_id
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out
 from ..contacts import BadRow, contact_row, enrollment_create_from_row
@@ -35,8 +36,8 @@ def enrollment_create(request, body: EnrollIn):
 def enrollment_list(request, sequence_id: int | None = None, status: str = "", page: int = 1, per_page: int = 50):
     """Enrollments, newest first, of one sequence and/or in one status (active, paused, stopped, completed)."""
     qs = Enrollment.objects.select_related("contact")
-    if sequence_id is not None:
-        qs = qs.filter(sequence_id=sequence_id)
+    if sequence_id is not None:  # past every id (SQLite cannot even compare it): no sequence's
+        qs = qs.filter(sequence_id=sequence_id) if row_id(sequence_id) is not None else qs.none()
     if status:
         qs = qs.filter(status=status)
     return page_of(qs.order_by("-id"), page=page, per_page=per_page, item=enrollment_row)

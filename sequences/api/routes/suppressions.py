@@ -10,6 +10,7 @@ from ..present import page_of, stop_out, suppression_out
 from ..schemas import (
     Error,
     LiftIn,
+    SearchText,
     SuppressionAddOut,
     SuppressionCheckOut,
     SuppressionIn,
@@ -56,6 +57,6 @@ def suppression_check(request, address: str):
 
 @router.get("", response=SuppressionPage)
 @needs(VIEW_LEDGER)
-def suppression_list(request, q: str = "", history: bool = False, page: int = 1, per_page: int = 50):
+def suppression_list(request, q: SearchText = "", history: bool = False, page: int = 1, per_page: int = 50):
     """The latest entry of each value (or, with history, every entry), newest first."""
     return page_of(ledger_search(q, history=history), page=page, per_page=per_page, item=suppression_out)
