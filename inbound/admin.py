@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from mailboxes.models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
 from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
 from mailboxes.tls import mailbox_connection_problems
-from sequences.admin import ReadOnlyAdmin, report_stop
+from sequences.admin import ReadOnlyAdmin, SelectionChecked, report_stop
 from sequences.labels import stamp
 from sequences.services.stops import mailbox_pause, mailbox_resume
 from sequences.window import RECIPIENT, zone_problem
@@ -52,7 +52,7 @@ class MailboxForm(forms.ModelForm):
 
 
 @admin.register(Mailbox)
-class MailboxAdmin(admin.ModelAdmin):
+class MailboxAdmin(SelectionChecked, admin.ModelAdmin):
     form = MailboxForm
     list_display = ("name", "address", "transport_kind", "paused", "last_poll_at", "poll_failures")
     list_filter = ("paused", "transport_kind")

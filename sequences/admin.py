@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
+from django.http import HttpResponseRedirect
 from django.urls import path
 
 from sequences.stop_summary import StopSummary
@@ -24,6 +26,7 @@ from .reauth import reauth_required, reauth_view
 from .services.common import ServiceError
 from .services.erasure import contact_erase
 from .services.stops import enrollment_pause, enrollment_resume, enrollment_stop, sequence_pause, sequence_resume
+from .storable import row_id
 from .web.rows import latest_job_rows
 from .window import zone_problem
 
@@ -41,7 +44,19 @@ class NoWrites:
         return False
 
 
-class ReadOnlyAdmin(NoWrites, admin.ModelAdmin):
+class SelectionChecked:
+    """An action's selection is row ids: one that is no id (a word, "²", a number past every column) is refused in
+    words, where Django's lookup would end in a ValueError."""
+
+    def response_action(self, request, queryset, **kwargs):
+        if any(row_id(value) is None for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)):
+            self.message_user(request, "The selection holds something that is no row's id; choose the rows again.",
+                              messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset, **kwargs)
+
+
+class ReadOnlyAdmin(SelectionChecked, NoWrites, admin.ModelAdmin):
     """Viewable by whoever has the view permission; read-only for everyone."""
 
 
@@ -74,7 +89,7 @@ class ContactForm(forms.ModelForm):
 
 
 @admin.register(Contact)
-class ContactAdmin(admin.ModelAdmin):
+class ContactAdmin(SelectionChecked, admin.ModelAdmin):
     form = ContactForm
     list_display = ("email", "first_name", "last_name", "company", "timezone")
     search_fields = ("email", "first_name", "last_name", "company")
@@ -131,7 +146,7 @@ class StepInline(admin.TabularInline):
 
 
 @admin.register(Sequence)
-class SequenceAdmin(admin.ModelAdmin):
+class SequenceAdmin(SelectionChecked, admin.ModelAdmin):
     list_display = ("name", "mailbox", "status", "version", "created_at")
     list_filter = ("status", "mailbox")
     search_fields = ("name",)
@@ -283,7 +298,7 @@ class OperatorActionAdmin(ReadOnlyAdmin):
 # --- users -------------------------------------------------------------------------------
 
 
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(SelectionChecked, DjangoUserAdmin):
     """Admins manage operators and staff, but never grant more than they hold.
 
     Only a superuser may set superuser status or single permissions, or edit a
@@ -353,7 +368,7 @@ from .api.tokens import api_token_revoke  # noqa: E402
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(NoWrites, admin.ModelAdmin):
+class ApiTokenAdmin(SelectionChecked, NoWrites, admin.ModelAdmin):
     """Tokens are created by `manage.py api_token` (printed once); here they are listed and revoked."""
 
     list_display = ("name", "role", "prefix", "rate_per_minute", "created_at", "last_used_at", "revoked_at")

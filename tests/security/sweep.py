@@ -23,6 +23,11 @@ FORM_VALUES: dict[str, bytes] = {
     "no such row": b"987654",
     "oversize": b"x" * 1_000_000,
 }
+# A choice among words (a select, radio or checkbox whose values are no numbers) is checked against its choices:
+# the values that are numbers in other ways add nothing there.
+WORD_CHOICE_VALUES = ("nul", "surrogate", "oversize")
+# Fields no view reads (the CSRF middleware checks its token before any view, and the test client skips it).
+NOT_READ = {"csrfmiddlewaretoken"}
 # JSON values (json.dumps writes a lone surrogate as the escape \ud800, as a hostile sender would).
 JSON_VALUES: dict[str, object] = {
     "nul": "a\x00b",
@@ -69,6 +74,7 @@ class Form:
     action: str
     fields: dict[str, str] = field(default_factory=dict)  # name -> the page's value
     files: list[str] = field(default_factory=list)
+    choices: dict[str, set[str]] = field(default_factory=dict)  # select, radio, checkbox: name -> the values offered
 
     def key(self) -> tuple:
         return self.method, self.action.split("?")[0], tuple(sorted(self.fields))
@@ -102,6 +108,7 @@ class _FormReader(HTMLParser):
             if kind == "file":
                 form.files.append(name)
             elif kind in ("checkbox", "radio"):
+                form.choices.setdefault(name, set()).add(a.get("value", "on"))
                 if "checked" in a or name not in form.fields:
                     form.fields[name] = a.get("value", "on")
             elif kind not in ("submit", "image", "reset", "button"):
@@ -112,6 +119,7 @@ class _FormReader(HTMLParser):
             self._select = name
             form.fields.setdefault(name, "")
         elif tag == "option" and self._select is not None:
+            form.choices.setdefault(self._select, set()).add(a.get("value", ""))
             if "selected" in a or not form.fields.get(self._select):
                 form.fields[self._select] = a.get("value", "")
         elif tag == "textarea" and name:
