@@ -13,6 +13,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 # NUL (PostgreSQL refuses it in text) and the other C0 control characters but tab, newline, return;
 # U+FFFD is what Django decodes bytes that are not UTF-8 to.
 INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+# The longest query value a page reads: a search beyond it finds nothing anyway, and SQLite refuses a LIKE pattern
+# over 50,000 bytes (10,000 characters of four bytes, or of one escaped to two, stay under it).
+MAX_QUERY_VALUE = 10_000
 
 
 class RejectInvalidQueryMiddleware:
@@ -28,6 +31,9 @@ class RejectInvalidQueryMiddleware:
             if INVALID.search(key) or any(INVALID.search(value) for value in values):
                 return bad_request(request, f"Bad request: the query parameter {key_text(key)} holds a control "
                                             "character or bytes that are not UTF-8.")
+            if any(len(value) > MAX_QUERY_VALUE for value in values):
+                return bad_request(request, f"Bad request: the query parameter {key_text(key)} is longer than "
+                                            f"{MAX_QUERY_VALUE:,} characters.")
         return self.get_response(request)
 
 

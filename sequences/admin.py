@@ -44,9 +44,26 @@ class NoWrites:
         return False
 
 
+class RowIdsField(forms.ModelMultipleChoiceField):
+    """A many-to-many choice whose values must be ids before they are looked up (SQLite cannot compare a number
+    past 64 bits; Django's check of each value leaves that to the lookup)."""
+
+    def _check_values(self, value):
+        for pk in value:
+            if row_id(pk) is None:
+                raise forms.ValidationError(self.error_messages["invalid_pk_value"], code="invalid_pk_value",
+                                            params={"pk": str(pk)[:40]})
+        return super()._check_values(value)
+
+
 class SelectionChecked:
-    """An action's selection is row ids: one that is no id (a word, "²", a number past every column) is refused in
-    words, where Django's lookup would end in a ValueError."""
+    """Ids from a request are ids before any lookup: an action's selection that holds something else (a word, "²",
+    a number past every column) is refused in words, where Django's lookup would end in a ValueError; a
+    many-to-many choice is checked the same way (RowIdsField)."""
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        kwargs.setdefault("form_class", RowIdsField)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def response_action(self, request, queryset, **kwargs):
         if any(row_id(value) is None for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)):

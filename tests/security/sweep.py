@@ -21,11 +21,12 @@ FORM_VALUES: dict[str, bytes] = {
     "superscript": "²".encode(),
     "negative": b"-1",
     "no such row": b"987654",
+    "long": "%é".encode() * 5_000,  # the longest query value a page takes (10,000 characters), LIKE-escaped longer
     "oversize": b"x" * 1_000_000,
 }
 # A choice among words (a select, radio or checkbox whose values are no numbers) is checked against its choices:
 # the values that are numbers in other ways add nothing there.
-WORD_CHOICE_VALUES = ("nul", "surrogate", "oversize")
+WORD_CHOICE_VALUES = ("nul", "surrogate", "long", "oversize")
 # Fields no view reads (the CSRF middleware checks its token before any view, and the test client skips it).
 NOT_READ = {"csrfmiddlewaretoken"}
 # JSON values (json.dumps writes a lone surrogate as the escape \ud800, as a hostile sender would).

@@ -8,6 +8,7 @@ import logging
 import pytest
 from django.test import Client
 
+from outreach.middleware import MAX_QUERY_VALUE
 from sequences.api.tokens import api_token_create
 from tests.security import urls_failing
 
@@ -40,3 +41,15 @@ def test_a_500_is_logged_with_its_traceback_with_debug_off(settings, caplog):
                     and type(h).__module__ != "_pytest.logging"]
         logger = logger.parent if logger.propagate else None
     assert writers, "no handler writes a 500 with DEBUG off"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/contacts/", "/admin/sequences/contact/", "/api/v1/contacts"])
+def test_a_query_value_longer_than_any_page_reads_is_a_400_in_words(users, path):
+    client = Client(raise_request_exception=False)
+    client.force_login(users["admin"])
+    long = client.get(path, {"q": "x" * (MAX_QUERY_VALUE + 1)})
+    assert long.status_code == 400, long.status_code
+    assert b"is longer than 10,000 characters" in long.content
+    # SQLite refuses a LIKE pattern over 50,000 bytes: the longest value taken, escaped, stays under it.
+    assert client.get(path, {"q": "%\U0001f600" * (MAX_QUERY_VALUE // 2)}).status_code in (200, 401)
