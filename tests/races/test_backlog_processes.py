@@ -1,10 +1,10 @@
 """Replies during a send backlog, on the processes `scripts/run` starts (proving.harness.backlog).
 
-Twelve follow-ups are queued behind a slow SMTP server (aiosmtpd, 3 s per message). Just after the first
+Seven follow-ups are queued behind a slow SMTP server (aiosmtpd, 3 s per message). Just after the first
 one has left, three people whose follow-ups are still queued answer step 1: their replies are delivered
 into the mailbox's INBOX on a real Dovecot (IMAP APPEND). The real IDLE watcher hears them, the real
 `ingest` worker polls, the real `send` worker's final check decides. Those three are stopped and none of
-their follow-ups leaves; the nine others get theirs, once each.
+their follow-ups leaves; the four others get theirs, once each.
 
 Layouts (proving.harness.backlog.LAYOUTS):
 - `scripts/run` (the product): the poll runs on a worker of its own, beside the send in progress. Here that
@@ -35,8 +35,8 @@ from sequences.models import Enrollment, SendJob, TimelineEvent
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 S = SendJob.State
-FOLLOW_UPS = 12
-REPLIERS = (2, 6, 11)  # queue positions of the people who reply: still queued when they do
+FOLLOW_UPS = 7  # the sends take FOLLOW_UPS x 3 s: the test's length
+REPLIERS = (2, 4, 6)  # queue positions of the people who reply: still queued when they do, the last one last
 TAG = "bk"
 
 
