@@ -32,7 +32,7 @@ from rq import Worker
 from db.sql import db_now
 from mailboxes.models import ImapCursor, Mailbox
 from proving.harness import data, mails
-from proving.harness.stack import DrillError, Process, wait_for
+from proving.harness.stack import DrillError, Process, stop_all, wait_for
 from sequences.models import SendJob
 from sequences.tasks import dispatch
 
@@ -106,8 +106,7 @@ def processes(layout: str, *, mailbox: Mailbox, env: dict[str, str], log_dir: Pa
         wait_for(ready, timeout=timeout, what=f"the {layout} processes and the watcher's first poll")
         yield started
     finally:
-        for process in started:
-            process.stop()
+        stop_all(started)
 
 
 def folders_read(mailbox: Mailbox) -> bool:

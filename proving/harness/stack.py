@@ -435,6 +435,7 @@ class Process:
             env=env, cwd=str(settings.BASE_DIR), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
         log.close()
+        self._terminated = False
 
     @property
     def pid(self) -> int:
@@ -458,14 +459,28 @@ class Process:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
 
-    def stop(self, grace: float = 5.0) -> None:
-        """SIGTERM (an idle RQ worker exits at once), then SIGKILL the group if it lingers."""
-        if self.alive():
+    def terminate(self) -> None:
+        """SIGTERM, once (a second one tells an RQ worker to kill the job in progress), without waiting."""
+        if self.alive() and not self._terminated:
+            self._terminated = True
             with contextlib.suppress(ProcessLookupError):
                 self.proc.terminate()
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM (an idle RQ worker exits at once), then SIGKILL the group if it lingers."""
+        self.terminate()
+        if self.alive():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(grace)
         self.kill()
+
+
+def stop_all(processes: list[Process], grace: float = 5.0) -> None:
+    """Stop processes side by side: SIGTERM to each first, then wait for each (`Process.stop`)."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.stop(grace)
 
     def log_tail(self, lines: int = 15) -> str:
         try:
