@@ -1,12 +1,38 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from proving.bench.env import BenchSetupError, PgServer
+from proving.harness import template
 from proving.harness.dns import SERVFAIL, ZONE, DnsServer
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot
 from proving.harness.smtp import SmtpServer
 from sequences import checkpoints
 from tests.factories import MailboxFactory
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _migrated_template(request):
+    """The drills and benchmarks of this run migrate their first database and copy it for the others
+    (proving.harness.template); the copies are dropped at the end. Not with --nomigrations: the drills then
+    build their tables from the models."""
+    if request.config.getoption("nomigrations", default=False):
+        yield
+        return
+    from django.conf import settings
+
+    os.environ[template.TEMPLATE_ENV] = f"t{os.getpid()}"
+    yield
+    try:
+        server = PgServer.from_settings(settings.DATABASES)
+    except BenchSetupError:  # not on loopback: no bench ran, no PostgreSQL template to drop
+        template.drop(None)
+    else:
+        template.drop({"host": server.host, "port": str(server.port), "user": server.user,
+                       "password": server.password})
+    del os.environ[template.TEMPLATE_ENV]
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from proving.bench.env import DB_PREFIX, MANAGE, BenchSetupError, PgServer, bench_env, migrate
+from proving.harness import template
 from proving.harness.stack import DrillError, PrivateRedis
 
 SUITES = (
@@ -114,14 +115,21 @@ def outer(suite: str, options: dict[str, Any], write: Callable[[str], None]) -> 
     created = False
     try:
         write(f"bench: database {name} on {server.host}:{server.port}, private Redis on 127.0.0.1:{redis.port}\n")
-        server.create_database(name)
+        admin = {"host": server.host, "port": str(server.port), "user": server.user, "password": server.password}
+        copied = template.pg_copy(admin, name)  # within a test run: a copy of its migrated template
+        if not copied:
+            server.create_database(name)
         created = True
         redis.start()
         env = bench_env(server.url(name), redis.url)
         env["OUTREACH_BENCH_DIR"] = str(workdir)
         env["OUTREACH_BENCH_OPTIONS"] = json.dumps(options | {"setup_notes": setup_notes})
         started = time.monotonic()
-        migrate(env, setup_notes)
+        if copied:
+            write("bench: a copy of the test run's migrated database\n")
+        else:
+            migrate(env, setup_notes)
+            template.pg_save(admin, name)
         for note in setup_notes:
             write(f"bench: NOTE {note}\n")
         write(f"bench: migrated in {time.monotonic() - started:.1f}s\n")

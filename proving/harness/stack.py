@@ -29,6 +29,8 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connections
 
+from proving.harness import template
+
 ALIAS = "default"
 # Variables a drill subprocess must never inherit from the operator's shell: the drill sets them itself.
 DRILL_OWNED_ENV = ("OUTREACH_PAUSE_AT", "OUTREACH_PAUSE_DIR", "OUTREACH_DRILL_UNCHECKED")
@@ -80,6 +82,9 @@ class Database:
     overrides: dict[str, Any]  # keys of settings.DATABASES["default"] to change
     url: str  # DATABASE_URL for subprocesses
     drop: Callable[[], None] = field(repr=False, default=lambda: None)
+    # Made as a copy of the test run's migrated template (proving.harness.template): migrate() has nothing to do.
+    copied: bool = False
+    save: Callable[[], None] = field(repr=False, default=lambda: None)  # a migrated copy to the run's template
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Database]:
@@ -108,6 +113,8 @@ class Database:
         from django.test.utils import override_settings
 
         started = time.monotonic()
+        if self.copied:
+            return time.monotonic() - started
         if schema == "models":
             # Tables straight from the models (what pytest --nomigrations does): for when
             # migrations are being edited. The default runs the real migrations.
@@ -118,6 +125,8 @@ class Database:
                 call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)
         else:
             call_command("migrate", interactive=False, verbosity=0)
+            connections[ALIAS].close()  # nobody connected while it is copied
+            self.save()
         return time.monotonic() - started
 
 
@@ -179,7 +188,8 @@ def dedicated_database(*, tmpdir: Path, name: str | None = None) -> Database:
     if engine.endswith("sqlite3"):
         if name is None:
             path = tmpdir / "drill.sqlite3"
-            return Database("sqlite", f"SQLite file {path}", {"NAME": str(path)}, f"sqlite:///{path}")
+            return Database("sqlite", f"SQLite file {path}", {"NAME": str(path)}, f"sqlite:///{path}",
+                            copied=template.sqlite_copy(path), save=lambda: template.sqlite_save(path))
         path = Path(name).resolve()
         if path.exists():
             raise DrillError(f"{path} exists: the drill creates its database and never reuses a file")
@@ -191,22 +201,28 @@ def dedicated_database(*, tmpdir: Path, name: str | None = None) -> Database:
                 path.with_name(path.name + suffix).unlink(missing_ok=True)
 
         return Database("sqlite", f"SQLite file {path} (removed at the end)", {"NAME": str(path)},
-                        f"sqlite:///{path}", drop=drop)
+                        f"sqlite:///{path}", drop=drop, copied=template.sqlite_copy(path),
+                        save=lambda: template.sqlite_save(path))
     if not engine.endswith("postgresql"):
         raise DrillError(f"drills support PostgreSQL and SQLite, not {engine}")
     if name is None:
         name = f"outreach_drill_{os.getpid()}_{secrets.token_hex(3)}"
     elif not name or '"' in name or "\x00" in name or len(name.encode()) > 63:
         raise DrillError(f"{name!r} is not a PostgreSQL database name (at most 63 bytes, no double quote)")
+    server = {"host": base.get("HOST") or "", "port": str(base.get("PORT") or ""), "user": base.get("USER") or "",
+              "password": str(base.get("PASSWORD") or "")}
+    copied = template.pg_copy(server, name)
     try:
-        _pg_admin(base, f'CREATE DATABASE "{name}"')
+        if not copied:
+            _pg_admin(base, f'CREATE DATABASE "{name}"')
     except Exception as exc:
         raise DrillError(f"cannot create the drill database {name} on {base.get('HOST') or 'localhost'}: {exc}. "
                          "The drill never writes to the configured database; grant CREATEDB to its user.") from exc
     where = f"{base.get('HOST') or 'localhost'}:{base.get('PORT') or 5432}"
     return Database("postgresql", f"PostgreSQL database {name} on {where} (dropped at the end)", {"NAME": name},
                     database_url(base | {"NAME": name}),
-                    drop=lambda: _pg_admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                    drop=lambda: _pg_admin(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'),
+                    copied=copied, save=lambda: template.pg_save(server, name))
 
 
 def _pg_bin(tool: str) -> str:
