@@ -6,15 +6,21 @@ import json
 import sqlite3
 
 import pytest
+from django.conf import settings
+
+from proving.bench.env import PgServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_postgresql]
 
 
 def test_quick_subset_loses_nothing_duplicates_nothing_reopens_nothing(run_drill, tmp_path):
+    """In a database of the drill's own on the PostgreSQL server the benchmarks use (a copy of the run's
+    migrated template): the private cluster a configured SQLite brings is the next test's."""
     out = tmp_path / "faults.json"
 
     done = run_drill("faults", "--quick", "--only", "kill,smtp,imap,fuzz", "--kills", "1", "--fuzz", "500",
-                     "--json", str(out), timeout=400)
+                     "--json", str(out), timeout=400,
+                     DATABASE_URL=PgServer.from_settings(settings.DATABASES).url("postgres"))
 
     assert done.returncode == 0
     data = json.loads(out.read_text())
