@@ -27,7 +27,7 @@ from mailboxes.models import ImapCursor, WatcherProcess, WatchLease
 from proving.bench.watcher import tcp_connections
 from proving.harness import data, mails
 from proving.harness.dovecot import Dovecot
-from proving.harness.stack import Process, database_url, wait_for
+from proving.harness.stack import Process, database_url, stop_all, wait_for
 from sequences.models import Enrollment, SendJob
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -112,9 +112,7 @@ def test_watchers_share_the_folders_and_take_over_a_killed_ones(server, redis_co
                  what="the new watcher to take its share")
         assert watch_connections(server.port, [second, third]) == MAILBOXES
     finally:
-        for process in (first, second, third, ingest):
-            if process is not None:
-                process.stop()
+        stop_all([p for p in (first, second, third, ingest) if p is not None])
 
 
 def test_the_connection_limit_of_an_account_holds_across_watchers():
