@@ -35,6 +35,8 @@ os.environ.setdefault("OUTREACH_DNS_TIMEOUT", "1")
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+# `flush` after each transactional test: DELETE on PostgreSQL, not TRUNCATE (tests/flush).
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.flush"]  # noqa: F405
 # The suite's receivers (webhooks, OAuth servers) listen on loopback; its test CAs are written to temp dirs.
 OUTREACH_ALLOW_PRIVATE_TARGETS = ["127.0.0.0/8", "::1/128", "localhost"]
 OUTREACH_CA_DIRS = [*OUTREACH_CA_DIRS, tempfile.gettempdir()]  # noqa: F405
