@@ -23,14 +23,15 @@ ROW = 1  # the one row
 
 
 def count() -> DashboardCounts:
-    """Count everything the dashboard shows over all time, and keep it."""
+    """Count everything the dashboard shows over all time, and keep it, stamped with when the count began."""
+    began = db_now()
     numbers: dict[str, Any] = {
         **charts.enrollment_numbers(),
         "activity": charts.activity_numbers(),
         "sequences": {str(pk): counts.numbers()
                       for pk, counts in results.sequence_counts(Sequence.objects.all()).items()},
     }
-    row, _ = DashboardCounts.objects.update_or_create(pk=ROW, defaults={"counted_at": db_now(), "numbers": numbers})
+    row, _ = DashboardCounts.objects.update_or_create(pk=ROW, defaults={"counted_at": began, "numbers": numbers})
     return row
 
 
@@ -54,5 +55,9 @@ def sequence_results(row: DashboardCounts, limit: int = 20) -> list[tuple[Sequen
     kept = row.numbers.get("sequences", {})
     missing = results.sequence_counts(Sequence.objects.filter(pk__in=[s.pk for s in sequences
                                                                        if str(s.pk) not in kept]))
-    return [(s, (missing.get(s.pk) or results.Counts(**kept[str(s.pk)])).finish(sequence_id=s.pk))
-            for s in sequences]
+    return [(s, (missing.get(s.pk) or _counts(kept[str(s.pk)])).finish(sequence_id=s.pk)) for s in sequences]
+
+
+def _counts(numbers: dict[str, int]) -> results.Counts:
+    """Counts from a kept row; a column the row does not know (it was counted before a release) reads 0."""
+    return results.Counts(**{name: n for name, n in numbers.items() if name in results.COLUMNS})
