@@ -490,6 +490,12 @@ class Process:
                 self.proc.wait(grace)
         self.kill()
 
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
 
 def stop_all(processes: list[Process], grace: float = 5.0) -> None:
     """Stop processes side by side: SIGTERM to each first, then wait for each (`Process.stop`)."""
@@ -497,12 +503,6 @@ def stop_all(processes: list[Process], grace: float = 5.0) -> None:
         process.terminate()
     for process in processes:
         process.stop(grace)
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
 
 
 def descendants(pid: int) -> list[int]:
