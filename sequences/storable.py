@@ -37,7 +37,7 @@ class RowIdConverter:
     """`<id:pk>` in a URL: an id a column can hold. A longer or larger number matches no route (a 404) instead of
     reaching a lookup that SQLite cannot even compare with a key that is a relation."""
 
-    regex = "[0-9]{1,19}"
+    regex = _ROW_ID.pattern
 
     def to_python(self, value: str) -> int:
         number = row_id(value)

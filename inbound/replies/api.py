@@ -9,13 +9,12 @@ from ninja import Router, Schema, Status
 from sequences.api.auth import actor_of, needs
 from sequences.api.schemas import Error
 from sequences.permissions import OPERATE, VIEW_INBOUND
+from sequences.storable import MAX_ROW_ID
 
 from ..models import Answer, Conversation
 from .answer import answer_label, answer_send
 from .selectors import Filters, conversations, page_of
 from .services import conversation_categorize
-
-MAX_ID = 2**63 - 1  # the largest id a row can have (a 64-bit signed integer)
 
 router = Router(tags=["replies"])
 
@@ -91,7 +90,7 @@ def answer_out(a: Answer) -> dict:
 
 
 def _one(pk: int) -> Conversation:
-    if not 0 < pk <= MAX_ID:  # no conversation has such an id (and SQLite cannot take an integer past 64 bits)
+    if not 0 < pk <= MAX_ROW_ID:  # no conversation has such an id (and SQLite cannot take an integer past 64 bits)
         raise Http404
     return get_object_or_404(conversations(Filters(status="all"), user_id=None), pk=pk)
 

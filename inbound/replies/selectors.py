@@ -91,7 +91,8 @@ def cursor_of(conversation: Conversation) -> str:
 def _cursor(value: str) -> tuple[datetime, int] | None:
     at, _, pk = (value or "").partition("~")
     moment = parse_datetime(at.replace(" ", "+")) if at else None  # "+" of the offset may arrive as a space
-    return (moment, row_id(pk)) if moment is not None and row_id(pk) is not None else None
+    pk_id = row_id(pk)
+    return (moment, pk_id) if moment is not None and pk_id is not None else None
 
 
 def older_than(rows: QuerySet[Conversation], cursor: str) -> QuerySet[Conversation]:
