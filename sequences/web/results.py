@@ -108,8 +108,15 @@ def failed_q() -> Q:
     return Q(state=S.FAILED) & ~Q(Exists(later))
 
 
+def _held_reasons() -> tuple[Q, Q]:
+    """The two reasons a scheduled job is held rather than late, each served by its own index: its mailbox
+    cannot send, or its last move back to scheduled was a hold."""
+    return HELD_BY_MAILBOX, Q(state=S.SCHEDULED) & Q(pk__in=_held_by_event())
+
+
 def held_q() -> Q:
-    return HELD_BY_MAILBOX | (Q(state=S.SCHEDULED) & Q(pk__in=_held_by_event()))
+    by_mailbox, by_event = _held_reasons()
+    return by_mailbox | by_event
 
 
 def _rate(n: int, sent: int) -> str:
@@ -132,8 +139,7 @@ def _job_counts(steps) -> dict[int, dict[str, int]]:
         for step_id, n in rows.values_list("step_id").annotate(n=Count("*")):
             counts[step_id][name] = n
     # Held for either of two reasons, maybe both: the union of two small sets, each read from its own index.
-    held = {*jobs.filter(HELD_BY_MAILBOX).values_list("pk", "step_id"),
-            *jobs.filter(state=S.SCHEDULED, pk__in=_held_by_event()).values_list("pk", "step_id")}
+    held = {pair for reason in _held_reasons() for pair in jobs.filter(reason).values_list("pk", "step_id")}
     for step_id, n in Counter(step_id for _, step_id in held).items():
         counts[step_id]["held"] = n
     return counts
