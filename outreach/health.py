@@ -1,17 +1,20 @@
 """Health for load balancers and orchestrators: `/healthz` (can this instance serve?) and `/healthz/live`.
 
-No login, and nothing a stranger may not read: no address, no server's words, no setting. `/healthz` answers 503
-when the database or Redis cannot be reached (the instance can do nothing useful), else 200; both carry the same
-JSON: the database, Redis, each queue's depth and oldest job's age, the scheduler lease's holder
-(outreach/scheduler.py), the watcher processes and the folders none of them holds (mailboxes.WatchLease), and
-the mailboxes that are blocked or not reading replies (the words of sequences.reply_view). What deserves a look
-without making the instance unusable (no scheduler holds the lease, a blocked mailbox) is listed under
-`warnings`. `/healthz/live` touches neither: the process answers.
+No login. `/healthz` answers 503 when the database or Redis cannot be reached (the instance can do nothing
+useful), else 200, and to a probe says only that: `{"status": "ok"}` or `{"status": "unavailable"}`. The
+detail goes only to a request with `Authorization: Bearer <OUTREACH_HEALTH_TOKEN>` (the mailboxes' names, the
+hosts and process ids of the scheduler and the watchers tell an attacker what to aim at), still with no address,
+no server's words and no setting: the database, Redis, each queue's depth and oldest job's age, the scheduler
+lease's holder (outreach/scheduler.py), the watcher processes and the folders none of them holds
+(mailboxes.WatchLease), and the mailboxes that are blocked or not reading replies (the words of
+sequences.reply_view). What deserves a look without making the instance unusable (no scheduler holds the lease,
+a blocked mailbox) is listed under `warnings`. `/healthz/live` touches neither: the process answers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -53,7 +56,15 @@ def healthz(request: HttpRequest) -> JsonResponse:
     redis_ok = _redis(report, warnings)
     report["warnings"] = warnings
     ok = database_ok and redis_ok
-    return JsonResponse({"status": "ok" if ok else "unavailable", **report}, status=200 if ok else 503)
+    status = {"status": "ok" if ok else "unavailable"}
+    return JsonResponse(status | report if detail_allowed(request) else status, status=200 if ok else 503)
+
+
+def detail_allowed(request: HttpRequest) -> bool:
+    """Whether the request carries the health token (OUTREACH_HEALTH_TOKEN; none set: nobody sees the detail)."""
+    token = settings.OUTREACH_HEALTH_TOKEN
+    given = request.headers.get("Authorization", "")
+    return bool(token) and secrets.compare_digest(given.encode(), f"Bearer {token}".encode())
 
 
 def _database(report: dict[str, Any], warnings: list[str]) -> bool:

@@ -1,5 +1,5 @@
-"""Refuse paths and query strings no page can use (a clear 400 instead of a database error deep in a view), and
-end a login that is too old or idle."""
+"""Refuse paths and query strings no page can use (a clear 400 instead of a database error deep in a view), end a
+login that is too old or idle, and keep every answer of a view out of caches."""
 
 from __future__ import annotations
 
@@ -16,6 +16,22 @@ INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 # The longest query value a page reads: a search beyond it finds nothing anyway, and SQLite refuses a LIKE pattern
 # over 50,000 bytes (10,000 characters of four bytes, or of one escaped to two, stay under it).
 MAX_QUERY_VALUE = 10_000
+
+
+class NoStoreMiddleware:
+    """`Cache-Control: no-store` on every answer of a view that does not say otherwise: pages, API answers and
+    exports carry people's names, addresses and replies, which neither the browser's cache (read after a logout, on
+    a shared computer) nor a proxy's may keep. Static files are answered before this (WhiteNoise, above it in
+    MIDDLEWARE) and stay cacheable."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "no-store"
+        return response
 
 
 class RejectInvalidQueryMiddleware:

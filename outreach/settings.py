@@ -120,6 +120,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Below WhiteNoise: static files keep their own caching; everything else is no-store.
+    "outreach.middleware.NoStoreMiddleware",
     "outreach.middleware.RejectInvalidQueryMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -252,12 +254,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # The OAuth callback's code and state never reach a log (gunicorn's access log: the same, outreach.access_log).
+    "filters": {"secret_queries": {"()": "outreach.access_log.SecretQueryFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "outreach": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO")},
         # The development server's line per request (scripts/run): at INFO, so the same level governs it.
         "django.server": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO"),
-                          "propagate": False},
+                          "filters": ["secret_queries"], "propagate": False},
         # A 500 with its traceback, also with DEBUG off (Django's own console handler logs only with DEBUG on).
         "django.request": {"handlers": ["console"], "level": "ERROR"},
     },
@@ -279,6 +283,8 @@ OUTREACH_CONNECT_FAILURES_TO_BLOCK = int(os.environ.get("OUTREACH_CONNECT_FAILUR
 # A job that meets a blocked mailbox in the final check waits at least this long before it is tried again.
 OUTREACH_BLOCKED_RECHECK_SECONDS = int(os.environ.get("OUTREACH_BLOCKED_RECHECK_SECONDS", "60"))
 OUTREACH_SMTP_TIMEOUT = float(os.environ.get("OUTREACH_SMTP_TIMEOUT", "30"))
+# Seconds for each step of a connection check (the mailbox form's, `mailbox_check`): shorter than a send's.
+OUTREACH_CHECK_TIMEOUT = float(os.environ.get("OUTREACH_CHECK_TIMEOUT", "10"))
 # DNS (mailboxes.dns_lookup): the resolver of the domain-authentication check and of address verification,
 # "host[:port]" entries comma separated (empty: the system's resolver), and how long one lookup may take.
 OUTREACH_DNS_RESOLVER = os.environ.get("OUTREACH_DNS_RESOLVER", "")
@@ -293,6 +299,9 @@ OUTREACH_SCHEDULER_LEASE_SECONDS = float(os.environ.get("OUTREACH_SCHEDULER_LEAS
 OUTREACH_DISPATCH_INTERVAL = int(os.environ.get("OUTREACH_DISPATCH_INTERVAL", "10"))
 # /metrics (outreach/metrics.py): off unless set; a scrape sends "Authorization: Bearer <this token>".
 OUTREACH_METRICS_TOKEN = os.environ.get("OUTREACH_METRICS_TOKEN", "")
+# /healthz (outreach/health.py) says only ok or unavailable, unless a request sends "Authorization: Bearer <this
+# token>": then the queues, the scheduler, the watchers and the mailboxes that need a look.
+OUTREACH_HEALTH_TOKEN = os.environ.get("OUTREACH_HEALTH_TOKEN", "")
 OUTREACH_DISPATCH_BATCH = int(os.environ.get("OUTREACH_DISPATCH_BATCH", "500"))
 # Soft bounces in a row that suppress an address.
 OUTREACH_SOFT_BOUNCE_LIMIT = int(os.environ.get("OUTREACH_SOFT_BOUNCE_LIMIT", "3"))
@@ -304,7 +313,8 @@ OUTREACH_OOO_HOLD_DAYS = int(os.environ.get("OUTREACH_OOO_HOLD_DAYS", "7"))
 OUTREACH_OOO_MAX_HOLD_DAYS = int(os.environ.get("OUTREACH_OOO_MAX_HOLD_DAYS", "90"))
 # The key of the hashed ledger of erased addresses (HMAC-SHA256). Unset: derived from SECRET_KEY, which then must
 # never be rotated without re-keying the ledger; set it to keep the two apart.
-OUTREACH_ERASURE_KEY = os.environ.get("OUTREACH_SECRET_ERASURE_KEY", "")
+# OUTREACH_SECRET_ERASURE_KEY is its earlier name, still read; no mailbox may name either (mailboxes.secrets).
+OUTREACH_ERASURE_KEY = os.environ.get("OUTREACH_ERASURE_KEY") or os.environ.get("OUTREACH_SECRET_ERASURE_KEY", "")
 OUTREACH_IMAP_TIMEOUT = float(os.environ.get("OUTREACH_IMAP_TIMEOUT", "30"))
 OUTREACH_POLL_INTERVAL = int(os.environ.get("OUTREACH_POLL_INTERVAL", "30"))
 # The reply view: how old a mailbox's replies-read-through time may be when a follow-up is authorized, and how
@@ -343,6 +353,9 @@ OUTREACH_ALLOW_PRIVATE_TARGETS = [t.strip() for t in os.environ.get("OUTREACH_AL
 # Directories a mailbox's private CA file (ca_file) may be read from.
 OUTREACH_CA_DIRS = [d.strip() for d in os.environ.get(
     "OUTREACH_CA_DIRS", f"{VAR_DIR / 'ca'},/etc/ssl/certs,/usr/local/share/ca-certificates").split(",") if d.strip()]
+# The ports a mail host not listed in OUTREACH_ALLOW_PRIVATE_TARGETS may be reached on ("any": every port).
+_mail_ports = os.environ.get("OUTREACH_MAIL_PORTS", "25,465,587,2525,143,993").strip()
+OUTREACH_MAIL_PORTS = None if _mail_ports == "any" else [int(p) for p in _mail_ports.split(",") if p.strip()]
 # Mailbox secret env var names allowed besides OUTREACH_SECRET_* (mailboxes/secrets.py).
 OUTREACH_SECRET_ENV_ALLOW = [n.strip() for n in os.environ.get("OUTREACH_SECRET_ENV_ALLOW", "").split(",") if n.strip()]
 

@@ -15,7 +15,7 @@ from typing import Any
 import anymail.backends
 from django.core.exceptions import FieldDoesNotExist
 
-from ..storable import UNSTORABLE
+from ..storable import UNSTORABLE, integer_problem
 
 
 class ConfigError(Exception):
@@ -31,8 +31,6 @@ def known_esps() -> set[str]:
     return {m.name for m in pkgutil.iter_modules(anymail.backends.__path__)} - {"base", "base_requests"}
 
 
-# The range of the integer columns a file's numbers are stored in (PostgreSQL's integer).
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 # The furthest ahead an ESP may be handed a message: a year, like every duration.
 MAX_SCHEDULE_AHEAD_MINUTES = 365 * 24 * 60
 
@@ -114,10 +112,9 @@ class Reader:
         if isinstance(value, str) and UNSTORABLE.search(value):
             self.error(f"{path}.{key}", "contains a NUL character or a lone surrogate, which nothing can store")
             return None if default is ... else default
-        if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+        if isinstance(value, int) and not isinstance(value, bool) and (problem := integer_problem(value)):
             # TOML's integers are 64-bit (tomllib reads any size); every integer column here is 32-bit.
-            bound = f"at most {INT_MAX}" if value > 0 else f"at least {INT_MIN}"
-            self.error(f"{path}.{key}", f"{str(value)[:40]} is out of range: a number here is {bound}", value)
+            self.error(f"{path}.{key}", problem, value)
             return None if default is ... else default
         return value
 

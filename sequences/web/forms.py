@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -19,9 +20,16 @@ from ..services.suppressions import ImportRow
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 100_000
 VALUE_COLUMNS = ("value", "email", "address", "domain")
-# A spreadsheet runs a cell that starts with one of these as a formula; the
-# export prefixes such cells with an apostrophe and the import removes it.
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection list). A cell
+# starts after each separator too: one that splits on ";" (or a tab, or reads a line break inside quotes as a new
+# row) reads "x;=1+1" as "x" and "=1+1". The export puts an apostrophe before each such start (after the spaces
+# and quotes that lead to it), also where the text has one already, so the import, removing one, gives back the
+# exact text.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_AT = r"(^|[,;\t\r\n])([ \"]*)"  # a cell's start: the text's, or after a separator; then spaces, quotes
+_STARTS = f"(?='*[{re.escape(''.join(FORMULA_START))}])"
+_FORMULA = re.compile(_FORMULA_AT + _STARTS)
+_GUARDED = re.compile(_FORMULA_AT + "'" + _STARTS)
 
 
 class SearchForm(forms.Form):
@@ -66,14 +74,14 @@ class SuppressionLiftForm(forms.Form):
 
 
 def unformula(cell: str) -> str:
-    """Undo the export's spreadsheet-formula guard ("'=..." -> "=...")."""
-    if cell.startswith("'") and cell[1:2] and cell[1] in FORMULA_START:
-        return cell[1:]
-    return cell
+    """Undo the export's spreadsheet-formula guard ("'=..." -> "=...", "x;'=1" -> "x;=1")."""
+    return _GUARDED.sub(r"\1\2", cell)
 
 
 def guard_formula(cell: str) -> str:
-    return "'" + cell if cell.startswith(FORMULA_START) else cell
+    """The cell as text to a spreadsheet: an apostrophe before every formula start, at its start and after each
+    separator ("=1" -> "'=1", "x;=1+1" -> "x;'=1+1")."""
+    return _FORMULA.sub(r"\1\2'", cell)
 
 
 class SuppressionImportForm(forms.Form):

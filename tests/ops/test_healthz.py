@@ -1,5 +1,6 @@
 """/healthz and /healthz/live (outreach/health.py): no login, no secrets; 503 when the database or Redis is
-unreachable, else 200 with what an operator's probe wants to know."""
+unreachable, else 200 with what an operator's probe wants to know (the detail with the health token; without it,
+tests/security/test_red_team_small.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ from outreach.scheduler import SchedulerLease
 from proving.harness.stack import free_port
 from tests.factories import MailboxFactory
 
+TOKEN = "health-" + "x" * 40
+DETAIL = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(autouse=True)
+def token(settings):
+    settings.OUTREACH_HEALTH_TOKEN = TOKEN
+
 
 def test_healthz_answers_200_with_the_state_of_everything_when_all_is_up(client, db, redis_conn):
     MailboxFactory(name="fine")
@@ -27,7 +36,7 @@ def test_healthz_answers_200_with_the_state_of_everything_when_all_is_up(client,
     lease = SchedulerLease(redis_conn, holder="host-a:4242:abc123", seconds=20)
     assert lease.hold()
 
-    response = client.get("/healthz")
+    response = client.get("/healthz", headers=DETAIL)
 
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
@@ -56,7 +65,7 @@ def test_healthz_answers_200_with_the_state_of_everything_when_all_is_up(client,
 
 
 def test_healthz_says_when_no_scheduler_holds_the_lease(client, db, redis_conn):
-    body = client.get("/healthz").json()
+    body = client.get("/healthz", headers=DETAIL).json()
     assert body["status"] == "ok"
     assert body["scheduler"] == {"leader": None}
     assert any("no scheduler holds the lease" in w for w in body["warnings"])
@@ -65,7 +74,7 @@ def test_healthz_says_when_no_scheduler_holds_the_lease(client, db, redis_conn):
 def test_healthz_answers_503_when_redis_is_unreachable(client, db, settings):
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
 
-    response = client.get("/healthz")
+    response = client.get("/healthz", headers=DETAIL)
 
     assert response.status_code == 503
     body = response.json()
@@ -85,7 +94,7 @@ def test_healthz_answers_503_when_the_database_is_unreachable(client, redis_conn
     connection.close()
     connection.settings_dict.update(unreachable)
     try:
-        response = client.get("/healthz")
+        response = client.get("/healthz", headers=DETAIL)
     finally:
         connection.close()
         connection.settings_dict.update(saved)
@@ -123,10 +132,11 @@ def test_healthz_lists_the_watchers_and_the_folders_none_of_them_holds(client, d
     WatchLease.objects.create(mailbox=mailbox, folder="Replies", account="a", holder="host-b:2:y",
                               expires_at=now - timedelta(seconds=5))
 
-    body = client.get("/healthz").json()
+    body = client.get("/healthz", headers=DETAIL).json()
 
     assert body["watchers"] == {"processes": [{"name": "host-a:1:x", "folders": 1}], "folders": 2,
                                 "folders_unheld": 1}
     assert any("1 of 2 watched folders have no watcher" in w for w in body["warnings"])
     WatcherProcess.objects.all().delete()
-    assert any("no watch_mailboxes process is running" in w for w in client.get("/healthz").json()["warnings"])
+    warnings = client.get("/healthz", headers=DETAIL).json()["warnings"]
+    assert any("no watch_mailboxes process is running" in w for w in warnings)

@@ -28,11 +28,14 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not HONCHO.exists(), reason="honcho is not installed (pip install -e .[test])"),
 ]
+HEALTH_TOKEN = "procfile-health-" + "x" * 32  # /healthz gives its detail only with it
 
 
 def _health(port: int) -> dict | None:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz",
+                                     headers={"Authorization": f"Bearer {HEALTH_TOKEN}"})
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=2) as answer:  # noqa: S310
             return json.load(answer)
     except OSError:
         return None
@@ -58,6 +61,7 @@ def test_honcho_starts_every_process_of_the_procfile_and_sigterm_stops_them(redi
         "OUTREACH_HTTPS": "0",
         "ALLOWED_HOSTS": "127.0.0.1",
         "OUTREACH_DNS_RESOLVER": "off",
+        "OUTREACH_HEALTH_TOKEN": HEALTH_TOKEN,
         "PYTHONUNBUFFERED": "1",
     }
     (tmp_path / ".env").write_text("".join(f"{key}={value}\n" for key, value in env.items()))
