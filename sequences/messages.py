@@ -3,10 +3,14 @@
 Templates are plain text in a strict, small language (`ENGINE`): nothing is
 HTML-escaped, only the tags and filters in `TAGS` and `FILTERS` exist, and a
 variable that is undefined or empty is an error unless the template gives a
-fallback (`{{ company|default:"your team" }}`). `step_validate` is the one
-check every path that saves a step runs (TOML, admin, and any later form or
-API); `message_prepare` raises `PrepareError` with a reason an operator can
-read when a message cannot be built, and the pipeline ends the job with it.
+fallback (`{{ company|default:"your team" }}`). Every rendering runs within
+a cost budget (`template_budget`: what it writes, the values it makes, its
+loops, its time, and how deep its blocks nest). `step_validate` is the one
+check every path that saves a step runs (TOML, admin, the editor, the API): it
+renders the step for a worst-case contact, so a text that could pass the
+budget is refused when it is saved; `message_prepare` raises `PrepareError`
+with a reason an operator can read when a message cannot be built (a budget
+passed included), and the pipeline ends the job with it.
 """
 
 from __future__ import annotations
@@ -23,12 +27,12 @@ from urllib.parse import quote
 
 from django.template import Context, Engine, Library, TemplateSyntaxError, defaultfilters, defaulttags
 from django.template.base import Lexer, Node, TokenType, Variable, VariableDoesNotExist, VariableNode
-from django.template.defaulttags import ForNode
 from django.utils import timezone
 
 from . import loads
-from .models import SendJob
+from .models import Contact, SendJob
 from .sending_mailbox import enrollment_mailbox
+from .template_budget import OverBudget, charged, instrument, joined_size, nesting_check, render_within
 from .tokens import unsubscribe_url
 
 # The whole template language of a step: control flow and text filters, and our `spin`. No include, load,
@@ -46,13 +50,11 @@ _library = Library()
 _library.tags.update({name: defaulttags.register.tags[name] for name in TAGS if name != "spin"})
 _library.filters.update({name: defaultfilters.register.filters[name] for name in FILTERS})
 
-# Bounds of a step's output, so that a short template cannot make a huge mail or hold a worker: a width a
-# filter pads or wraps to (SMTP's line), the digits a number is formatted with, the loop bodies one rendering
-# runs, the characters it yields; and the length of a template itself.
+# Bounds of a filter's arguments, so that one filter cannot make a huge value: a width it pads or wraps to
+# (SMTP's line), the digits a number is formatted with; and the length of a template itself. What a whole
+# rendering may write, make, loop and take is its budget (template_budget: MAX_OUTPUT, MAX_ITERATIONS, ...).
 MAX_WIDTH = 998
 MAX_DIGITS = 30
-MAX_ITERATIONS = 10_000
-MAX_OUTPUT = 500_000
 MAX_TEMPLATE = 100_000
 
 # Plain-text mail: no HTML autoescaping (the Context says so too: a Context autoescapes by default).
@@ -140,19 +142,11 @@ for _name, _low in (("ljust", 0), ("rjust", 0), ("center", 0), ("wordwrap", 1)):
     _library.filter(_name, _bounded_width(_name, _low))
 _library.filter("stringformat", _stringformat)
 _library.filter("floatformat", _floatformat)
-
-
-class _LoopCount(Node):
-    """First node of every {% for %} body: counts the bodies one rendering runs, refusing past MAX_ITERATIONS."""
-
-    KEY = "outreach_loop_bodies"
-
-    def render(self, context):
-        count = context.render_context.get(self.KEY, 0) + 1
-        context.render_context[self.KEY] = count
-        if count > MAX_ITERATIONS:
-            raise TemplateFailed(f"the loops run more than {MAX_ITERATIONS} times")
-        return ""
+# Every filter charges the values it makes to the rendering's budget; `join` is sized before it runs ("a|join:a"
+# squares a's length). The fallbacks only pass on a value they were given (and are found by identity).
+for _name, _filter in list(_library.filters.items()):
+    if _filter not in FALLBACKS:
+        _library.filters[_name] = charged(_filter, size_ahead=joined_size if _name == "join" else None)
 
 
 # Spintax: `{% spin "Hi|Hello|Hey" %}` writes one of the options, the same one every time for the same person
@@ -189,6 +183,8 @@ class _StrictVariableNode(VariableNode):
     """`{{ name }}` that refuses an undefined or empty value unless a filter gives the fallback."""
 
     def render(self, context):
+        if isinstance(context, _WorstCaseContext):  # a trial goes on past a lookup that finds nothing
+            return super().render(context)
         expression = self.filter_expression
         var = expression.var
         has_fallback = any(func in FALLBACKS for func, _ in expression.filters)
@@ -203,17 +199,22 @@ class _StrictVariableNode(VariableNode):
 
 
 def compile_template(text: str):
-    """Compile *text* in the strict language; TemplateSyntaxError names what is wrong."""
-    for token in Lexer(text).tokenize():
+    """Compile *text* in the strict language, to be rendered within a budget (`template_budget.render_within`);
+    TemplateSyntaxError names what is wrong."""
+    tokens = Lexer(text).tokenize()
+    for token in tokens:
         if token.token_type == TokenType.TEXT:
             for opener, closer in (("{{", "}}"), ("{%", "%}"), ("{#", "#}")):
                 if opener in token.contents:
                     raise TemplateSyntaxError(f"{opener} without its {closer}")
-    template = ENGINE.from_string(text)
+    nesting_check(tokens)
+    try:
+        template = ENGINE.from_string(text)
+    except RecursionError:  # an expression the parser reads recursively: {% if not not … not x %}
+        raise TemplateSyntaxError("an expression nested too deeply to be read") from None
     for node in template.nodelist.get_nodes_by_type(VariableNode):
         node.__class__ = _StrictVariableNode
-    for node in template.nodelist.get_nodes_by_type(ForNode):
-        node.nodelist_loop.insert(0, _LoopCount())
+    instrument(template)
     return template
 
 
@@ -233,13 +234,13 @@ def render(template: str, context: dict, *, seed: int = 0) -> str:
     """
     compiled = _compiled(template)  # TemplateSyntaxError: the template itself is wrong
     try:
-        text = compiled.render(Context({**context, SPIN_SEED: seed}, autoescape=False))
+        text = render_within(compiled, Context({**context, SPIN_SEED: seed}, autoescape=False))
     except PrepareError:
         raise
+    except OverBudget as exc:
+        raise TemplateFailed(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - rendering is pure (plain values in): a failure is the values' or a filter's
         raise TemplateFailed(_failure_words(exc)) from None
-    if len(text) > MAX_OUTPUT:
-        raise TemplateFailed(f"renders to more than {MAX_OUTPUT} characters")
     return "".join(text)
 
 
@@ -293,35 +294,50 @@ def step_validate(*, subject: str, body: str, position: int, thread: bool | None
     return errors
 
 
-class _SampleContext(Context):
-    """Every variable a template names has a sample value: a trial rendering runs through every filter."""
+# The worst-case contact a step is rendered for when it is saved: every value as long as a contact's may be
+# (its columns' lengths; contact_rows.MAX_FIELDS fields of contact_rows.MAX_FIELD_VALUE characters, the bounds
+# of every import: tests/security/test_template_budget.py holds these equal to them), in a letter that doubles
+# when upper-cased. One string object, shared: the contact itself takes no memory.
+WORST_FIELDS = 100
+WORST_FIELD_VALUE = 10_000
+_WORST = "ß" * WORST_FIELD_VALUE
+_WORST_EMAIL = "x" * (254 - len("@example.com")) + "@example.com"
+
+
+class _WorstCaseContext(Context):
+    """The worst-case contact: every variable a template names has the longest value (a name that is no
+    field of it too), so a trial rendering runs through every filter, at the largest sizes."""
 
     def __getitem__(self, key):
         try:
             return super().__getitem__(key)
         except KeyError:
-            return "sample"
+            return _WORST
 
 
 _FIELD_NAMES = re.compile(r"\bfields\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def _worst_case(text: str) -> dict:
+    """The variables of the worst-case contact for TEXT: WORST_FIELDS `fields`, those TEXT names first."""
+    names = dict.fromkeys([*_FIELD_NAMES.findall(text), *(f"field_{i}" for i in range(WORST_FIELDS))])
+    columns = ("first_name", "last_name", "company")
+    values = {name: _WORST[:Contact._meta.get_field(name).max_length] for name in columns}
+    return {**values, "email": _WORST_EMAIL, "fields": dict.fromkeys(list(names)[:WORST_FIELDS], _WORST)}
+
+
 def _trial_problem(text: str) -> str:
-    """Why TEXT fails when rendered for a sample contact ('' when it renders): a filter that cannot take its
-    argument or the value it is given (`wordwrap:"0"`, `fields|first`) is refused when the step is saved."""
-    sample = {name: "sample" for name in CONTACT_VARIABLES}
-    sample["email"] = "sample@example.com"
-    sample["fields"] = {name: "sample" for name in _FIELD_NAMES.findall(text)}
+    """Why TEXT fails when rendered for the worst-case contact ('' when it renders): a filter that cannot take
+    its argument or the value it is given (`wordwrap:"0"`, `fields|first`), or a rendering over its budget,
+    is refused when the step is saved, not when it is sent."""
     try:
-        text = _compiled(text).render(_SampleContext(sample, autoescape=False))
-    except MissingValue:
-        return ""
+        render_within(_compiled(text), _WorstCaseContext(_worst_case(text), autoescape=False))
+    except OverBudget as exc:
+        return f"{exc} for a contact whose values are as long as allowed ({WORST_FIELD_VALUE:,} characters a field)"
     except TemplateFailed as exc:
         return str(exc)
-    except Exception as exc:  # noqa: BLE001 - as in render: a failure is a filter's, on these sample values
+    except Exception as exc:  # noqa: BLE001 - as in render: a failure is a filter's, on these values
         return _failure_words(exc)
-    if len(text) > MAX_OUTPUT:
-        return f"renders to more than {MAX_OUTPUT} characters"
     return ""
 
 
@@ -406,11 +422,14 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     context = contact_context(contact)
     subject_text, body_text = step_texts(job)
     seed = job.enrollment_id
+    thread = thread_of(job) if job.step.thread else []
     try:
         subject = " ".join(render(subject_text, context, seed=seed).split())
         body = render(body_text, context, seed=seed)
+        first = " ".join(render(thread[0][1], context, seed=seed).split()) if thread and not subject else ""
     except (TemplateSyntaxError, TemplateFailed) as exc:  # a template saved around the validation (straight into
-        # the table), or a filter failing on this contact's values: the job ends with the reason, never a crash
+        # the table), a filter failing on this contact's values, or a rendering over its budget: the job ends
+        # with the reason, never a crash (nor a worker that runs out of memory and is brought back by the sweeper)
         raise PrepareError(f"template error in step {job.step.position}: {exc}") from None
 
     name = " ".join(p for p in (contact.first_name, contact.last_name) if p)
@@ -418,11 +437,9 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     sender = address_header(mailbox.display_name, mailbox.address)
     headers: list[tuple[str, Address | str]] = [
         ("From", sender), ("To", to), ("Date", format_datetime(timezone.now())), ("Message-ID", job.message_id)]
-    thread = thread_of(job) if job.step.thread else []
     if thread:
         headers += [("In-Reply-To", thread[-1][0]), ("References", " ".join(mid for mid, _ in thread))]
         if not subject:
-            first = " ".join(render(thread[0][1], context, seed=seed).split())
             subject = "Re: " + REPLY_PREFIX.sub("", first) if first else ""
     else:
         # Not a reply to anything of ours that left: a "Re:" in the step's own subject would fake one.
