@@ -39,6 +39,10 @@ Decisions worth knowing (each is commented where it is enforced):
 - Newsletters and list traffic (List-Id / List-Unsubscribe / Precedence:
   list) are ``unrelated``; ``X-Auto-Response-Suppress`` alone is *not* an
   auto-reply signal.
+- A body whose MIME parts nest deeper than 20 levels or number more than
+  200 is not read part by part (mime.py): the message is judged on its
+  header alone and the reason says so, so nesting can neither exhaust the
+  parser's recursion nor hide a reply beyond what is read.
 
 ``classify`` never raises: broken MIME, bad charsets, missing headers and
 huge messages degrade to a best-effort answer.
@@ -56,7 +60,7 @@ from .autoreply import check_auto_reply
 from .bounce import check_bounce
 from .complaint import check_complaint
 from .inbound import Inbound
-from .mime import parse_for_classify
+from .mime import parse_for_classify, parts_not_read
 from .reply import check_client_unsubscribe, check_human
 from .result import Classification
 from .unrelated import check_unrelated
@@ -74,7 +78,12 @@ def classify(raw: bytes) -> Classification:
             # No header at all (a pasted body): read all of it as plain text
             # rather than lose a first line that happens to contain a colon.
             msg = parse_for_classify(b"Content-Type: text/plain; charset=utf-8\n\n" + raw)
-        return _sanitize(_classify(msg, raw))
+        result = _classify(msg, raw)
+        if why := parts_not_read(msg):
+            # Judged on its header alone: In-Reply-To/References still tie it to what we sent, and mail that is
+            # no report or automatic answer by its header is a person's mail (it stops), never "empty".
+            result = replace(result, reason=f"{result.reason} ({why}: only the header was read)")
+        return _sanitize(result)
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises"
         return Classification(
             kind=Kind.UNRELATED, reason=f"internal error: {type(exc).__name__}", rule="internal_error"

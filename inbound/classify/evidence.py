@@ -9,6 +9,7 @@ import email.utils
 import re
 from collections.abc import Iterable
 from email.message import Message
+from email.parser import HeaderParser
 
 from .mime import ATTACHED_MESSAGE_TYPES, HEADERS_TYPES, MAX_SCAN, ctype_of, header_of, headers_of, part_text, walk
 
@@ -119,8 +120,9 @@ def embedded_headers(msg: Message) -> list[Message]:
 
 
 def _parse_headers_text(text: str) -> Message:
+    """A returned original's header block; whatever follows it is never parsed (it may nest without end)."""
     try:
-        return email.message_from_string(text.lstrip()[:MAX_SCAN], policy=email.policy.compat32)
+        return HeaderParser(policy=email.policy.compat32).parsestr(text.lstrip()[:MAX_SCAN])
     except Exception:
         return Message()
 

@@ -7,6 +7,7 @@ from functools import cached_property
 
 from .challenge import is_challenge_response
 from .evidence import decode_local_parts
+from .mime import parts_not_read
 from .quotes import extract_reply_text
 from .text import body_text, notification_text
 
@@ -26,6 +27,11 @@ class Inbound:
     @cached_property
     def challenge_response(self) -> bool:
         return is_challenge_response(self.msg, self.notification)
+
+    @cached_property
+    def body_not_read(self) -> bool:
+        """The body's parts are beyond the bounds read (mime.parse_for_classify): an empty text says nothing."""
+        return bool(parts_not_read(self.msg))
 
     @cached_property
     def reply_text(self) -> str:

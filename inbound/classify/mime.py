@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import email
+import email.errors
 import email.header
 import email.policy
 import re
 from collections.abc import Iterator
 from email.message import Message
+from email.parser import HeaderParser
 
 # Regexes run over at most this many characters of any one text: a huge
 # attachment must not make classification slow, and everything a bounce or a
@@ -15,6 +17,10 @@ from email.message import Message
 MAX_SCAN = 200_000
 
 
+# The parts read of one message. A message whose parts nest deeper or number more is not read part by part at
+# all, only its header (see parse_for_classify): a bound that silently skipped what lies beyond it would let a
+# sender hide a reply under an out-of-office text, and the standard parser recurses once per level (about a
+# thousand levels exhaust Python's stack).
 _MAX_PARTS = 200
 _MAX_DEPTH = 20
 
@@ -57,8 +63,132 @@ def parse_for_classify(raw: bytes) -> Message:
     The modern policy re-parses a header on every access (about a millisecond
     each for Received/DKIM lines), which made classification ~10x slower and
     can raise lazily; the helpers below decode RFC 2047 words themselves.
+
+    A body whose parts nest deeper than _MAX_DEPTH or number more than
+    _MAX_PARTS is not parsed: the message is its header alone, with a
+    PartsNotRead defect saying why (``parts_not_read``). The nesting is
+    measured by a linear scan before the parser runs, and on the parsed tree.
     """
-    return email.message_from_bytes(_repair_boundary(raw), policy=email.policy.compat32)
+    raw = _repair_boundary(raw)
+    why = _structure_beyond_bounds(raw)
+    if not why:
+        try:
+            msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+        except RecursionError:
+            why = f"MIME parts nested deeper than {_MAX_DEPTH} levels"
+        else:
+            why = _tree_beyond_bounds(msg)
+            if not why:
+                return msg
+    return _header_alone(raw, why)
+
+
+class PartsNotRead(email.errors.MessageDefect):
+    """The body's MIME structure is beyond the bounds read: only the message's header was parsed."""
+
+
+def parts_not_read(msg: Message) -> str:
+    """Why the body of *msg* was not read part by part ('' when it was)."""
+    return next((str(d) for d in getattr(msg, "defects", ()) if isinstance(d, PartsNotRead)), "")
+
+
+def _header_alone(raw: bytes, why: str) -> Message:
+    msg = HeaderParser(policy=email.policy.compat32).parsestr(raw.decode("ascii", "surrogateescape"))
+    msg.set_payload("")
+    msg.defects.append(PartsNotRead(why))
+    return msg
+
+
+# The standard parser's own tests: a header line (or its continuation), and what may follow a boundary.
+_HEADER_LINE_RE = re.compile(rb"^(From |[\041-\071\073-\176]*:|[\t ])")
+_BOUNDARY_END_RE = re.compile(rb"(?P<end>--)?[ \t]*$")
+_LINE_END_RE = re.compile(rb"\r\n|\r|\n")
+_LINE_DASHES_RE = re.compile(rb"[\r\n]--")
+
+
+def _structure_beyond_bounds(raw: bytes) -> str:
+    """Whether the parts of *raw* nest deeper than _MAX_DEPTH, read line by line as the standard parser reads
+    them but without recursion, so that the parser never sees such a message: why, or ''.
+
+    Linear: a body is skipped to its next line that starts with "--" (only a boundary matters there), each such
+    line and each header line is read once (a line that ends a header block twice) and compared with at most
+    _MAX_DEPTH open boundaries. The number of parts is counted on the parsed tree (_tree_beyond_bounds): it
+    costs the parser no recursion.
+    """
+    open_: list[tuple[bytes, int, bool]] = []  # the open multiparts: (separator, level of their parts, digest)
+    level = 0
+    header: list[bytes] | None = []  # the header block being read, of a part at `level`; None in a body
+    digest = False  # that part is a part of a multipart/digest: message/rfc822 unless it says otherwise
+
+    def boundary_at(line: bytes) -> tuple[int, bool] | None:
+        """The open multipart whose boundary *line* is (innermost first), and whether it closes it."""
+        if line.startswith(b"--"):
+            for i in range(len(open_) - 1, -1, -1):
+                separator = open_[i][0]
+                if line.startswith(separator) and (end := _BOUNDARY_END_RE.match(line, len(separator))):
+                    return i, bool(end.group("end"))
+        return None
+
+    pos, size = 0, len(raw)
+    while pos <= size:
+        if header is None and not open_:  # the body of the message or of a message part: no more parts
+            break
+        if header is None and not raw.startswith(b"--", pos):  # to the next line that starts with "--"
+            dashes = _LINE_DASHES_RE.search(raw, pos)
+            if dashes is None:
+                break
+            pos = dashes.start() + 1
+        end = _LINE_END_RE.search(raw, pos)
+        line, pos = (raw[pos:end.start()], end.end()) if end else (raw[pos:], size + 1)
+        found = boundary_at(line)
+        while header is not None:
+            if line and found is None and _HEADER_LINE_RE.match(line):
+                header.append(line)
+                break
+            if level > _MAX_DEPTH:
+                return f"MIME parts nested deeper than {_MAX_DEPTH} levels"
+            part = HeaderParser(policy=email.policy.compat32).parsestr(
+                b"\n".join(header).decode("ascii", "surrogateescape") + "\n\n")
+            if digest:
+                part.set_default_type("message/rfc822")
+            header, digest = None, False
+            boundary = part.get_boundary() if part.get_content_maintype() == "multipart" else None
+            if boundary:
+                separator = b"--" + boundary.encode("utf-8", "surrogateescape")
+                open_.append((separator, level + 1, part.get_content_subtype() == "digest"))
+                found = boundary_at(line)
+            elif part.get_content_maintype() == "message" and found is None:  # a message follows: its header
+                level, header = level + 1, []
+            if not line:  # the blank line that ends a header is consumed; any other line is read again
+                break
+        if header is not None or found is None:
+            continue
+        i, closes = found
+        part_level, in_digest = open_[i][1], open_[i][2]
+        if closes:
+            del open_[i:]
+            level = part_level - 1  # the multipart's epilogue
+        else:
+            del open_[i + 1:]
+            level, header, digest = part_level, [], in_digest
+    return ""
+
+
+def _tree_beyond_bounds(msg: Message) -> str:
+    """The same bounds on the parsed tree, iteratively: why *msg* is beyond them, or ''."""
+    stack: list[tuple[Message, int]] = [(msg, 0)]
+    parts = 0
+    while stack:
+        part, depth = stack.pop()
+        parts += 1
+        if depth > _MAX_DEPTH:
+            return f"MIME parts nested deeper than {_MAX_DEPTH} levels"
+        if parts > _MAX_PARTS:
+            return f"more than {_MAX_PARTS} MIME parts"
+        children = part.get_payload() if part.is_multipart() else None
+        if isinstance(children, list):
+            stack.extend((c, depth + 1) for c in children if isinstance(c, Message))
+    return ""
 
 
 def walk(msg: Message, *, into_attached: bool = False) -> Iterator[Message]:

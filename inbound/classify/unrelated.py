@@ -33,6 +33,6 @@ def check_unrelated(mail: Inbound) -> Classification | None:
         return Classification(
             kind=Kind.UNRELATED, reason=f"notification from a no-reply sender ({sender})", rule="no_reply_sender"
         )
-    if not mail.reply_text.strip() and not header_of(msg, "Subject"):
+    if not mail.reply_text.strip() and not header_of(msg, "Subject") and not mail.body_not_read:
         return Classification(kind=Kind.UNRELATED, reason="empty message", rule="empty")
     return None

@@ -39,6 +39,9 @@ class Correlation:
     why: str = ""  # for Rule.NO_EVIDENCE and own copies: why nothing is done; for `quoted_text`, the verdict
     own_copy: bool = False  # our own sent mail (a Sent folder, our address, our Message-ID): never a reply
     colleague: ColleagueMatch | None = None  # rule `quoted_text`: the evidence, and whether it is beyond doubt
+    # Rules `report_recipient` and `sender_address`: the Message-IDs of returned originals inside the mail that
+    # we generated (each refused as evidence: another mailbox's, or sent after it arrived).
+    our_originals: frozenset[str] = frozenset()
 
 
 def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
@@ -57,6 +60,7 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
     known = dict(known or {})
     named = [parsed.message_id, *parsed.own_ids, *embedded]
     known.update(jobs_by_message_id([i for i in named if i and i not in known and i not in looked_up]))
+    our_originals = frozenset(i for i in embedded if i in known)
     own = own_copy(parsed, mailbox, folder=folder, sent_folder=sent_folder, known=known)
     if own:
         return Correlation(why=own, own_copy=True)
@@ -86,13 +90,13 @@ def correlate(parsed: Parsed, mailbox: Mailbox, internaldate: datetime | None,
             sent = _sent_to(recipients, mailbox, internaldate)
             found = [r for r in recipients if r in sent]
             if found:
-                return Correlation(Rule.RECIPIENT, sent[found[0]], found)
+                return Correlation(Rule.RECIPIENT, sent[found[0]], found, our_originals=our_originals)
             refused.append(f"{_named(recipients)}; {_nothing_sent(internaldate)}")
             return _no_evidence(refused)
     if parsed.from_address:
         job = _sent_to([parsed.from_address], mailbox, internaldate).get(parsed.from_address)
         if job is not None:
-            return Correlation(Rule.SENDER, job, [parsed.from_address])
+            return Correlation(Rule.SENDER, job, [parsed.from_address], our_originals=our_originals)
         if Enrollment.objects.filter(contact__email=parsed.from_address).exists():
             refused.append(f"the sender {parsed.from_address} is enrolled; {_nothing_sent(internaldate)}")
         if raw and internaldate is not None and c is not None and c.kind in PERSONS_MAIL:

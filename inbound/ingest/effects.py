@@ -32,8 +32,9 @@ from ..classify.text import body_text
 from .colleague import QUOTED_TEXT
 from .correlate import Correlation
 
-# One action per kind: (row, correlation, classification, source) -> what was done, in words.
-Effect = Callable[[InboundMessage, Correlation, Classification | None, str], str]
+# One action per kind: (row, correlation, classification, source, raw) -> what was done, in words. `raw` is the
+# message as received: the row may keep less of it (inbound.ingest.minimise), and every effect acts on all of it.
+Effect = Callable[[InboundMessage, Correlation, Classification | None, str, bytes], str]
 
 NOT_CORRELATED = "not correlated to anything we sent: recorded only"
 
@@ -47,7 +48,8 @@ SUPPRESS_FOR_KIND = {
 }
 
 
-def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
+                  raw: bytes) -> str:
     # The person stops in every sequence and mailbox (the sequence may widen it to the company's domain).
     summary = reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
                                                  strong=correlation.rule != InboundMessage.Rule.SENDER,
@@ -83,7 +85,8 @@ def _colleague(row: InboundMessage, correlation: Correlation, c: Classification 
             "an operator decides under Inbound → Probable replies")
 
 
-def _suppress(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+def _suppress(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
+              raw: bytes) -> str:
     summary = StopSummary()
     for address in correlation.addresses:
         _, part = suppression_add_in_transaction(
@@ -93,7 +96,8 @@ def _suppress(row: InboundMessage, correlation: Correlation, c: Classification |
     return _describe(f"suppressed ({SUPPRESS_FOR_KIND[row.kind]})", summary)
 
 
-def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
+            raw: bytes) -> str:
     types = dict(zip(c.recipients, c.recipient_types, strict=False)) if c else {}
     if c is not None and is_delay(c):
         return "; ".join(f"{address}: delivery delayed, still being retried: recorded; a delay never counts "
@@ -101,10 +105,10 @@ def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | N
     return _bounce_effects(row, correlation.addresses, types, source)
 
 
-def answer_text(row: InboundMessage) -> str:
+def answer_text(subject: str, raw: bytes) -> str:
     """An auto-reply's own words: subject and body without the quoted message we sent (it may name dates)."""
-    body = body_text(parse_for_classify(bytes(row.raw))) if row.raw else ""
-    return f"{row.subject}\n{extract_reply_text(body) or body}"
+    body = body_text(parse_for_classify(raw)) if raw else ""
+    return f"{subject}\n{extract_reply_text(body) or body}"
 
 
 DELAYED = "Action: delayed"  # in the classifier's reason for DSN and prose delay warnings
@@ -115,10 +119,11 @@ def is_delay(c: Classification) -> bool:
     return c.kind == Kind.BOUNCE and (DELAYED in c.reason or c.rule.endswith("_delay"))
 
 
-def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
+                raw: bytes) -> str:
     if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
         received = row.internaldate or db_now()
-        found = return_date(answer_text(row), received=received.date())
+        found = return_date(answer_text(row.subject, raw), received=received.date())
         stated = ReturnStated(date=found.date, sentence=found.sentence) if found else None
         return person_hold_for_auto_reply(addresses=correlation.addresses, received=received, found=stated,
                                           source=source)
@@ -128,7 +133,8 @@ def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification
     return _describe("paused (auto-reply)", summary)
 
 
-def _auth_failure(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
+def _auth_failure(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
+                  raw: bytes) -> str:
     # RFC 6591: nobody complained, so nothing stops and nothing is suppressed;
     # the words in the ledger tell an admin that our SPF/DKIM is failing.
     return "authentication failure report (RFC 6591) recorded: check SPF/DKIM; nothing suppressed"
@@ -145,8 +151,10 @@ EFFECTS: dict[str, Effect] = {
 }
 
 
-def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Classification | None) -> str:
-    """Call the send side's services inside the caller's transaction; returns what was done, in words."""
+def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Classification | None, *,
+                          raw: bytes) -> str:
+    """Call the send side's services inside the caller's transaction, on the message as received (*raw*);
+    returns what was done, in words."""
     if row.kind == Kind.QUARANTINED:
         return f"quarantined: {row.parse_error}"
     if correlation.own_copy:
@@ -160,7 +168,7 @@ def inbound_effects_apply(row: InboundMessage, correlation: Correlation, c: Clas
     if not correlation.addresses:
         return NOT_CORRELATED
     effect = EFFECTS.get(row.kind)
-    return effect(row, correlation, c, f"inbound:{row.pk}") if effect else "recorded only"
+    return effect(row, correlation, c, f"inbound:{row.pk}", raw) if effect else "recorded only"
 
 
 def _enrollments_to_stop(row: InboundMessage, correlation: Correlation) -> list[int]:

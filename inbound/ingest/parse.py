@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from email import message_from_bytes
 from email.header import decode_header, make_header
+from email.parser import BytesHeaderParser
 from email.policy import compat32
 from email.utils import parseaddr
 
@@ -64,7 +64,9 @@ def parse_headers(raw: bytes) -> Parsed:
         # header parser takes seconds on one crafted header of a few KB
         # (found by the bigheader fault drill), which would hold the poller
         # and every reply behind it. Values are cut before they are decoded.
-        msg = message_from_bytes(raw, policy=compat32)
+        # The header alone: the body's parts (nested a thousand levels deep, say) never decide what the
+        # header says, so a reply naming our Message-ID is tied to it whatever its body is.
+        msg = BytesHeaderParser(policy=compat32).parsebytes(raw)
         for name in KEY_HEADERS:
             value = msg.get(name)
             if value is not None:

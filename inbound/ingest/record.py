@@ -23,9 +23,11 @@ from sequences.timeline import Event, event_record
 from ..replies.services import conversation_record_in_transaction
 from .correlate import Correlation, correlate
 from .effects import NOT_CORRELATED, inbound_effects_apply
+from .minimise import source_kept
 from .parse import Parsed, clean, parse
 
 Content = InboundMessage.Content
+Rule = InboundMessage.Rule
 # Errors that the content of one message can cause; anything else (the database gone) is the poll's.
 CONTENT_ERRORS = (DataError, ValueError, TypeError, LookupError, RecursionError)
 
@@ -93,10 +95,13 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
         correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, looked_up=looked_up,
                                  folder=folder, sent_folder=sent_folder, raw=fetched.raw)
                        if parsed.classification else Correlation())
+        kept = None  # CPU only too: what is stored of a report or automatic answer tied by an address alone
+        if parsed.classification and source_minimised(correlation, parsed.classification.kind):
+            kept = source_kept(fetched.raw, recipients=correlation.addresses, our_ids=correlation.our_originals)
         if recorded is None:
             recorded = recorded_for(mailbox, folder, uidvalidity, [fetched.uid], [parsed.message_id])
         with transaction.atomic(durable=True):
-            result, row = _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation, recorded)
+            result, row = _record_locked(mailbox, folder, uidvalidity, fetched, parsed, correlation, recorded, kept)
         if row is not None:
             recorded.add([row])
         return result
@@ -113,10 +118,27 @@ def content_for(correlation: Correlation) -> str:
 
     Machine mail that names nothing we sent is metadata only like any unrelated mail: a bounce or an
     auto-reply to the owner's own mail returns or quotes that private mail. Its kind, rule, status codes and
-    what it did (nothing, and why) stay as evidence.
+    what it did (nothing, and why) stay as evidence. Tied by an address alone, such mail keeps its header and
+    its report's fields, not its text (``source_minimised``).
     """
     tied = correlation.job is not None or correlation.colleague is not None
     return Content.FULL if tied else Content.METADATA
+
+
+# What a machine writes about a message: a report returns it, an automatic answer quotes it.
+ABOUT_A_MESSAGE = (Kind.BOUNCE, Kind.COMPLAINT, Kind.AUTO_REPLY, Kind.AUTH_FAILURE)
+BY_ADDRESS = (Rule.RECIPIENT, Rule.SENDER)
+
+
+def source_minimised(correlation: Correlation, kind: str) -> bool:
+    """Whether only the header and the report's fields about our recipients are stored (inbound.ingest.minimise).
+
+    A report or an automatic answer tied to us by an address alone may be about the owner's own mail to that
+    person, which it returns or quotes: it acts on the message as received, and keeps none of that mail.
+    Tied by a Message-ID we generated (In-Reply-To, References, the returned original's), what it returns or
+    quotes is our own message: kept whole, to explain what it did, until the retention period ends.
+    """
+    return correlation.rule in BY_ADDRESS and kind in ABOUT_A_MESSAGE
 
 
 def metadata_row(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: FetchedMessage, message_id: str, *,
@@ -181,8 +203,11 @@ def _quarantine(mailbox: Mailbox, folder: str, uidvalidity: int, fetched: Fetche
 
 
 def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correlation: Correlation,
-                   recorded: Recorded) -> tuple[IngestResult, InboundMessage | None]:
-    """The message's row, its event and effects, and the cursor: what one message's transaction writes."""
+                   recorded: Recorded, kept: bytes | None = None) -> tuple[IngestResult, InboundMessage | None]:
+    """The message's row, its event and effects, and the cursor: what one message's transaction writes.
+
+    *kept*: the part of the source that is stored instead of all of it (``source_minimised``); the effects
+    still read the message as received."""
     existing = recorded.uids.get(fetched.uid)
     if existing is not None:
         _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
@@ -190,23 +215,27 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
 
     c = parsed.classification
     kind = c.kind if c is not None else Kind.QUARANTINED
+    limit = settings.OUTREACH_INBOUND_RAW_LIMIT
     if content_for(correlation) == Content.METADATA:
         row = metadata_row(mailbox, folder, uidvalidity, fetched, parsed.message_id, kind=kind,
                            rule=correlation.rule, parse_error=parsed.error)
         if c is not None:  # what the report said in codes, never whose or what mail it returned
             row.bounce_type, row.status_codes = c.bounce_type, list(c.status_codes)
     else:
-        limit = settings.OUTREACH_INBOUND_RAW_LIMIT
+        raw, recipients, reply_text = fetched.raw, list(c.recipients), c.reply_text
+        if kept is not None:  # its header and the report's fields about our recipients only
+            raw, reply_text = kept, ""
+            recipients = [r for r in recipients if r in correlation.addresses]
         row = InboundMessage(
             mailbox=mailbox, folder=folder, uidvalidity=uidvalidity, uid=fetched.uid,
             message_id=parsed.message_id, internaldate=fetched.internaldate,
             from_address=parsed.from_address[:320], from_name=clean(parsed.from_name)[:400], subject=parsed.subject,
             headers=parsed.headers, size=fetched.size or len(fetched.raw), kind=kind,
-            raw=fetched.raw[:limit], raw_truncated=len(fetched.raw) > limit or fetched.truncated,
+            raw=raw[:limit], raw_truncated=kept is not None or len(raw) > limit or fetched.truncated,
             parse_error=parsed.error, correlation_rule=correlation.rule, job=correlation.job,
             enrollment=correlation.job.enrollment if correlation.job else None,
-            bounce_type=c.bounce_type, recipients=list(c.recipients), status_codes=list(c.status_codes),
-            classification_reason=c.reason[:2000], reply_text=c.reply_text[:20000],
+            bounce_type=c.bounce_type, recipients=recipients, status_codes=list(c.status_codes),
+            classification_reason=c.reason[:2000], reply_text=reply_text[:20000],
         )
 
     original = recorded.originals.get(parsed.message_id) if parsed.message_id else None
@@ -229,7 +258,7 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
     _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)
     if row.content == Content.FULL:
         event_record(**arrived, inbound=row.pk)
-    row.effect = inbound_effects_apply(row, correlation, c)
+    row.effect = inbound_effects_apply(row, correlation, c, raw=fetched.raw[:limit])  # as received, not as kept
     InboundMessage.objects.filter(pk=row.pk).update(effect=row.effect)
     if row.content == Content.FULL:
         conversation_record_in_transaction(row=row)  # the replies inbox: a correlated reply joins its conversation
