@@ -1,4 +1,5 @@
-"""The replies inbox: one conversation per person and sequence, its replies, and our answers from the app.
+"""The replies inbox: one conversation per person and sequence, its replies, and our answers from the app; and the
+ESP tracking-webhook batches too large to apply inside the request.
 
 A `Conversation` is created by ingestion, in the inbound message's own transaction, when a reply that correlates
 to a message we sent is recorded (a human reply, an out-of-office auto-reply, an unsubscribe request); its replies
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from db.sql import DbClock
 
@@ -119,3 +120,36 @@ class Answer(models.Model):
 
     def __str__(self) -> str:
         return f"answer {self.pk} ({self.state})"
+
+
+class WebhookBatch(models.Model):
+    """An ESP's tracking-webhook batch kept as received, applied in the background a chunk at a time.
+
+    The row is the record of truth and Redis only carries its id (`inbound.webhooks`): the request stores the body
+    and answers; each RQ job applies the next chunk from `applied` and moves `applied` past it. An event is applied
+    once whatever happens to the jobs, because the provider-event ledger records each (provider, event id) once:
+    a chunk applied again after a lost worker finds its events recorded and changes nothing. `touched_at` is the
+    last sign of life (stored, a chunk recorded, enqueued again); an unfinished batch quiet for longer is enqueued
+    again by the periodic resume pass. The body is emptied when the last chunk is recorded.
+    """
+
+    provider = models.CharField(max_length=40)  # anymail's ESP name, lower case ("sendgrid")
+    digest = models.CharField(max_length=64)  # SHA-256 of the body: the ESP's re-delivery of the batch is this row
+    body = models.TextField()  # the JSON array of events, as received
+    events = models.PositiveIntegerField()
+    applied = models.PositiveIntegerField(default=0)  # events [0, applied) are recorded in the ledger
+    resumes = models.PositiveSmallIntegerField(default=0)  # times enqueued again since the last chunk was recorded
+    received_at = models.DateTimeField(db_default=DbClock())
+    touched_at = models.DateTimeField()  # database clock (db.sql.db_clock_written)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "digest"], name="webhookbatch_once"),
+            models.CheckConstraint(condition=Q(applied__lte=F("events")), name="webhookbatch_applied_within"),
+        ]
+        indexes = [models.Index(fields=["touched_at"], name="webhookbatch_unfinished_idx",
+                                condition=Q(finished_at__isnull=True))]
+
+    def __str__(self) -> str:
+        return f"{self.provider} batch {self.pk} ({self.applied}/{self.events})"

@@ -1,4 +1,4 @@
-"""RQ tasks for reply ingestion: a periodic fan-out, and one poll per mailbox under a lock."""
+"""RQ tasks for reply ingestion: a periodic fan-out, one poll per mailbox under a lock; ESP webhook batches."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from mailboxes.models import Mailbox
 
 from .ingest.poll import mailbox_poll
 from .ingest.retention import inbound_raw_purge as _raw_purge
+from .webhook_urls import event_converter
+from .webhooks import webhook_batch_chunk_apply, webhook_batches_forget, webhook_batches_resume
 
 log = logging.getLogger("outreach.ingest")
 LOCK_TIMEOUT = 600  # seconds; a crashed poller's lock expires on its own
@@ -86,3 +88,18 @@ def inbound_raw_purge() -> int:
     if purged:
         log.info("removed the content of %d inbound messages past the retention period", purged)
     return purged
+
+
+def webhook_batch_apply(batch_id: int) -> dict:
+    """One chunk of a stored ESP webhook batch; the next chunk is enqueued when this one is recorded."""
+    result = webhook_batch_chunk_apply(batch_id=batch_id, converter=event_converter)
+    return {"batch": result.batch, "applied": result.applied, "events": result.events, "outcome": result.outcome}
+
+
+def webhook_batches_due() -> dict:
+    """Periodic: enqueue again the ESP webhook batches left unfinished (a lost job, a killed worker); forget old
+    finished ones."""
+    resumed = webhook_batches_resume()
+    if resumed:
+        log.warning("webhook batches %s had stalled: enqueued again", resumed)
+    return {"resumed": len(resumed), "forgotten": webhook_batches_forget()}

@@ -19,6 +19,12 @@ converts event by event: one that cannot be read is recorded as malformed
 that is no batch at all (not JSON, not UTF-8, another content type, the
 wrong shape) is a 400 in words, never a 5xx that the ESP would retry forever.
 
+A JSON array of more than `inbound.webhooks.INLINE_EVENTS` events is not
+applied here: once its body is checked it is kept for the background
+(`inbound.webhooks.webhook_batch_store`) and answered with the same empty 200
+at once; `event_converter` converts its events there, one by one, as this
+view would have.
+
 Only the tracking webhooks of the ESPs in OUTREACH_WEBHOOK_ESPS are mounted
 (inbound-mail webhooks never are); `inbound.checks` refuses to start when one
 of them lacks a setting anymail needs (Mailgun's signing key, Mandrill's key).
@@ -29,6 +35,8 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 from anymail.urls import urlpatterns as anymail_urlpatterns
 from anymail.utils import get_anymail_setting, get_request_basic_auth
@@ -42,7 +50,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from sequences.api.ratelimit import window_count
 
-from .webhooks import Unreadable, tracking_unreadable
+from .webhooks import INLINE_EVENTS, Unreadable, tracking_unreadable, webhook_batch_store
 
 app_name = "anymail"
 
@@ -88,26 +96,29 @@ def challenge_unauthenticated(view):
     return login_not_required(csrf_exempt(wrapped))
 
 
-def body_problem(request, esp: str) -> str:
-    """Why the request's body is not a batch this ESP's webhook posts ('' when it may be one)."""
+def body_read(request, esp: str) -> tuple[Any, str]:
+    """The request's body as this ESP's webhook posts it, and why it is no such batch ('' when it may be one).
+
+    The value is None for an ESP whose body anymail's parser alone checks.
+    """
     shape = BODY_SHAPES.get(esp)
     if shape is None:
-        return ""
+        return None, ""
     if request.content_type != "application/json":
-        return f"the body must be application/json, not {request.content_type[:100] or 'untyped'}"
+        return None, f"the body must be application/json, not {request.content_type[:100] or 'untyped'}"
     try:
         text = request.body.decode("utf-8")
     except UnicodeDecodeError:
-        return "the body is not UTF-8"
+        return None, "the body is not UTF-8"
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except ValueError as exc:
-        return f"the body is not JSON: {exc}"
+        return None, f"the body is not JSON: {exc}"
     except RecursionError:
-        return "the body is nested too deeply"
+        return None, "the body is nested too deeply"
     if not isinstance(value, shape):
-        return f"the body must be {SHAPE_WORDS[shape]}"
-    return ""
+        return None, f"the body must be {SHAPE_WORDS[shape]}"
+    return value, ""
 
 
 def _no_constant(name: str):
@@ -134,8 +145,13 @@ class EventsStandAlone:
     def post(self, request, *args, **kwargs):
         self.run_validators(request)  # anymail's own checks (its basic auth, signatures): a 400 when they fail
         esp = self.esp_name.lower()
-        if problem := body_problem(request, esp):
+        value, problem = body_read(request, esp)
+        if problem:
             return _plain(400, problem)
+        if isinstance(value, list) and len(value) > INLINE_EVENTS:
+            # Too many to apply before a web worker's time-out: kept, answered, applied in the background.
+            webhook_batch_store(provider=esp, body=request.body.decode("utf-8"), events=len(value))
+            return HttpResponse()
         try:
             events = self.parse_events(request)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -153,6 +169,12 @@ def events_stand_alone(callback):
     view_class = callback.view_class
     guarded = type(view_class.__name__, (EventsStandAlone, view_class), {"__module__": __name__})
     return guarded.as_view(**callback.view_initkwargs)
+
+
+def event_converter(esp: str) -> Callable[[Any], Any]:
+    """One raw event of ESP's tracking webhook converted as its view converts it here, outside a request."""
+    view = events_stand_alone(tracking_patterns([esp])[0].callback)
+    return view.view_class(**view.view_initkwargs).esp_to_anymail_event
 
 
 def tracking_patterns(esps) -> list[URLPattern]:

@@ -7,7 +7,7 @@ others wait to take over (outreach/scheduler.py).
 from django.conf import settings
 from rq import cron
 
-from inbound.tasks import inbound_raw_purge, poll_all
+from inbound.tasks import inbound_raw_purge, poll_all, webhook_batches_due
 from sequences.tasks import api_housekeeping, dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
 from sequences.web.dashboard_counts import count_task as dashboard_count
 
@@ -19,5 +19,6 @@ cron.register(webhooks_due, queue_name="default", interval=10)
 cron.register(reply_view_episodes, queue_name="default", interval=30)
 cron.register(api_housekeeping, queue_name="default", interval=3600)
 cron.register(inbound_raw_purge, queue_name="default", interval=3600)
+cron.register(webhook_batches_due, queue_name="default", interval=60)
 # Hourly pass; each mailbox's DNS is read once a day (a failing one hourly), however often schedulers restart.
 cron.register(domain_auth, queue_name="default", interval=3600)

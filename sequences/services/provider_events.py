@@ -9,6 +9,12 @@ An event acts only on evidence that we sent: it must name a job by its
 provider message id, and its recipient (when it gives one) must be that job's
 contact. Anything else is recorded with why it did nothing. An event never
 names a domain.
+
+A large batch is recorded a chunk at a time (`provider_events_record_quiet`):
+most of its events (opens, clicks, deferrals, news of mail that is not ours)
+change nothing but their own ledger row and timeline event, and those are
+written for the whole chunk in one short transaction; the rest are applied one
+by one by `provider_event_record`, each in its own transaction as always.
 """
 
 from __future__ import annotations
@@ -26,11 +32,11 @@ from db.sql import DbClock
 from mailboxes.models import ProviderEvent
 from mailboxes.refusals import refusal_reason, refusal_words
 
-from ..models import SendJob, Suppression
+from ..models import SendJob, Suppression, TimelineEvent
 from ..selectors import normalize_email, suppression_active_for
 from ..sending_mailbox import enrollment_mailbox
 from ..states import job_move
-from ..timeline import Event, event_record, iso
+from ..timeline import Event, event_record, events_record_many, iso
 from .common import ServiceError
 from .guardrails import guardrail_refusal_record
 from .suppressions import suppression_add_in_transaction
@@ -131,10 +137,7 @@ def provider_event_record(*, event: TrackingEvent) -> str:
                    .filter(provider_message_id=event.message_id).order_by("-id").first())
         # The unique (provider, event_id) index serializes a concurrent duplicate behind this insert.
         row, created = ProviderEvent.objects.get_or_create(
-            provider=event.provider, event_id=event.event_id,
-            defaults={"event_type": event.event_type, "recipient": event.recipient[:320],
-                      "provider_message_id": event.message_id[:255], "job": job,
-                      "occurred_at": event.occurred_at, "raw": event.raw},
+            provider=event.provider, event_id=event.event_id, defaults=_ledger_fields(event, job),
         )
         if not created:
             return "duplicate"
@@ -143,19 +146,101 @@ def provider_event_record(*, event: TrackingEvent) -> str:
         event_record(
             kind=Event.PROVIDER_EVENT, email=normalize_email(event.recipient),
             enrollment=job.enrollment_id if job else None, job=job, version_seen=job.version if job else None,
-            provider=event.provider, event_type=event.event_type, event_id=event.event_id,
-            occurred_at=iso(event.occurred_at), effect=effect, entry=row.pk,
+            **_timeline_data(event, effect=effect, entry=row.pk),
         )
         return effect
 
 
-def _event_apply(event: TrackingEvent, job: SendJob | None) -> str:
+def provider_events_record_quiet(*, events: list[TrackingEvent]) -> list[TrackingEvent]:
+    """Record the events of a chunk that change nothing but their own rows; one durable transaction.
+
+    Returns the events left to apply, in their order, for `provider_event_record`
+    one by one: those that would change something (a delivery, a hard bounce, a
+    complaint... that names our job), which so hold their locks no longer than an
+    event posted alone. An event already in the ledger, or repeated within the
+    chunk, is a duplicate: only its first occurrence counts. A concurrent
+    delivery that records one of the same events first makes this raise
+    IntegrityError (nothing of the chunk is written); the caller then records
+    the events one by one, where each finds its own answer.
+    """
+    first: dict[tuple[str, str], TrackingEvent] = {}
+    for event in events:
+        first.setdefault((event.provider, event.event_id), event)
+    if not first:
+        return []
+    with transaction.atomic(durable=True):
+        recorded = set(ProviderEvent.objects.filter(
+            provider__in={provider for provider, _ in first}, event_id__in=[event_id for _, event_id in first],
+        ).values_list("provider", "event_id"))
+        fresh = [event for key, event in first.items() if key not in recorded]
+        jobs = _jobs_by_message_id({event.message_id for event in fresh if event.message_id})
+        quiet, rest = [], []
+        for event in fresh:
+            job = jobs.get(event.message_id)
+            effect = _effect_without_change(event, job)
+            if effect:
+                quiet.append((event, job, effect))
+            else:
+                rest.append(event)
+        rows = ProviderEvent.objects.bulk_create([
+            ProviderEvent(provider=event.provider, event_id=event.event_id, effect=effect,
+                          **_ledger_fields(event, job))
+            for event, job, effect in quiet
+        ])
+        events_record_many([
+            TimelineEvent(kind=Event.PROVIDER_EVENT.value, email=normalize_email(event.recipient),
+                          enrollment_id=job.enrollment_id if job else None, job=job,
+                          version_seen=job.version if job else None,
+                          data=_timeline_data(event, effect=effect, entry=row.pk))
+            for (event, job, effect), row in zip(quiet, rows, strict=True)
+        ])
+    return rest
+
+
+def _jobs_by_message_id(message_ids: set[str]) -> dict[str, SendJob]:
+    """Each provider message id's job, the newest when several share one (as provider_event_record reads it)."""
+    jobs = (SendJob.objects.select_related("enrollment__contact", "step")
+            .filter(provider_message_id__in=message_ids).order_by("id"))
+    return {job.provider_message_id: job for job in jobs}
+
+
+def _ledger_fields(event: TrackingEvent, job: SendJob | None) -> dict[str, Any]:
+    return {"event_type": event.event_type, "recipient": event.recipient[:320],
+            "provider_message_id": event.message_id[:255], "job": job, "occurred_at": event.occurred_at,
+            "raw": event.raw}
+
+
+def _timeline_data(event: TrackingEvent, *, effect: str, entry: int) -> dict[str, Any]:
+    return {"provider": event.provider, "event_type": event.event_type, "event_id": event.event_id,
+            "occurred_at": iso(event.occurred_at), "effect": effect, "entry": entry}
+
+
+# Event types that can change something: a job's state, the suppression ledger, the guardrail.
+ACTING = ("delivered", "bounced", "complained", "unsubscribed", "rejected", "failed")
+
+
+def _effect_without_change(event: TrackingEvent, job: SendJob | None) -> str:
+    """The effect in words of an event that changes nothing but its own rows; "" when it must be applied."""
     if job is None:
         return "no job has this provider message id: nothing applied"
-    email = normalize_email(job.enrollment.contact.email)
     recipient = normalize_email(event.recipient)
-    if recipient and recipient != email:
+    if recipient and recipient != normalize_email(job.enrollment.contact.email):
         return f"recipient {recipient} is not the contact of job {job.pk}: nothing applied"
+    kind = event.event_type
+    if kind in ("bounced", "rejected", "failed") and refusal_reason(event.description or kind):
+        return ""  # counted by the guardrail
+    if kind == "bounced" and not event.hard_bounce:
+        return "soft bounce: recorded, no suppression"
+    if kind in ACTING:
+        return ""
+    return "recorded; no effect"
+
+
+def _event_apply(event: TrackingEvent, job: SendJob | None) -> str:
+    if quiet := _effect_without_change(event, job):
+        return quiet
+    assert job is not None  # an event that names no job changes nothing
+    email = normalize_email(job.enrollment.contact.email)
     source = f"webhook:{event.provider}:{event.event_id}"[:200]
     note = event.description or event.event_type
     kind = event.event_type
