@@ -9,6 +9,8 @@ from typing import Any
 
 from rq import get_current_job
 
+from mailboxes.address_check import domains_check, verdicts_plain
+
 from .api import bulk
 from .api.idempotency import idempotency_keys_purge
 from .pipeline import send_job_process
@@ -130,6 +132,12 @@ def suppression_import(rows: list[dict[str, Any]], actor: str, source: str, inva
                                          progress=_meta_progress())
     result["errors"] = sorted(invalid + result["errors"], key=lambda e: e["line"])
     return result
+
+
+def addresses_verify(domains: list[str], budget: float) -> dict[str, list[str]]:
+    """The address check of an enroll upload's dry run: each domain's verdict, all looked up within `budget`
+    seconds (mailboxes.address_check); progress in the RQ job's meta for the page that waits on it."""
+    return verdicts_plain(domains_check(domains, budget=budget, progress=_meta_progress()))
 
 
 def webhook_deliver(delivery_id: int) -> str:

@@ -6,24 +6,35 @@ service what it would refuse (`enrollments_dry_run`). Suppressed addresses are n
 enrolled. Each step is a page that can be reloaded: the upload is kept in Redis under a token,
 the mapping and the dry run are a GET, the run is one POST that redirects to the job's status
 page (a second POST of the same upload finds the job it already started).
+
+Redis is every queue's transport, so what uploads keep there is bounded: each person's uploads waiting to be
+enrolled, and everyone's together, fit a quota counted in one sorted set (`KEPT`) that a Redis transaction reads
+and writes; an upload is forgotten after UPLOAD_TTL, when it is enrolled (its rows travel with the job), or when
+its owner discards it. The address check of the dry run ("verify") looks up DNS in a background job within a
+time budget; the page waits on it and never resolves a name itself.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import secrets
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urlencode
 
 import django_rq
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from redis.exceptions import RedisError
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from mailboxes.address_check import rows_verify
+from mailboxes.address_check import DomainVerdicts, rows_domains, rows_verify, verdicts_read
 from sequences.contact_rows import NAMED, FileRefused, column_field, decode, row_check
 
 from ..models import Sequence
@@ -32,8 +43,17 @@ from ..services.common import ServiceError
 from ..services.enrollments import ContactRow, Refusal, enrollments_dry_run
 from .access import ui_view
 
-UPLOAD_TTL = 24 * 3600  # an upload not run within a day is forgotten
+# An upload not enrolled within six hours is forgotten: mapping and the dry run take minutes, and a short stay
+# frees the quota sooner than a day would.
+UPLOAD_TTL = 6 * 3600
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+# What uploads waiting to be enrolled may keep in Redis, counted as stored (the file's text as JSON):
+USER_QUOTA_BYTES = 50 * 1024 * 1024  # each person's: two files of the largest size
+TOTAL_QUOTA_BYTES = 200 * 1024 * 1024  # everyone's together, well below what the queues need to keep running
+# The least an upload counts: bounds how many are kept (TOTAL / this), so reading them all stays cheap.
+MIN_CHARGE_BYTES = 64 * 1024
+KEPT = "outreach:enroll-uploads"  # sorted set: a JSON member per kept upload, scored by when Redis forgets it
+VERIFY_BUDGET_SECONDS = 60.0  # the background address check's time in all; domains not reached are "not checked"
 IGNORE = "ignore"
 FIELD = "field"  # kept as a custom field under the column's own name
 TARGETS = [
@@ -70,7 +90,8 @@ class Upload:
     def load(cls, token: str, sequence_id: int) -> Upload:
         raw = _redis().connection.get(_key(token)) if token.isalnum() else None
         if raw is None:
-            raise Http404("This upload is no longer kept (uploads are kept for a day); upload the file again.")
+            raise Http404(f"This upload is no longer kept (uploads are kept for {_hours(UPLOAD_TTL)}, until they "
+                          "are enrolled or discarded); upload the file again.")
         upload = cls(**json.loads(raw))
         if upload.sequence_id != sequence_id:
             raise Http404("no such upload")
@@ -83,12 +104,163 @@ class Parsed:
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason): rows that cannot be enrolled
     flagged: list[tuple[int, str]] = field(default_factory=list)  # (line, note): enrolled, with a note (--verify)
 
-    def verify(self) -> Parsed:
-        """Address verification (DNS, once per domain): refused rows move to `rejected`, notes to `flagged`."""
-        verified = rows_verify(self.rows)
+    def verify(self, domains: DomainVerdicts) -> Parsed:
+        """Address verification with the domains' verdicts of a finished background check: refused rows move to
+        `rejected`, notes to `flagged`."""
+        verified = rows_verify(self.rows, domains)
         self.rows, self.flagged = verified.kept, verified.flagged
         self.rejected = sorted(self.rejected + verified.refused)
         return self
+
+
+# --- the quota of kept uploads ----------------------------------------------------------------------
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:g} hour{'s' if hours != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An upload kept for enrolling, as its owner's quota and everyone's count it."""
+
+    member: str  # its entry in KEPT
+    token: str
+    user: int
+    sequence: int
+    file: str
+    bytes: int  # what it counts: its stored size, at least MIN_CHARGE_BYTES
+    expires: float  # when Redis forgets it, in seconds since the epoch by Redis's own clock
+
+    @property
+    def expires_at(self) -> datetime:
+        return datetime.fromtimestamp(self.expires, tz=UTC)
+
+
+def _now(conn) -> float:
+    """Redis's clock, the one its expiry follows, whichever web process asks."""
+    seconds, micros = conn.time()
+    return seconds + micros / 1_000_000
+
+
+def _kept(conn, now: float) -> list[Kept]:
+    """The uploads Redis still keeps, the first to be forgotten first."""
+    return [
+        Kept(member=member.decode(), expires=score, **json.loads(member))
+        for member, score in conn.zrangebyscore(KEPT, f"({now}", "+inf", withscores=True)
+    ]
+
+
+def _room_at(kept: list[Kept], over: int) -> datetime | None:
+    """When enough of `kept` (the first to be forgotten first) is forgotten to free `over` bytes."""
+    freed = 0
+    for upload in kept:
+        freed += upload.bytes
+        if freed >= over:
+            return upload.expires_at
+    return None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the kept uploads count: one person's (`mine`) and everyone's, the first to be forgotten first."""
+
+    mine: list[Kept]
+    everyone: list[Kept]
+
+    @property
+    def mine_bytes(self) -> int:
+        return sum(upload.bytes for upload in self.mine)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(upload.bytes for upload in self.everyone)
+
+    def refusal(self, need: int) -> str:
+        """Why an upload counting `need` bytes cannot be kept now, in words; "" when it fits."""
+        size = filesizeformat
+        if need > min(USER_QUOTA_BYTES, TOTAL_QUOTA_BYTES):
+            return (f"This file takes {size(need)} once read, more than the "
+                    f"{size(min(USER_QUOTA_BYTES, TOTAL_QUOTA_BYTES))} uploads may keep; split it or use the enroll "
+                    "command.")
+        discard = "discard the uploads listed below that you will not enroll"
+        if self.mine_bytes + need > USER_QUOTA_BYTES:
+            room = _room_at(self.mine, self.mine_bytes + need - USER_QUOTA_BYTES)
+            return (f"Uploads waiting to be enrolled may keep {size(USER_QUOTA_BYTES)} per person; yours keep "
+                    f"{size(self.mine_bytes)} in {len(self.mine)} upload{'s' if len(self.mine) != 1 else ''} and "
+                    f"this file needs {size(need)}. There is room for it by {room:%Y-%m-%d %H:%M} UTC, when "
+                    f"your older uploads are forgotten (each is kept {_hours(UPLOAD_TTL)}), or at once if you "
+                    f"{discard}.")
+        if self.total_bytes + need > TOTAL_QUOTA_BYTES:
+            room = _room_at(self.everyone, self.total_bytes + need - TOTAL_QUOTA_BYTES)
+            return (f"Uploads waiting to be enrolled may keep {size(TOTAL_QUOTA_BYTES)} for everyone together; "
+                    f"{size(self.total_bytes)} are in use and this file needs {size(need)}. There is room for it "
+                    f"by {room:%Y-%m-%d %H:%M} UTC, when older uploads are forgotten, or sooner as uploads are "
+                    f"enrolled or discarded{'; ' + discard if self.mine else ''}.")
+        return ""
+
+
+class QuotaFull(Exception):
+    """An upload that does not fit its owner's quota or everyone's; the message says so in words."""
+
+
+def uploads_usage(*, user_id: int) -> Usage:
+    conn = _redis().connection
+    everyone = _kept(conn, _now(conn))
+    return Usage(mine=[upload for upload in everyone if upload.user == user_id], everyone=everyone)
+
+
+def upload_keep(*, user_id: int, upload: Upload) -> str:
+    """Keep the upload for UPLOAD_TTL under a new token, counted in the quota; QuotaFull when it does not fit.
+
+    One Redis transaction under WATCH of KEPT: what was counted is what is written, so two uploads at once
+    (any processes) cannot both take the last room; a lost race reads the set again."""
+    data = json.dumps(asdict(upload), ensure_ascii=False).encode()
+    token = secrets.token_hex(12)
+    charged = max(len(data), MIN_CHARGE_BYTES)
+    member = json.dumps({"token": token, "user": user_id, "sequence": upload.sequence_id, "file": upload.file,
+                         "bytes": charged})
+
+    def keep(pipe) -> None:
+        now = _now(pipe)
+        everyone = _kept(pipe, now)
+        refusal = Usage(mine=[k for k in everyone if k.user == user_id], everyone=everyone).refusal(charged)
+        if refusal:
+            raise QuotaFull(refusal)
+        pipe.multi()
+        pipe.zremrangebyscore(KEPT, "-inf", now)  # the forgotten ones leave the count
+        pipe.zadd(KEPT, {member: now + UPLOAD_TTL})
+        pipe.expire(KEPT, UPLOAD_TTL)  # the set outlives none of its members
+        pipe.set(_key(token), data, ex=UPLOAD_TTL)
+
+    _redis().connection.transaction(keep, KEPT)
+    return token
+
+
+def _forget(uploads: list[Kept]) -> int:
+    conn = _redis().connection
+    with conn.pipeline() as pipe:
+        for upload in uploads:
+            pipe.zrem(KEPT, upload.member)
+            pipe.delete(_key(upload.token))
+        pipe.execute()
+    return len(uploads)
+
+
+def upload_discard(*, user_id: int, token: str = "") -> int:
+    """Forget one of the person's kept uploads (all of theirs when `token` is empty); how many were forgotten."""
+    mine = uploads_usage(user_id=user_id).mine
+    return _forget([upload for upload in mine if upload.token == token or not token])
+
+
+def upload_release(token: str) -> None:
+    """After its run started: the rows travel with the job, the upload no longer needs keeping or counting."""
+    conn = _redis().connection
+    _forget([upload for upload in _kept(conn, _now(conn)) if upload.token == token])
+
+
+# --- columns and rows ---------------------------------------------------------------------------
 
 
 def guess_mapping(header: list[str]) -> list[str]:
@@ -158,9 +330,30 @@ def parse(upload: Upload, mapping: list[str]) -> Parsed:
 # --- pages -------------------------------------------------------------------------------------
 
 
+def _read_csv(file) -> tuple[list[str], str]:
+    """The header and the text of an uploaded CSV, every row read once now: a file the csv module refuses (a cell
+    over its limit) is refused here, in words (FileRefused), not on the mapping page later."""
+    text = decode(file.read(), file.name)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, [])
+        for _ in reader:
+            pass
+    except csv.Error as exc:
+        raise FileRefused(f"{file.name}: line {reader.line_num}: {exc}; nothing was read") from None
+    if not any(h.strip() for h in header):
+        raise FileRefused("The first row must name the columns (one of them the email address).")
+    return header, text
+
+
 @ui_view(OPERATE, methods=("GET", "POST"))
 def enroll_upload(request, pk: int):
     sequence = get_object_or_404(Sequence, pk=pk)
+    user_id = request.user.pk
+    if request.method == "POST" and "discard" in request.POST:
+        token = request.POST["discard"]
+        upload_discard(user_id=user_id, token="" if token == "all" else token)
+        return redirect("enroll_upload", pk=pk)
     error = ""
     if request.method == "POST":
         file = request.FILES.get("file")
@@ -168,27 +361,33 @@ def enroll_upload(request, pk: int):
             error = "Choose a CSV file with a header row."
         elif file.size > MAX_UPLOAD_BYTES:
             error = f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; split it or use the command."
+        # Before reading the file: one that cannot fit is refused without decoding it.
+        elif refusal := uploads_usage(user_id=user_id).refusal(max(file.size, MIN_CHARGE_BYTES)):
+            error = refusal
         else:
             try:
-                text = decode(file.read(), file.name)
-                reader = csv.reader(io.StringIO(text, newline=""))
-                header = next(reader, [])
-                for _ in reader:  # every row read once now: one the csv module refuses (a cell over its limit)
-                    pass          # refuses the file here, in words, not the mapping page later
-            except FileRefused as exc:
+                header, text = _read_csv(file)
+                token = upload_keep(user_id=user_id, upload=Upload(
+                    sequence_id=pk, file=file.name[:200], header=header, text=text))
+            except (FileRefused, QuotaFull) as exc:
                 error = str(exc)
-            except csv.Error as exc:
-                error = f"{file.name}: line {reader.line_num}: {exc}; nothing was read"
             else:
-                if not any(h.strip() for h in header):
-                    error = "The first row must name the columns (one of them the email address)."
-                else:
-                    token = secrets.token_hex(12)
-                    upload = Upload(sequence_id=pk, file=file.name[:200], header=header, text=text)
-                    _redis().connection.set(_key(token), json.dumps(asdict(upload)), ex=UPLOAD_TTL)
-                    return redirect("enroll_map", pk=pk, token=token)
+                return redirect("enroll_map", pk=pk, token=token)
+    usage = uploads_usage(user_id=user_id)
+    sequences = Sequence.objects.in_bulk({upload.sequence for upload in usage.mine})
     return render(
-        request, "ui/enroll_upload.html", {"sequence": sequence, "error": error}, status=400 if error else 200
+        request,
+        "ui/enroll_upload.html",
+        {
+            "sequence": sequence,
+            "error": error,
+            "usage": usage,
+            "kept": [(upload, sequences.get(upload.sequence)) for upload in usage.mine],
+            "user_quota": USER_QUOTA_BYTES,
+            "total_quota": TOTAL_QUOTA_BYTES,
+            "kept_for": _hours(UPLOAD_TTL),
+        },
+        status=400 if error else 200,
     )
 
 
@@ -198,13 +397,62 @@ def _mapping_from(data, header: list[str]) -> list[str] | None:
     return [data.get(f"col{i}", IGNORE) for i in range(len(header))]
 
 
+def _started(token: str) -> str | None:
+    """The id of the run this upload started, if it did."""
+    started = _redis().connection.get(_key(token) + ":job")
+    return started.decode() if started is not None else None
+
+
+def _verify_job(token: str, domains: list[str], *, start: bool) -> Job | None:
+    """The background check of these domains: the one kept for the upload if it checks them, else (with `start`)
+    a new one. One check per upload at a time: a waiting check of other domains (another email column) is
+    canceled, so reloading the page with each column in turn cannot fill the queue."""
+    queue = _redis()
+    key = _key(token) + ":verify"
+    digest = hashlib.sha256("\n".join(domains).encode()).hexdigest()[:32]
+    kept = queue.connection.get(key)
+    if kept is not None:
+        kept_digest, _, job_id = kept.decode().partition(" ")
+        try:
+            job = Job.fetch(job_id, connection=queue.connection)
+        except NoSuchJobError:
+            job = None
+        if job is not None and kept_digest == digest:
+            return job
+        if job is not None and start and job.get_status() == JobStatus.QUEUED:
+            job.cancel()
+    if not start:
+        return None
+    # Two pages asking at once may start two checks of the same domains: the later one is kept, both agree.
+    job = queue.enqueue(
+        "sequences.tasks.addresses_verify",
+        domains,
+        VERIFY_BUDGET_SECONDS,
+        job_timeout=int(VERIFY_BUDGET_SECONDS) + 60,
+        result_ttl=UPLOAD_TTL,
+        failure_ttl=UPLOAD_TTL,
+        meta={"kind": "address_verify", "done": 0, "total": len(domains)},
+    )
+    queue.connection.set(key, f"{digest} {job.id}", ex=UPLOAD_TTL)
+    return job
+
+
+def _map_url(pk: int, token: str, mapping: list[str], *, verify: bool) -> str:
+    query = {f"col{i}": target for i, target in enumerate(mapping)} | ({"verify": "1"} if verify else {})
+    return f"{reverse('enroll_map', args=[pk, token])}?{urlencode(query)}"
+
+
 @ui_view(OPERATE)
 def enroll_map(request, pk: int, token: str):
-    """Map the columns; with a mapping chosen, the dry run: what would be enrolled and what would not, and why."""
+    """Map the columns; with a mapping chosen, the dry run: what would be enrolled and what would not, and why.
+    With "verify", the dry run waits for the background address check (the page reloads itself until it ends)."""
     sequence = get_object_or_404(Sequence, pk=pk)
+    if (started := _started(token)) is not None:  # enrolled already: the upload is no longer kept
+        return redirect("enroll_status", pk=pk, job_id=started)
     upload = Upload.load(token, pk)
     mapping = _mapping_from(request.GET, upload.header)
     error = mapping_error(upload.header, mapping) if mapping is not None else ""
+    verify = request.GET.get("verify") == "1"
     context = {
         "sequence": sequence,
         "upload": upload,
@@ -215,14 +463,32 @@ def enroll_map(request, pk: int, token: str):
             zip(range(len(upload.header)), upload.header, mapping or guess_mapping(upload.header),
                 column_samples(upload), strict=True)
         ),
+        "verify": verify,
+        "budget": f"{VERIFY_BUDGET_SECONDS:g}",
     }
-    verify = request.GET.get("verify") == "1"
-    context["verify"] = verify
-    if mapping is not None and not error:
-        parsed = parse(upload, mapping)
-        context["dry_run"] = dry_run(sequence, parsed.verify() if verify else parsed)
-        context["mapping"] = mapping
-    return render(request, "ui/enroll_map.html", context, status=400 if error else 200)
+    if mapping is None or error:
+        return render(request, "ui/enroll_map.html", context, status=400 if error else 200)
+    parsed = parse(upload, mapping)
+    context["mapping"] = mapping
+    if verify:
+        domains = rows_domains(parsed.rows)
+        try:
+            job = _verify_job(token, domains, start=True)
+        except RedisError as exc:
+            context["error"] = (f"The background queue is unavailable ({exc.__class__.__name__}); the addresses "
+                                "cannot be checked now. Try again when it is back, or see the dry run without it.")
+            context["unverified_url"] = _map_url(pk, token, mapping, verify=False)
+            return render(request, "ui/enroll_map.html", context, status=503)
+        checking = _progress(job)
+        if not checking["finished"]:
+            if checking["failed"]:  # said once: the next load starts a new check
+                _redis().connection.delete(_key(token) + ":verify")
+            context["checking"] = checking
+            context["unverified_url"] = _map_url(pk, token, mapping, verify=False)
+            return render(request, "ui/enroll_map.html", context)
+        parsed.verify(verdicts_read(job.return_value()))
+    context["dry_run"] = dry_run(sequence, parsed)
+    return render(request, "ui/enroll_map.html", context)
 
 
 def dry_run(sequence: Sequence, parsed: Parsed) -> dict:
@@ -265,17 +531,19 @@ def dry_run(sequence: Sequence, parsed: Parsed) -> dict:
 def enroll_run(request, pk: int, token: str):
     """Start the background job (once per upload) and go to its status page."""
     sequence = get_object_or_404(Sequence, pk=pk)
+    if (started := _started(token)) is not None:
+        return redirect("enroll_status", pk=pk, job_id=started)
     upload = Upload.load(token, pk)
     mapping = _mapping_from(request.POST, upload.header)
     if mapping is None or mapping_error(upload.header, mapping):
         return redirect("enroll_map", pk=pk, token=token)
-    redis = _redis().connection
-    started = redis.get(_key(token) + ":job")
-    if started is not None:
-        return redirect("enroll_status", pk=pk, job_id=started.decode())
     parsed = parse(upload, mapping)
     if request.POST.get("verify") == "1":
-        parsed.verify()
+        # The verdicts of the dry run's background check; without them, back to the page that waits for it.
+        check = _verify_job(token, rows_domains(parsed.rows), start=False)
+        if check is None or check.get_status() != JobStatus.FINISHED:
+            return redirect(_map_url(pk, token, mapping, verify=True))
+        parsed.verify(verdicts_read(check.return_value()))
     actor = request.user.get_username()
     try:
         job = _redis().enqueue(
@@ -309,7 +577,8 @@ def enroll_run(request, pk: int, token: str):
             },
             status=503,
         )
-    redis.set(_key(token) + ":job", job.id, ex=UPLOAD_TTL)
+    _redis().connection.set(_key(token) + ":job", job.id, ex=UPLOAD_TTL)
+    upload_release(token)
     return redirect("enroll_status", pk=pk, job_id=job.id)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import django_rq
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
@@ -16,6 +17,7 @@ from mailboxes.address_check import DomainCheck, Status, address_verify, rows_ve
 from mailboxes.dns_lookup import resolver_from
 from sequences.models import Enrollment
 from tests.factories import MailboxFactory, make_sequence
+from tests.ui.test_contacts import run_job
 
 CSV = ("email,first_name,company\nann@good.test,Ann,Acme\nbob@nope.test,Bob,Acme\ninfo@bare.test,Team,Bare\n"
        "cid@servfail.test,Cid,Acme\n")
@@ -75,6 +77,10 @@ def test_the_browser_dry_run_refuses_the_nxdomain_row(dns_server, sequence, djan
     upload = client.post(reverse("enroll_upload", args=[sequence.pk]),
                          {"file": SimpleUploadedFile("people.csv", CSV.encode(), content_type="text/csv")})
     mapping = {"col0": "email", "col1": "first_name", "col2": "company"}
+    waiting = client.get(upload.url, {**mapping, "verify": "1"}).content.decode()
+    assert "0 of 4 domains looked up" in waiting  # the lookups run in a background job
+    (check,) = django_rq.get_queue("default").jobs
+    run_job(check.id)
     page = client.get(upload.url, {**mapping, "verify": "1"}).content.decode()
     assert '<li id="n-valid"><strong>3</strong> rows will be enrolled</li>' in page
     assert ('<td data-label="Line">3</td><td data-label="Reason" class="address">the domain nope.test does not exist '
