@@ -10,6 +10,7 @@ from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
 from mailboxes.tls import mailbox_connection_problems
 from sequences.admin import ReadOnlyAdmin, SelectionChecked, report_stop
 from sequences.labels import stamp
+from sequences.secret_names import mailbox_name_problem
 from sequences.services.stops import mailbox_pause, mailbox_resume
 from sequences.window import RECIPIENT, zone_problem
 
@@ -48,6 +49,9 @@ class MailboxForm(forms.ModelForm):
         stored = {f.name: getattr(self.instance, f.name) for f in Mailbox._meta.concrete_fields}
         for name, problem in mailbox_connection_problems(stored | data).items():
             self.add_error(name if name in self.fields else None, problem)
+        for name in ENV_FIELDS:  # a webhook's signing secret is no mailbox's
+            if name in self.fields and (problem := mailbox_name_problem(data.get(name) or "")):
+                self.add_error(name, problem)
         return data
 
 

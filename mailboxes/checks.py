@@ -8,10 +8,12 @@ whether the connection passed (a record that keeps failing pauses the mailbox af
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
 
 from .dns_lookup import domain_auth_lookup
-from .domain_auth import DomainAuth, domain_of
+from .domain_auth import DomainAuth, RecordCheck, Verdict, domain_of
 from .imap.errors import ImapAuthError, ImapConnectionError, ImapError
 from .imap.session import ImapSession
 from .models import Mailbox
@@ -26,10 +28,28 @@ class ConnectionCheck:
     reading: tuple[CheckStep, ...]
     folders: tuple[str, ...] = ()  # what the IMAP server's LIST named, for the folder picker
     domain: DomainAuth | None = None  # the sending domain's SPF, DKIM and DMARC, in words
+    where: tuple[str, ...] = ()  # the servers it connected to (or would have), for the operator log
 
     @property
     def passed(self) -> bool:
         return all(step.ok for step in self.sending + self.reading)
+
+    def as_dict(self) -> dict:
+        """As JSON holds it (an RQ job's result, read back by the page that waits on it)."""
+        return {"sending": [asdict(s) for s in self.sending], "reading": [asdict(s) for s in self.reading],
+                "folders": list(self.folders), "where": list(self.where),
+                "domain": None if self.domain is None else {
+                    "domain": self.domain.domain,
+                    "checks": [{"record": c.record, "verdict": c.verdict.value, "words": c.words}
+                               for c in self.domain.checks]}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ConnectionCheck:
+        domain = data.get("domain")
+        return cls(tuple(CheckStep(**s) for s in data["sending"]), tuple(CheckStep(**s) for s in data["reading"]),
+                   tuple(data["folders"]), where=tuple(data["where"]),
+                   domain=None if domain is None else DomainAuth(domain["domain"], tuple(
+                       RecordCheck(c["record"], Verdict(c["verdict"]), c["words"]) for c in domain["checks"])))
 
     @property
     def text(self) -> str:
@@ -42,12 +62,19 @@ class ConnectionCheck:
 
 def connection_check(mailbox: Mailbox) -> ConnectionCheck:
     """Check sending (connect, EHLO, STARTTLS/TLS, AUTH, MAIL FROM, RSET) and reading (login, LIST, EXAMINE)."""
-    sending = tuple(transport_for(mailbox).check(sender=mailbox.address))
+    sending = tuple(transport_for(mailbox, timeout=settings.OUTREACH_CHECK_TIMEOUT).check(sender=mailbox.address))
     domain = domain_auth_for(mailbox)
     if not mailbox.has_imap:
-        return ConnectionCheck(sending, (), domain=domain)
+        return ConnectionCheck(sending, (), domain=domain, where=servers(mailbox))
     reading, folders = imap_check(mailbox)
-    return ConnectionCheck(sending, tuple(reading), tuple(folders), domain=domain)
+    return ConnectionCheck(sending, tuple(reading), tuple(folders), domain=domain, where=servers(mailbox))
+
+
+def servers(mailbox: Mailbox, *, reading: bool = True) -> tuple[str, ...]:
+    """Where a check of the mailbox connects, for the operator log: "SMTP host:port" (or the ESP), "IMAP host:port"."""
+    sending = f"ESP {mailbox.esp_name}" if mailbox.transport_kind == "anymail" else (
+        f"SMTP {mailbox.smtp_host}:{mailbox.smtp_port}")
+    return (sending, f"IMAP {mailbox.imap_host}:{mailbox.imap_port}") if reading and mailbox.has_imap else (sending,)
 
 
 def domain_auth_for(mailbox: Mailbox) -> DomainAuth:
@@ -61,7 +88,7 @@ def imap_check(mailbox: Mailbox) -> tuple[list[CheckStep], list[str]]:
     if missing := imap_password_missing(mailbox):
         return [CheckStep("login", False, missing)], []
     try:
-        config = imap_config_for(mailbox)
+        config = imap_config_for(mailbox, timeout=settings.OUTREACH_CHECK_TIMEOUT)
     except SecretRefused as exc:
         return [CheckStep("login", False, str(exc))], []
     how = " with an OAuth2 access token" if config.oauth2 is not None else ""

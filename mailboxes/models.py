@@ -8,6 +8,7 @@ from django.db import models
 
 from db.sql import DbClock
 
+from . import bound
 from .kinds import Kind
 
 
@@ -147,6 +148,9 @@ class Mailbox(models.Model):
     # When the reply view went blind (stale, or never read), for the episode in progress; null while it sees.
     # Written with the episode's timeline event (sequences.services.reply_view_episodes), never elsewhere.
     reply_view_blind_since = models.DateTimeField(null=True, blank=True)
+    # Where each secret may go (mailboxes.bound): secret -> the endpoint in force when it was set, in words.
+    # Written when a secret is set, never from a form's field: a changed host does not carry a secret along.
+    secret_endpoints = models.JSONField(default=dict, blank=True, editable=False)
 
     created_at = models.DateTimeField(db_default=DbClock())
 
@@ -156,6 +160,28 @@ class Mailbox(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        """A secret set or replaced through save() (a new row, the admin, a configuration file) is bound to the
+        settings it is saved with; one left as it was keeps the endpoint it was entered for."""
+        now = bound.sources(self)
+        if replaced := bound.replaced(getattr(self, "_secrets_loaded", None), now):
+            for which in replaced:
+                bound.bind(self, which)
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "secret_endpoints"}
+        super().save(*args, **kwargs)
+        self._secrets_loaded = now
+
+    @classmethod
+    def from_db(cls, db, field_names, values, *args, **kwargs):
+        mailbox = super().from_db(db, field_names, values, *args, **kwargs)
+        mailbox._secrets_loaded = bound.sources(mailbox)
+        return mailbox
+
+    def refresh_from_db(self, *args, **kwargs):
+        super().refresh_from_db(*args, **kwargs)
+        self._secrets_loaded = bound.sources(self)
 
     @property
     def from_header(self) -> str:

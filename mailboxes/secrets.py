@@ -1,11 +1,12 @@
 """Which environment variables a mailbox may read its password or API key from.
 
-A mailbox names an environment variable instead of storing a secret. Anyone who
-can edit a mailbox (an admin, a TOML file) could otherwise name DJANGO_SECRET_KEY,
-DATABASE_URL or OUTREACH_WEBHOOK_SECRET and send it to an SMTP server or URL of
-their own. So a name must start with OUTREACH_SECRET_ or be listed in the setting
-OUTREACH_SECRET_ENV_ALLOW; anything else is refused when a file is loaded, when
-the admin form is saved, and again when the worker reads the environment.
+A mailbox names an environment variable instead of storing a secret. Anyone who can name one (an admin, a TOML
+file) could otherwise name DJANGO_SECRET_KEY, DATABASE_URL or the erasure key and send it to an SMTP server or
+URL of their own. So a name must start with OUTREACH_SECRET_ or be listed in the setting OUTREACH_SECRET_ENV_ALLOW,
+and it may never be one of the install's own secrets (INSTALL_SECRETS, the OAuth clients' secrets), whatever the
+allow-list says; anything else is refused when a file is loaded, when a form is saved, and again when the worker
+reads the environment. A variable serves one purpose: a webhook's signing secret is no mailbox password
+(sequences.secret_names keeps the two apart). Where a named secret may then go is mailboxes.bound's to say.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ ENV_FIELDS = {
     "oauth2_refresh_token_env": "oauth2.refresh_token_env",
 }
 
+# The install's own secrets: never a mailbox's, even when listed in OUTREACH_SECRET_ENV_ALLOW.
+INSTALL_SECRETS = frozenset({
+    "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "OUTREACH_ENCRYPTION_KEYS", "OUTREACH_WEBHOOK_SECRET",
+    "OUTREACH_METRICS_TOKEN", "OUTREACH_HEALTH_TOKEN", "OUTREACH_ERASURE_KEY",
+    "OUTREACH_SECRET_ERASURE_KEY",  # the erasure key's earlier name, still read (outreach/settings.py)
+})
+INSTALL_SECRET_PATTERN = re.compile(r"OUTREACH_OAUTH_[A-Z0-9_]*CLIENT_SECRET")
+
 logger = logging.getLogger("outreach.mailboxes.secrets")
 
 
@@ -41,6 +50,9 @@ def secret_env_problem(name: str) -> str:
         return ""
     if not NAME.fullmatch(name):
         return f"{name!r} is not an environment variable name (A-Z, 0-9, _)"
+    if name in INSTALL_SECRETS or INSTALL_SECRET_PATTERN.fullmatch(name):
+        return (f"{name} may not hold a mailbox secret: it is a secret of the install itself; name a variable of "
+                f"its own that starts with {PREFIX}")
     if name.startswith(PREFIX) and len(name) > len(PREFIX):
         return ""
     if name in getattr(settings, "OUTREACH_SECRET_ENV_ALLOW", ()):

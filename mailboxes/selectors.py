@@ -5,6 +5,7 @@ from __future__ import annotations
 from anymail.utils import get_anymail_setting
 from django.conf import settings
 
+from .bound import SECRETS, SecretNotBound, bound_problem
 from .imap.connection import ImapConfig
 from .models import Auth, Mailbox
 from .oauth2 import OAuth2Config, provider_defaults
@@ -17,20 +18,15 @@ from .transports.smtp import SmtpConfig, SmtpTransport
 __all__ = ["RefusedTransport", "imap_password_missing", "mailbox_secret", "oauth2_config_for", "secret_from_env",
            "secret_source", "smtp_logs_in_with", "transport_for"]
 
-# Each secret of a mailbox: its sealed column (entered in the browser) and its environment-variable column (TOML).
-SECRETS = {
-    "smtp_password": ("smtp_password_sealed", "smtp_password_env"),
-    "imap_password": ("imap_password_sealed", "imap_password_env"),
-    "oauth2_client_secret": ("oauth2_client_secret_sealed", "oauth2_client_secret_env"),
-    "oauth2_refresh_token": ("oauth2_refresh_token_sealed", "oauth2_refresh_token_env"),
-}
-
 
 def mailbox_secret(mailbox: Mailbox, which: str) -> str:
-    """One secret of the mailbox: the stored one when set, else the allow-listed environment variable's.
+    """One secret of the mailbox: the stored one when set, else the allow-listed environment variable's; only
+    while the mailbox names the endpoint the secret was entered for (mailboxes.bound).
 
     SecretRefused (or its SealedSecretUnreadable) when it may not or cannot be read; never logs the value."""
     sealed, env = SECRETS[which]
+    if problem := bound_problem(mailbox, which):
+        raise SecretNotBound(problem)
     if token := getattr(mailbox, sealed):
         return unseal(token, what=f"{SEALED_FIELDS[sealed]} stored for mailbox {mailbox.name}")
     return secret_from_env(getattr(mailbox, env))
@@ -113,7 +109,9 @@ def _rotated_token_keeper(mailbox: Mailbox):
     return keep
 
 
-def transport_for(mailbox: Mailbox) -> Transport:
+def transport_for(mailbox: Mailbox, *, timeout: float | None = None) -> Transport:
+    """How the mailbox sends: SMTP or an ESP; a RefusedTransport when a secret may not be read. *timeout*: for
+    each network operation (default: OUTREACH_SMTP_TIMEOUT; the connection check's is shorter)."""
     try:
         if mailbox.transport_kind == "anymail":
             # An ESP through django-anymail; the API base URL comes from the ESP's fixed table (or the
@@ -133,13 +131,13 @@ def transport_for(mailbox: Mailbox) -> Transport:
                 username=mailbox.smtp_username,
                 password="" if mailbox.auth == Auth.OAUTH2 else mailbox_secret(mailbox, "smtp_password"),
                 security=mailbox.smtp_security,
-                timeout=settings.OUTREACH_SMTP_TIMEOUT,
+                timeout=timeout or settings.OUTREACH_SMTP_TIMEOUT,
                 ca_file=mailbox.ca_file,
                 password_env="" if mailbox.smtp_password_sealed else mailbox.smtp_password_env,
                 oauth2=oauth2_config_for(mailbox),
             )
         )
-    except SealedSecretUnreadable as exc:
+    except (SealedSecretUnreadable, SecretNotBound) as exc:
         return RefusedTransport(mailbox.name, str(exc), exc.hint)
     except SecretRefused as exc:
         return RefusedTransport(mailbox.name, str(exc))
@@ -160,11 +158,12 @@ def smtp_logs_in_with(mailbox: Mailbox, oauth2: OAuth2Config | None) -> bool:
     return bool(smtp.username) and smtp.oauth2 is not None and smtp.oauth2.cache_key == oauth2.cache_key
 
 
-def imap_config_for(mailbox: Mailbox) -> ImapConfig:
+def imap_config_for(mailbox: Mailbox, *, timeout: float | None = None) -> ImapConfig:
     """How to reach the mailbox's IMAP server and log in (its password stored encrypted, or from the allow-listed
     environment)."""
     oauth2 = oauth2_config_for(mailbox)
     return ImapConfig(host=mailbox.imap_host, port=mailbox.imap_port, username=mailbox.imap_username,
                       password="" if oauth2 else mailbox_secret(mailbox, "imap_password"),
-                      security=mailbox.imap_security, timeout=settings.OUTREACH_IMAP_TIMEOUT, ca_file=mailbox.ca_file,
+                      security=mailbox.imap_security, timeout=timeout or settings.OUTREACH_IMAP_TIMEOUT,
+                      ca_file=mailbox.ca_file,
                       oauth2=oauth2)

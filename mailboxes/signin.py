@@ -79,6 +79,13 @@ def signin_client(*, provider: str, client_id: str, client_secret: str, authoriz
     """The client of a sign-in: a preset's endpoints (the install's client unless one is given), or the given."""
     if provider in SIGNIN:
         preset, tokens = SIGNIN[provider], provider_defaults(provider)
+        moved = [url for url, own in ((authorize_url, preset.authorize_url), (token_url, tokens.token_url),
+                                      (userinfo_url, preset.userinfo_url)) if url and url != own]
+        if moved and not client_id:
+            # The install's client (its secret, and the tokens it gets) goes only to the provider's own endpoints.
+            raise SigninError(f"the install's {PROVIDER_LABELS[provider]} client signs in only at "
+                              f"{PROVIDER_LABELS[provider]}'s own endpoints, not at {', '.join(moved)}: "
+                              "give the mailbox a client of its own")
         own_id, own_secret = install_client(provider)
         client = SigninClient(provider, authorize_url or preset.authorize_url, token_url or tokens.token_url,
                               userinfo_url or preset.userinfo_url, client_id or own_id,

@@ -1,15 +1,19 @@
-"""Where the server may connect on an operator's word: no request forgery into the private network.
+"""Where the server may connect on an operator's word: no request forgery into the private network, no scanner.
 
 An operator types URLs (outbound webhooks, OAuth endpoints) and mail hosts; the server then connects to them.
 Without a check, that makes the server a probe of its own network: a cloud metadata service
 (169.254.169.254), an admin port on loopback, a database in a private range.
 
 - **URLs** (webhooks, OAuth token, authorization and userinfo endpoints) must be https to public addresses.
-  A private, loopback or link-local target is allowed only when OUTREACH_ALLOW_PRIVATE_TARGETS lists its host
-  name or a network holding its address (then http is allowed too, for a receiver on this machine or in the
-  private network).
-- **Mail hosts** (SMTP, IMAP) may be private (a company's own mail server) but never link-local or a metadata
-  address, unless listed.
+- **Mail hosts** (SMTP, IMAP) must be public addresses on a mail port (OUTREACH_MAIL_PORTS: 25, 465, 587, 2525,
+  143, 993 by default).
+- A private, loopback or link-local target is allowed only when OUTREACH_ALLOW_PRIVATE_TARGETS lists its host
+  name or a network holding its address; a listed target may use any port, and http for a URL (a receiver on
+  this machine or in the private network, a company's own mail server). `scripts/run` lists loopback for the
+  local run, where a local relay or the capture server is the usual mail host.
+- "localhost" and every name under .localhost are loopback (RFC 6761): never resolved, always 127.0.0.1.
+- An IPv6 address that embeds an IPv4 address (mapped, NAT64, 6to4, Teredo, IPv4-compatible) is judged by the
+  IPv4 address it carries as well.
 
 Every name is resolved and every address it resolves to is checked, at save and again at connect time: the
 connection goes to an address that was just checked (`GuardedAdapter`, `checked_address`; for SMTP
@@ -74,10 +78,25 @@ def _listed(host: str, address: Address | None) -> bool:
     return address is not None and any(address.version == n.version and address in n for n in networks)
 
 
+NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+LOOPBACK = ipaddress.ip_address("127.0.0.1")
+
+
 def _unmapped(address: Address) -> Address:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+def _embedded(address: Address) -> list[Address]:
+    """The IPv4 addresses an IPv6 address carries (mapped, NAT64, 6to4, Teredo's client, IPv4-compatible)."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found = [address.ipv4_mapped, address.sixtofour, address.teredo[1] if address.teredo else None]
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in n for n in NAT64) or int(address) >> 32 == 0:  # NAT64; IPv4-compatible ::a.b.c.d
+        found.append(low32)
+    return [a for a in found if a is not None]
 
 
 def address_problem(host: str, address: Address, *, private_ok: bool) -> str:
@@ -85,6 +104,9 @@ def address_problem(host: str, address: Address, *, private_ok: bool) -> str:
     address = _unmapped(address)
     if _listed(host, address):
         return ""
+    for carried in _embedded(address):
+        if problem := address_problem(host, carried, private_ok=private_ok):
+            return f"{problem} (carried in {address})"
     if address.is_link_local or any(address in n for n in METADATA if n.version == address.version):
         return f"{host} is a link-local or cloud metadata address ({address})"
     if private_ok or address.is_global:
@@ -93,12 +115,20 @@ def address_problem(host: str, address: Address, *, private_ok: bool) -> str:
             "OUTREACH_ALLOW_PRIVATE_TARGETS to allow it")
 
 
+def is_localhost_name(host: str) -> bool:
+    """'localhost' or a name under .localhost: loopback by definition (RFC 6761 6.3), never asked of DNS."""
+    name = host.strip().rstrip(".").lower()
+    return name == "localhost" or name.endswith(".localhost")
+
+
 def resolve(host: str, port: int) -> list[Address]:
     """Every address *host* resolves to; TargetRefused when it resolves to none."""
     try:
         return [ipaddress.ip_address(host.strip("[]"))]
     except ValueError:
         pass
+    if is_localhost_name(host):
+        return [LOOPBACK]
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
@@ -147,13 +177,33 @@ def url_problem(url: str) -> str:
     return ""
 
 
+def mail_ports() -> frozenset[int] | None:
+    """The ports a mail host that is not listed may be reached on; None: any (OUTREACH_MAIL_PORTS = "any")."""
+    ports = getattr(settings, "OUTREACH_MAIL_PORTS", None)
+    return None if ports is None else frozenset(ports)
+
+
+def mail_address(host: str, port: int) -> str:
+    """Resolve mail host *host* and check it (a public address on a mail port, unless listed); the address to
+    connect to. TargetRefused otherwise."""
+    address = checked_address(host, port, private_ok=False)
+    allowed = mail_ports()
+    if allowed is not None and port not in allowed and not _listed(host, ipaddress.ip_address(address)):
+        raise TargetRefused(f"port {port} is not a mail port ({', '.join(str(p) for p in sorted(allowed))}); "
+                            "list the host in OUTREACH_ALLOW_PRIVATE_TARGETS, or the port in OUTREACH_MAIL_PORTS")
+    return address
+
+
 def mail_host_problem(host: str, port: int = 0) -> str:
-    """Why the server may not connect to mail host *host*, or '': private is fine, link-local or metadata not.
-    Checked again when the transport connects (`checked_address`)."""
+    """Why the server may not connect to mail host *host* on *port* (0: any mail port), or ''. Checked again
+    when the transport connects (`mail_address`)."""
     if not host:
         return ""
     try:
-        checked_address(host, port or 25, private_ok=True)
+        if port:
+            mail_address(host, port)
+        else:
+            checked_address(host, 25, private_ok=False)
     except Unresolved:
         return ""  # a name that does not resolve (yet) is the connection check's to report: no address, no probe
     except TargetRefused as exc:

@@ -37,14 +37,19 @@ def ca_file_problem(ca_file: str) -> str:
     OUTREACH_CA_DIRS (an operator's path must not make the server read, or reveal, any other file)."""
     if not ca_file:
         return ""
+    allowed = [Path(d).resolve() for d in settings.OUTREACH_CA_DIRS]
+    outside = (f"{ca_file!r} is not under an allowed directory ({', '.join(str(d) for d in allowed)}; "
+               "OUTREACH_CA_DIRS), or names no file there")
+    # The same words whether or not the path exists outside those directories: the field tells nothing of them.
     try:
+        named = Path(os.path.abspath(ca_file))
+        if not any(named.is_relative_to(d) for d in [*allowed, *map(os.path.abspath, settings.OUTREACH_CA_DIRS)]):
+            return outside
         path = Path(ca_file).resolve(strict=True)
     except (OSError, RuntimeError, ValueError):
-        return f"no file {ca_file!r}"
-    allowed = [Path(d).resolve() for d in settings.OUTREACH_CA_DIRS]
-    if not any(path.is_relative_to(d) for d in allowed):
-        return (f"{ca_file!r} is not under an allowed directory ({', '.join(str(d) for d in allowed)}; "
-                "OUTREACH_CA_DIRS)")
+        return outside
+    if not any(path.is_relative_to(d) for d in allowed):  # a link out of the directory
+        return outside
     if not path.is_file() or not os.access(path, os.R_OK):
         return f"{ca_file!r} is not a readable file"
     if path.stat().st_size > CA_FILE_MAX_BYTES:
@@ -77,6 +82,10 @@ def cleartext_login_problem(*, protocol: str, host: str, security: str, logs_in:
             f"(usually port {port}); only a server on this machine (localhost) may be used without")
 
 
+def _port(value) -> int:
+    return value if isinstance(value, int) and 0 < value < 65536 else 0
+
+
 def mailbox_connection_problems(fields) -> dict[str, str]:
     """For a mailbox's columns (a dict or a Mailbox), field -> why it is refused: a login that would go in clear
     text (the security fields), a host the server may not connect to (mailboxes.targets), a ca_file it may not
@@ -92,8 +101,8 @@ def mailbox_connection_problems(fields) -> dict[str, str]:
         "imap_security": cleartext_login_problem(protocol="IMAP", host=value("imap_host", "") or "",
                                                  security=value("imap_security", NO_TLS)),
     }
-    problems["smtp_host"] = mail_host_problem(value("smtp_host", "") or "") if smtp_logs_in or value(
-        "transport_kind", "smtp") in ("smtp", "", None) else ""
-    problems["imap_host"] = mail_host_problem(value("imap_host", "") or "")
+    problems["smtp_host"] = mail_host_problem(value("smtp_host", "") or "", _port(value("smtp_port", 0))) if (
+        smtp_logs_in or value("transport_kind", "smtp") in ("smtp", "", None)) else ""
+    problems["imap_host"] = mail_host_problem(value("imap_host", "") or "", _port(value("imap_port", 0)))
     problems["ca_file"] = ca_file_problem(value("ca_file", "") or "")
     return {name: problem for name, problem in problems.items() if problem}

@@ -31,14 +31,16 @@ os.environ.setdefault("OUTREACH_HTTPS", "0")
 # No lookup leaves the machine: DNS checks say "could not check" unless a test runs its own server on loopback.
 os.environ.setdefault("OUTREACH_DNS_RESOLVER", "off")
 os.environ.setdefault("OUTREACH_DNS_TIMEOUT", "1")
+# The suite's servers (SMTP, IMAP, webhook receivers, OAuth) listen on loopback: this process and every process it
+# starts with the product's settings may reach them (mailboxes.targets).
+os.environ.setdefault("OUTREACH_ALLOW_PRIVATE_TARGETS", "127.0.0.0/8,::1/128,localhost")
 
 from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 # `flush` after each transactional test: DELETE on PostgreSQL, not TRUNCATE (tests/flush).
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.flush"]  # noqa: F405
-# The suite's receivers (webhooks, OAuth servers) listen on loopback; its test CAs are written to temp dirs.
-OUTREACH_ALLOW_PRIVATE_TARGETS = ["127.0.0.0/8", "::1/128", "localhost"]
+# Its test CAs are written to temp dirs.
 OUTREACH_CA_DIRS = [*OUTREACH_CA_DIRS, tempfile.gettempdir()]  # noqa: F405
 
 # One test database per pytest process, so that concurrent runs on one machine

@@ -12,6 +12,8 @@ VIEW_LEDGER = "sequences.view_suppression"
 VIEW_LOG = "sequences.view_operatoraction"
 OPERATE = "sequences.operate"
 MANAGE_SUPPRESSIONS = "sequences.manage_suppressions"
+# Naming a mailbox's password variables and OAuth endpoints: what decides where a secret of the install may go.
+MANAGE_MAILBOX_SECRETS = "mailboxes.change_mailbox"
 
 PERM_TEXT = {
     OPERATE: "Pausing, resuming and stopping need the operators or admins role.",

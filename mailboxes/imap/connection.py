@@ -80,8 +80,11 @@ class ImapConnection:
             )
         except TargetRefused as e:
             raise ImapAuthError(f"refused to connect to {where}: {e}") from None
-        except (OSError, imap_exc.IMAPClientError) as e:
+        except OSError as e:
             raise ImapConnectionError(f"cannot connect to IMAP server {where}: {e}") from e
+        except imap_exc.IMAPClientError:
+            # No "* OK" greeting: what the other end said is not shown (the check is no port scanner).
+            raise ImapConnectionError(f"{where} did not greet as an IMAP server") from None
         # Aware datetimes with the server's offset; we convert to UTC ourselves.
         # (The default turns INTERNALDATE into naive *local* time.)
         client.normalise_times = False

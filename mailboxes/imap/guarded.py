@@ -14,12 +14,12 @@ from imapclient import IMAPClient
 from imapclient.imap4 import IMAP4WithTimeout
 from imapclient.tls import IMAP4_TLS, wrap_socket
 
-from ..targets import Unresolved, checked_address
+from ..targets import Unresolved, mail_address
 
 
 def _connected(host: str, port: int, timeout: float | None) -> socket.socket:
     try:
-        address = checked_address(host, port, private_ok=True)
+        address = mail_address(host, port)
     except Unresolved as exc:
         raise OSError(str(exc)) from None  # cannot connect (for now), like any unreachable host
     return socket.create_connection((address, port), timeout)

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from ..kinds import HARD_STATUS_CODES
 from ..oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token, oauthbearer, xoauth2
-from ..targets import TargetRefused, Unresolved, checked_address
+from ..targets import TargetRefused, Unresolved, mail_address
 from ..tls import cleartext_login_problem, tls_context
 from .base import (
     CheckStep,
@@ -119,7 +119,7 @@ class _GuardedSMTP(smtplib.SMTP):
 
     def _get_socket(self, host, port, timeout):
         try:
-            address = checked_address(host, port, private_ok=True)
+            address = mail_address(host, port)
         except Unresolved as exc:
             raise OSError(str(exc)) from None  # as before: cannot connect (for now)
         return super()._get_socket(address, port, timeout)
@@ -214,6 +214,10 @@ class SmtpTransport(Transport):
         except ssl.SSLError as exc:
             raise tls_refused(exc, ca_file=cfg.ca_file, stage="connect") from exc
         except smtplib.SMTPConnectError as exc:
+            if not 200 <= exc.smtp_code < 600:
+                # Not an SMTP greeting: what the other end said is not shown (the check is no port scanner).
+                raise MailboxRefused(f"{cfg.host}:{cfg.port} did not greet as an SMTP server",
+                                     hint="check the SMTP host and port") from None
             text = f"{exc.smtp_code} {_text(exc.smtp_error)}"
             if 500 <= exc.smtp_code < 600:
                 raise MailboxRefused(f"the server refused the connection: {text}",

@@ -18,6 +18,8 @@ from urllib.parse import quote, urlparse
 
 import psycopg
 
+from proving.harness.stack import LOOPBACK_TARGETS
+
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 DB_PREFIX = "outreach_bench_"
 MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
@@ -125,6 +127,7 @@ def bench_env(database_url: str, redis_url: str) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     env.setdefault("DJANGO_SETTINGS_MODULE", "outreach.settings")
+    env.setdefault("OUTREACH_ALLOW_PRIVATE_TARGETS", LOOPBACK_TARGETS)  # its servers listen on loopback
     # The bench's own settings module chooses nothing: the product's settings read these variables.
     if env["DJANGO_SETTINGS_MODULE"] == "outreach.test_settings":
         env["DJANGO_SETTINGS_MODULE"] = "outreach.settings"

@@ -34,6 +34,8 @@ from proving.harness import template
 ALIAS = "default"
 # Variables a drill subprocess must never inherit from the operator's shell: the drill sets them itself.
 DRILL_OWNED_ENV = ("OUTREACH_PAUSE_AT", "OUTREACH_PAUSE_DIR", "OUTREACH_DRILL_UNCHECKED")
+# The servers a drill starts listen on loopback: its processes may reach them (mailboxes.targets).
+LOOPBACK_TARGETS = "127.0.0.0/8,::1/128,localhost"
 
 
 class DrillError(Exception):
@@ -431,10 +433,17 @@ class PrivateRedis:
 # --- processes -------------------------------------------------------------------------
 
 
+def allow_loopback() -> None:
+    """This process, and the processes it starts, may reach the servers a drill or a bench starts on loopback."""
+    os.environ.setdefault("OUTREACH_ALLOW_PRIVATE_TARGETS", LOOPBACK_TARGETS)
+    settings.OUTREACH_ALLOW_PRIVATE_TARGETS = [*settings.OUTREACH_ALLOW_PRIVATE_TARGETS, *LOOPBACK_TARGETS.split(",")]
+
+
 def subprocess_env(*, database: Database, redis_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in DRILL_OWNED_ENV}
     env.update(DATABASE_URL=database.url, REDIS_URL=redis_url, PYTHONUNBUFFERED="1")
     env.setdefault("DJANGO_SETTINGS_MODULE", os.environ.get("DJANGO_SETTINGS_MODULE", "outreach.settings"))
+    env.setdefault("OUTREACH_ALLOW_PRIVATE_TARGETS", LOOPBACK_TARGETS)  # the drill's servers are on loopback
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

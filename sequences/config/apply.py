@@ -9,9 +9,12 @@ from typing import Any
 
 from django.db import transaction
 
+from mailboxes.bound import SECRETS, bind
 from mailboxes.models import Mailbox
+from mailboxes.secrets import ENV_FIELDS
 
 from ..models import Sequence, Step, StepVariant
+from ..secret_names import mailbox_name_problem
 from ..states import sequence_move
 from .parse import Plan
 from .validate import ConfigError
@@ -41,6 +44,18 @@ def _update(obj: Any, values: dict[str, Any], names: set[str], what: str, result
     if changed:
         obj.save(update_fields=changed)
     return bool(changed)
+
+
+def _bind_named(mailbox: Mailbox, given: set[str]) -> None:
+    """The file names a mailbox's variables afresh (on a machine an admin runs it on): each secret it names, and
+    that no secret entered in the browser overrides, goes to the endpoint the file now gives (mailboxes.bound).
+    A secret entered in the browser stays bound where it was entered."""
+    before = dict(mailbox.secret_endpoints or {})
+    for which, (sealed, env) in SECRETS.items():
+        if env in given and not getattr(mailbox, sealed):
+            bind(mailbox, which)
+    if mailbox.secret_endpoints != before:
+        mailbox.save(update_fields=["secret_endpoints"])
 
 
 def _pool_update(sequence: Sequence, names: list[str], what: str, result: ApplyResult, *, created: bool) -> bool:
@@ -98,6 +113,9 @@ def config_apply(plan: Plan) -> ApplyResult:
     """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
     result = ApplyResult()
     with transaction.atomic():
+        if problems := [f"mailbox {entry['name']}: {problem}" for entry in plan.mailboxes for env in ENV_FIELDS
+                        if (problem := mailbox_name_problem(entry.get(env) or ""))]:
+            raise ConfigError(problems)
         for entry in plan.mailboxes:
             what = f"mailbox {entry['name']}"
             fields = {k: v for k, v in entry.items() if k not in ("name", "given")}
@@ -105,10 +123,12 @@ def config_apply(plan: Plan) -> ApplyResult:
             if mailbox is None:
                 Mailbox.objects.create(name=entry["name"], **fields)
                 result.created.append(what)
-            elif _update(mailbox, fields, entry["given"], what, result):
+                continue
+            if _update(mailbox, fields, entry["given"], what, result):
                 result.updated.append(what)
             else:
                 result.unchanged.append(what)
+            _bind_named(mailbox, entry["given"])
         for entry in plan.sequences:
             what = f"sequence {entry['name']}"
             mailbox = Mailbox.objects.get(name=entry["mailbox"])

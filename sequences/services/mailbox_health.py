@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from db.sql import db_now
+from mailboxes.checks import servers
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import CheckStep
@@ -156,7 +157,8 @@ def mailbox_probe(*, mailbox_id: int, actor: str = "", forced: bool = False) -> 
                 next_probe_at=now + probe_interval(mailbox.blocked_probes + 1))
     assert not connection.in_atomic_block, "never hold a transaction across the probe's network I/O"
     try:
-        steps = tuple(transport_for(mailbox).check(sender=mailbox.address))
+        timeout = settings.OUTREACH_CHECK_TIMEOUT if forced else None  # an operator waits on it
+        steps = tuple(transport_for(mailbox, timeout=timeout).check(sender=mailbox.address))
     except Exception as exc:  # noqa: BLE001 - a probe reports; it never raises into the dispatcher
         steps = (CheckStep("check", False, f"{type(exc).__name__}: {exc}"),)
     passed = all(step.ok for step in steps)
@@ -179,7 +181,8 @@ def mailbox_probe(*, mailbox_id: int, actor: str = "", forced: bool = False) -> 
             # try its login once at its next poll, instead of waiting out the interval of a refused one.
             Mailbox.objects.filter(pk=mailbox.pk, imap_next_login_at__isnull=False).update(imap_next_login_at=None)
         operator_log(actor=actor, action="mailbox_check", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
-                     target_id=mailbox.pk, result={"outcome": result.outcome, "detail": result.text})
+                     target_id=mailbox.pk, result={"outcome": result.outcome, "detail": result.text,
+                                                   "connected": list(servers(mailbox, reading=False))})
         return result
 
 

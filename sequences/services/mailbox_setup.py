@@ -14,6 +14,7 @@ from typing import Any
 from django.db import transaction
 
 from db.sql import db_now
+from mailboxes.bound import bind
 from mailboxes.models import Auth, Mailbox
 from mailboxes.sealed import SEALED_FIELDS
 
@@ -24,18 +25,21 @@ from .mailbox_health import probe_interval
 
 
 def mailbox_save(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict[str, str], actor: str,
-                 check: str, check_passed: bool) -> int:
-    """Create (mailbox_id None) or change a mailbox; one durable transaction. `sealed`: column -> Fernet token."""
+                 check: str, check_passed: bool, connected: tuple[str, ...] = ()) -> int:
+    """Create (mailbox_id None) or change a mailbox; one durable transaction. `sealed`: column -> Fernet token;
+    `fields` carries `secret_endpoints`, where each secret was entered for (mailboxes.bound)."""
     unknown = set(sealed) - set(SEALED_FIELDS)
     assert not unknown, f"not a sealed column: {unknown}"
     with transaction.atomic(durable=True):
         if mailbox_id is None:
             mailbox = Mailbox.objects.create(**fields, **sealed)
-            action, changed = "mailbox_added", sorted(name for name, value in fields.items() if value not in ("", None))
+            action, changed = "mailbox_added", sorted(name for name, value in fields.items()
+                                                      if name != "secret_endpoints" and value not in ("", None, {}))
         else:
             mailbox = mailbox_lock(mailbox_id=mailbox_id)
             action = "mailbox_changed"
-            changed = sorted(name for name, value in fields.items() if getattr(mailbox, name) != value)
+            changed = sorted(name for name, value in fields.items()
+                             if name != "secret_endpoints" and getattr(mailbox, name) != value)
             # New settings get their own first login: a refusal of the old password does not hold the new one back.
             Mailbox.objects.filter(pk=mailbox.pk).update(**fields, **sealed, imap_login_refusals=0,
                                                          imap_next_login_at=None)
@@ -46,15 +50,18 @@ def mailbox_save(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict
         operator_log(actor=actor, action=action, target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk,
                      result={"fields": changed, "secrets_replaced": [SEALED_FIELDS[c] for c in sorted(sealed)],
-                             "check": check[:500], "saved_anyway": not check_passed})
+                             "check": check[:500], "connected": list(connected), "saved_anyway": not check_passed})
         return mailbox.pk
 
 
-def mailbox_form_checked(*, mailbox_id: int | None, name: str, actor: str, check: str, passed: bool) -> None:
-    """Record an operator's connection check of the form's settings (saved or not yet); one short transaction."""
+def mailbox_form_checked(*, mailbox_id: int | None, name: str, actor: str, check: str, passed: bool,
+                         connected: tuple[str, ...] = ()) -> None:
+    """Record an operator's connection check of the form's settings (saved or not yet), with the servers it
+    connected to; one short transaction."""
     with transaction.atomic(durable=True):
         operator_log(actor=actor, action="mailbox_form_check", target=f"mailbox {name}", kind=T.MAILBOX,
-                     target_id=mailbox_id, result={"outcome": "passed" if passed else "failed", "detail": check[:500]})
+                     target_id=mailbox_id, result={"outcome": "passed" if passed else "failed", "detail": check[:500],
+                                                   "connected": list(connected)})
 
 
 def mailbox_signed_in(*, mailbox_id: int, refresh_sealed: str, identity: str, actor: str, client_id: str = "",
@@ -71,6 +78,10 @@ def mailbox_signed_in(*, mailbox_id: int, refresh_sealed: str, identity: str, ac
         if client_id:
             fields.update(oauth2_client_id=client_id, oauth2_client_secret_sealed=client_secret_sealed,
                           oauth2_client_secret_env="")
-        Mailbox.objects.filter(pk=mailbox.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(mailbox, name, value)
+        for which in ("oauth2_refresh_token", "oauth2_client_secret") if client_id else ("oauth2_refresh_token",):
+            bind(mailbox, which)  # given for these endpoints by the sign-in
+        Mailbox.objects.filter(pk=mailbox.pk).update(**fields, secret_endpoints=mailbox.secret_endpoints)
         operator_log(actor=actor, action="mailbox_signed_in", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk, result={"identity": identity, "provider": mailbox.oauth2_provider})

@@ -12,12 +12,15 @@ from zoneinfo import available_timezones
 
 from django import forms
 
+from mailboxes.bound import WORDS, bound_problem, endpoint
 from mailboxes.models import Auth, Mailbox, Security
 from mailboxes.oauth2 import token_url_problem
 from mailboxes.secrets import validate_secret_env_name
 from mailboxes.tls import mailbox_connection_problems
 
 from ..config.parse import duration_text, parse_duration
+from ..secret_names import mailbox_name_problem
+from ..storable import INT_MAX
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ SECRET_FIELDS = {
     "imap_password": ("imap_password_sealed", "IMAP password"),
     "oauth2_client_secret": ("oauth2_client_secret_sealed", "OAuth2 client secret"),
 }
+SECRET_OF = {column: field for field, (column, _label) in SECRET_FIELDS.items()}
+# Set by admins only: what names a secret of the install, or where a secret is sent.
+ADMIN_FIELDS = ("smtp_password_env", "imap_password_env", "oauth2_authorize_url", "oauth2_token_url",
+                "oauth2_userinfo_url")
 SECURITY_CHOICES = [(Security.NONE, "none"), (Security.STARTTLS, "STARTTLS"), (Security.TLS, "TLS")]
 # The columns the form writes (besides the sealed secrets).
 FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "smtp_security", "smtp_username",
@@ -87,7 +94,8 @@ class MailboxForm(forms.Form):
                              label="Log in with")
 
     smtp_host, smtp_port, smtp_security, smtp_username, smtp_password, smtp_password_env = _server_fields(
-        "SMTP", username_help="empty: the address")
+        "SMTP", username_help="empty: the address when a password is given; no login at all without one "
+                              "(a relay that needs none)")
     imap_enabled = forms.BooleanField(required=False, initial=True, label="Read replies over IMAP")
     imap_host, imap_port, imap_security, imap_username, imap_password, imap_password_env = _server_fields(
         "IMAP", username_help="empty: the SMTP username")
@@ -104,7 +112,7 @@ class MailboxForm(forms.Form):
         help_text="the selector your provider signs with, e.g. google or selector1; the check reads "
                   "<selector>._domainkey.<your domain>")
 
-    daily_cap = forms.IntegerField(min_value=0, label="Daily cap", initial=200)
+    daily_cap = forms.IntegerField(min_value=0, max_value=INT_MAX, label="Daily cap", initial=200)
     window_days = forms.MultipleChoiceField(choices=[(d, d.capitalize()) for d in DAYS], required=False,
                                             widget=forms.CheckboxSelectMultiple, label="Sending days",
                                             help_text="none ticked: every day")
@@ -145,10 +153,16 @@ class MailboxForm(forms.Form):
                                    help_text="empty: the provider's")
 
     def __init__(self, *args, mailbox: Mailbox | None = None, listed: list[str] | None = None,
-                 pending: dict[str, str] | None = None, **kwargs):
+                 pending: dict[str, tuple[str, str]] | None = None, admin: bool = False, **kwargs):
         super().__init__(*args, label_suffix="", **kwargs)
         self.mailbox = mailbox
-        self.pending = pending or {}  # sealed secrets typed on an earlier round of this form, not yet saved
+        # Sealed secrets typed on an earlier round of this form, not yet saved: column -> (token, typed for).
+        self.pending = pending or {}
+        if not admin:
+            for name in ADMIN_FIELDS:  # the stored value stays; the browser's is ignored
+                self.fields[name].disabled = True
+                self.fields[name].initial = getattr(mailbox, name) if mailbox is not None else ""
+                self.fields[name].help_text = "set by an admin"
         current = list(mailbox.imap_folders) if mailbox else []
         chosen = list(self.data.getlist("imap_folders")) if self.is_bound else []
         names = list(dict.fromkeys([*(listed or []), *current, *chosen, "INBOX"]))
@@ -156,11 +170,19 @@ class MailboxForm(forms.Form):
         for field, (_column, label) in SECRET_FIELDS.items():
             if self.secret_is_set(field):
                 self.fields[field].label = f"{label} (set — replace)"
-                self.fields[field].help_text = "stored encrypted; leave empty to keep it"
+            self.fields[field].help_text = self.help_for(field)
 
     def secret_is_set(self, field: str) -> bool:
         column = SECRET_FIELDS[field][0]
         return bool(self.pending.get(column) or (self.mailbox is not None and getattr(self.mailbox, column)))
+
+    def help_for(self, field: str) -> str:
+        """Next to a secret: where it may go, and that changing it asks for the secret again."""
+        if self.mailbox is None or not getattr(self.mailbox, SECRET_FIELDS[field][0]):
+            return "stored encrypted; it goes only to the server it is entered for"
+        entered_for = (self.mailbox.secret_endpoints or {}).get(field) or endpoint(self.mailbox, field)
+        return (f"stored encrypted for {entered_for}; leave empty to keep it. Changing that server, port, security "
+                "or username asks for it again")
 
     def clean_reply_view_max_age(self) -> int | None:
         value = self.cleaned_data["reply_view_max_age"].strip()
@@ -211,8 +233,10 @@ class MailboxForm(forms.Form):
         data["smtp_host"] = data["smtp_host"].strip() or preset.smtp[0].format(domain=domain)
         data["imap_host"] = (data["imap_host"].strip() or preset.imap[0].format(domain=domain)
                              if data.pop("imap_enabled") else "")
-        data["smtp_username"] = data["smtp_username"].strip() or data["address"]
-        data["imap_username"] = data["imap_username"].strip() or data["smtp_username"]
+        logs_in = data["auth"] == Auth.OAUTH2 or bool(
+            data["smtp_password"] or data["smtp_password_env"] or self.secret_is_set("smtp_password"))
+        data["smtp_username"] = data["smtp_username"].strip() or (data["address"] if logs_in else "")
+        data["imap_username"] = data["imap_username"].strip() or data["smtp_username"] or data["address"]
         more = [f.strip() for f in data.pop("imap_folders_more", "").split(",") if f.strip()]
         data["imap_folders"] = list(dict.fromkeys([*data["imap_folders"], *more])) or ["INBOX"]
         data["window_days"] = ",".join(d for d in DAYS if d in data["window_days"])
@@ -220,16 +244,37 @@ class MailboxForm(forms.Form):
             self.add_error("window_end", "give both ends of the sending window, or neither")
         for name, problem in mailbox_connection_problems(data).items():  # never a password in clear text
             self.add_error(name, problem)
+        for name in ("smtp_password_env", "imap_password_env"):  # a webhook's signing secret is no mailbox's
+            if problem := mailbox_name_problem(data[name]):
+                self.add_error(name, problem)
         if data["auth"] == Auth.OAUTH2:
             provider = data["oauth2_provider"] or preset.provider or "generic"
             data["oauth2_provider"] = provider
             if provider == "generic":
                 for field in ("oauth2_authorize_url", "oauth2_token_url", "oauth2_userinfo_url", "oauth2_client_id"):
-                    if not data[field]:
-                        self.add_error(field, "an OAuth2 provider needs it")
-                if data["oauth2_token_url"] and (problem := token_url_problem(data["oauth2_token_url"])):
+                    if not data.get(field):
+                        self.add_error(field, "an OAuth2 provider needs it")  # (and drops it from the data)
+                if data.get("oauth2_token_url") and (problem := token_url_problem(data["oauth2_token_url"])):
                     self.add_error("oauth2_token_url", problem)
         return data
+
+    def secrets_asked_again(self, candidate: Mailbox) -> list[str]:
+        """Errors on each secret the candidate would use but may not: stored, or typed on an earlier round, for
+        other settings than the form's. Nothing may connect with it."""
+        used = {"smtp_password": candidate.auth != Auth.OAUTH2,
+                "imap_password": candidate.auth != Auth.OAUTH2 and candidate.has_imap,
+                "oauth2_client_secret": candidate.auth == Auth.OAUTH2}
+        for field, (column, label) in SECRET_FIELDS.items():
+            if not used[field]:
+                continue
+            problem = bound_problem(candidate, field)
+            if not problem and column in self.pending and getattr(candidate, column) != self.pending[column][0]:
+                problem = f"the {label} typed earlier was for {self.pending[column][1]}"
+            if problem:
+                env = f"{field}_env" if f"{field}_env" in self.fields else ""
+                self.add_error(field, f"{problem} — you changed where it goes: type the {WORDS[field]} again"
+                               + (" (or an admin names its variable again)" if env else ""))
+        return [error for errors in self.errors.values() for error in errors]
 
     def column_values(self) -> dict[str, Any]:
         """The Mailbox columns this form sets (no secret among them)."""

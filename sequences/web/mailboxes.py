@@ -15,11 +15,13 @@ import copy
 
 from django.conf import settings
 from django.db.models import Q
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from db.sql import db_now
-from mailboxes.checks import ConnectionCheck, connection_check
+from mailboxes.bound import SECRETS, bind, endpoint
+from mailboxes.checks import ConnectionCheck
 from mailboxes.domain_auth import DomainAuth, Verdict
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.sealed import encryption_ready, seal
@@ -36,30 +38,31 @@ from mailboxes.signin import (
 )
 from sequences import daily_cap
 from sequences.labels import duration_words
+from sequences.mailbox_checks import FormCheck, check_now_enqueue, form_check_enqueue, form_check_result, job_state
 from sequences.models import SendJob
-from sequences.permissions import OPERATE, VIEW_INBOUND, VIEW_MAILBOX
+from sequences.permissions import MANAGE_MAILBOX_SECRETS, OPERATE, VIEW_INBOUND, VIEW_MAILBOX
 from sequences.sending_mailbox import sends_from
 from sequences.services import stops
-from sequences.services.domain_auth import mailbox_domain_auth_check, mailbox_domain_auth_record
 from sequences.services.mailbox_health import mailbox_probe
-from sequences.services.mailbox_setup import mailbox_form_checked, mailbox_save, mailbox_signed_in
+from sequences.services.mailbox_setup import mailbox_signed_in
 from sequences.web import rows, summary
 from sequences.web.access import page_of, query_without_page, ui_view
 from sequences.web.charts import mailbox_rows
-from sequences.web.mailbox_forms import PRESETS, MailboxForm, initial_for
+from sequences.web.mailbox_forms import PRESETS, SECRET_FIELDS, SECRET_OF, MailboxForm, initial_for
 
 RAW_SHOWN_BYTES = 256 * 1024
+NO_WORKER_SECONDS = 15  # a check queued this long without a result: the page asks whether a worker runs
 
 
 @ui_view(VIEW_MAILBOX)
 def mailbox_list(request):
-    check = request.session.pop("ui-check:mailbox", None)
+    check, checking = _check_now_shown(request)
     result = summary.result_kept(request, "ui-result:mailbox")
     listed = mailbox_rows(list(Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name")))
     now = db_now()
     return render(request, "ui/mailbox_list.html", {
         "mailbox_rows": [(m, view, pace_words(m, now)) for m, view in listed],
-        "can_operate": request.user.has_perm(OPERATE), "result": result, "check": check,
+        "can_operate": request.user.has_perm(OPERATE), "result": result, "check": check, "checking": checking,
     })
 
 
@@ -80,15 +83,28 @@ def pace_words(mailbox: Mailbox, now) -> str:
 
 @ui_view(OPERATE, methods=("POST",))
 def mailbox_check(request, pk: int):
-    """Try every step of sending (no message is sent); a blocked mailbox whose check passes is unblocked."""
+    """Try every step of sending (no message is sent); a blocked mailbox whose check passes is unblocked. A worker
+    runs it (sequences.mailbox_checks); the list waits on it."""
     mailbox = get_object_or_404(Mailbox, pk=pk)
-    result = mailbox_probe(mailbox_id=pk, actor=request.user.get_username(), forced=True)
-    domain = mailbox_domain_auth_check(mailbox_id=pk, actor=request.user.get_username())
-    request.session["ui-check:mailbox"] = {
-        "mailbox": mailbox.name, "text": result.text,
-        "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps] + _domain_steps(domain),
-    }
-    return redirect("mailbox_list")
+    job_id = check_now_enqueue(mailbox_id=mailbox.pk, actor=request.user.get_username())
+    request.session["ui-check-job:mailbox"] = {"job": job_id, "mailbox": mailbox.name}
+    return redirect(reverse("mailbox_list") + f"?check={job_id}")
+
+
+def _check_now_shown(request) -> tuple[dict | None, dict | None]:
+    """(the finished check to show, the check still running) for the list page."""
+    sent = request.session.get("ui-check-job:mailbox")
+    job_id = request.GET.get("check", "")
+    if not sent or sent["job"] != job_id:
+        return request.session.pop("ui-check:mailbox", None), None
+    state, value, waited = job_state(job_id)
+    if state == "waiting":
+        return None, {"mailbox": sent["mailbox"], "waited": waited, "no_worker": waited > NO_WORKER_SECONDS}
+    request.session.pop("ui-check-job:mailbox", None)
+    if state != "done":
+        return {"mailbox": sent["mailbox"], "steps": [],
+                "text": "the check could not finish (the worker stopped, or its result expired): check again"}, None
+    return value, None
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
@@ -130,56 +146,105 @@ def mailbox_edit(request, pk: int):
 
 def _mailbox_form(request, mailbox: Mailbox | None):
     """GET: the form (a preset's defaults, or the stored mailbox). POST: check the connection; "save" saves when
-    the check passes, "save_anyway" saves whatever it found and leaves the mailbox blocked when it failed."""
+    the check passes, "save_anyway" saves whatever it found and leaves the mailbox blocked when it failed.
+
+    The check runs in a worker (sequences.mailbox_checks); the page waits on it (GET ?check=<job>), so no web
+    worker waits on a mail server. A stored secret goes only where it was entered for (mailboxes.bound): a
+    changed host, port, security, username or token URL asks for it again before anything connects. Only admins
+    name password variables and OAuth endpoints."""
     key = f"mailbox-form:{mailbox.pk if mailbox else 'new'}"
+    admin = request.user.has_perm(MANAGE_MAILBOX_SECRETS)
+    if request.method == "GET" and (job_id := request.GET.get("check", "")):
+        return _checked_page(request, mailbox, key, job_id, admin=admin)
     if request.method == "GET":
         request.session.pop(key, None)
-        form = MailboxForm(initial=initial_for(mailbox, request.GET.get("preset", "")), mailbox=mailbox)
+        request.session.pop(f"{key}:check", None)
+        form = MailboxForm(initial=initial_for(mailbox, request.GET.get("preset", "")), mailbox=mailbox, admin=admin)
         return _form_page(request, form, mailbox, preset_chosen=mailbox is not None or "preset" in request.GET)
-    pending = dict(request.session.get(key, {}))
+    pending = {column: tuple(kept) for column, kept in request.session.get(key, {}).items()}
     listed = [name for name in request.POST.get("listed", "").split("\n") if name]
-    form = MailboxForm(request.POST, mailbox=mailbox, listed=listed, pending=pending)
+    form = MailboxForm(request.POST, mailbox=mailbox, listed=listed, pending=pending, admin=admin)
     if not form.is_valid():
         return _form_page(request, form, mailbox)
+    candidate = _candidate(mailbox, form.column_values())
     if typed := form.typed_secrets():
         if problem := encryption_ready():
             form.add_error(None, f"cannot store a secret: {problem}")
             return _form_page(request, form, mailbox)
-        pending.update({column: seal(secret) for column, secret in typed.items()})
+        pending.update({column: (seal(secret), endpoint(candidate, SECRET_OF[column]))
+                        for column, secret in typed.items()})
         request.session[key] = pending
-    result = connection_check(_candidate(mailbox, form.column_values(), pending))
-    actor, action = request.user.get_username(), request.POST.get("action", "check")
-    if action == "save_anyway" or (action == "save" and result.passed):
-        pk = mailbox_save(mailbox_id=mailbox.pk if mailbox else None, fields=form.column_values(), sealed=pending,
-                          actor=actor, check=result.text, check_passed=result.passed)
+    _with_secrets(candidate, pending, named_by_admin=admin)
+    if form.secrets_asked_again(candidate):
+        # Nothing connects: a stored secret was entered for another server.
+        return _form_page(request, form, mailbox)
+    action = request.POST.get("action", "check")
+    job_id = form_check_enqueue(
+        mailbox_id=mailbox.pk if mailbox else None, actor=request.user.get_username(),
+        action=action if action in ("check", "save", "save_anyway") else "check",
+        fields={**form.column_values(), "secret_endpoints": candidate.secret_endpoints},
+        sealed={column: token for column, (token, _where) in pending.items() if getattr(candidate, column) == token})
+    # What the page shows again once the check is back: the form as sent, never a secret typed on it.
+    request.session[f"{key}:check"] = {"job": job_id, "action": action, "listed": listed,
+                                       "post": {name: request.POST.getlist(name) for name in request.POST
+                                                if name not in SECRET_FIELDS and name != "csrfmiddlewaretoken"}}
+    return redirect(f"{request.path}?check={job_id}")
+
+
+def _checked_page(request, mailbox: Mailbox | None, key: str, job_id: str, *, admin: bool):
+    """The page that waits on the check (it reloads itself), then shows what the check found, or the list when
+    the job saved the mailbox."""
+    sent = request.session.get(f"{key}:check")
+    if not sent or sent["job"] != job_id:
+        return redirect(request.path)  # not this browser's check, or done with already: the form afresh
+    pending = {column: tuple(kept) for column, kept in request.session.get(key, {}).items()}
+    data = QueryDict(mutable=True)
+    for name, values in sent["post"].items():
+        data.setlist(name, values)
+    found = form_check_result(job_id)
+    listed = list(found.check.folders) if found.check and found.check.folders else sent["listed"]
+    form = MailboxForm(data, mailbox=mailbox, listed=listed, pending=pending, admin=admin)
+    form.is_valid()
+    if found.state == "waiting":
+        return _form_page(request, form, mailbox, waiting=found, listed=listed)
+    request.session.pop(f"{key}:check", None)
+    if found.state != "done":
+        form.add_error(None, "the connection check could not finish (the worker stopped, or its result expired): "
+                             "press Check connection again")
+        return _form_page(request, form, mailbox, listed=listed)
+    result = found.check
+    if found.saved is not None:
         request.session.pop(key, None)
-        if result.domain is not None:
-            # On the mailbox (and its timeline); the operator log's entry is the save's own.
-            mailbox_domain_auth_record(mailbox_id=pk, report=result.domain)
-        if result.passed and mailbox is not None and mailbox.blocked_at:
-            mailbox_probe(mailbox_id=pk, actor=actor, forced=True)  # its held messages go through the final check
         request.session["ui-check:mailbox"] = {
-            "mailbox": form.cleaned_data["name"],
+            "mailbox": Mailbox.objects.get(pk=found.saved).name,
             "text": ("Saved. " if result.passed else "Saved, and blocked until a check passes. ") + result.text,
             "steps": [{"step": f"{part} {s.step}", "ok": s.ok, "detail": s.detail} for part, s in _steps(result)]
             + _domain_steps(result.domain),
         }
         return redirect("mailbox_list")
-    mailbox_form_checked(mailbox_id=mailbox.pk if mailbox else None, name=form.cleaned_data["name"], actor=actor,
-                         check=result.text, passed=result.passed)
-    # Shown again with what the server listed to pick folders from; the typed secrets are never rendered back.
-    form = MailboxForm(request.POST, mailbox=mailbox, listed=list(result.folders) or listed, pending=pending)
-    form.is_valid()
-    return _form_page(request, form, mailbox, check=result, offer_anyway=action != "check" or not result.passed,
-                      listed=list(result.folders) or listed)
+    return _form_page(request, form, mailbox, check=result, listed=listed,
+                      offer_anyway=sent["action"] != "check" or not result.passed)
 
 
-def _candidate(mailbox: Mailbox | None, fields: dict, sealed: dict[str, str]) -> Mailbox:
-    """An unsaved mailbox with the form's settings and the secrets it will have, for the connection check."""
+def _candidate(mailbox: Mailbox | None, fields: dict) -> Mailbox:
+    """An unsaved mailbox with the form's settings and the stored secrets, each still bound where it was entered."""
     candidate = copy.copy(mailbox) if mailbox is not None else Mailbox()
-    for name, value in {**fields, **sealed}.items():
+    for name, value in fields.items():
         setattr(candidate, name, value)
     return candidate
+
+
+def _with_secrets(candidate: Mailbox, pending: dict[str, tuple[str, str]], *, named_by_admin: bool) -> None:
+    """The secrets typed on this form, each where it was typed for, and, from an admin, the variables named."""
+    for column, (token, where) in pending.items():
+        which = SECRET_OF[column]
+        if where == endpoint(candidate, which):  # typed for other settings than these: asked for again
+            setattr(candidate, column, token)
+            bind(candidate, which)
+    if named_by_admin:
+        for which, (sealed, env) in SECRETS.items():
+            if getattr(candidate, env) and not getattr(candidate, sealed):
+                bind(candidate, which)
 
 
 def _domain_steps(domain: DomainAuth | None) -> list[dict]:
@@ -193,7 +258,8 @@ def _steps(result: ConnectionCheck) -> list[tuple[str, object]]:
 
 
 def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: ConnectionCheck | None = None,
-               offer_anyway: bool = False, preset_chosen: bool = True, listed: list[str] | None = None):
+               offer_anyway: bool = False, preset_chosen: bool = True, listed: list[str] | None = None,
+               waiting: FormCheck | None = None):
     sources = {}
     if mailbox is not None:
         sources = {which: secret_source(mailbox, which) for which in ("smtp_password", "imap_password")}
@@ -215,6 +281,7 @@ def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: Co
         "form": form, "mailbox": mailbox, "presets": PRESETS, "preset_chosen": preset_chosen,
         "groups": [(title, [form[name] for name in names]) for title, names in groups],
         "check": check, "check_steps": _steps(check) if check else [], "offer_anyway": offer_anyway,
+        "waiting": waiting, "no_worker": waiting is not None and waiting.waited > NO_WORKER_SECONDS,
         "listed": "\n".join(listed or []), "sources": sources,
         "signin_label": PROVIDER_LABELS.get(mailbox.oauth2_provider or "generic") if mailbox else "",
     }, status=400 if form.is_bound and form.errors else 200)

@@ -9,6 +9,7 @@ from django import forms
 from mailboxes.secrets import secret_env_problem
 from mailboxes.targets import url_problem
 
+from ..secret_names import webhook_name_problem
 from ..webhooks_out.events import WebhookEvent
 
 
@@ -45,4 +46,6 @@ class WebhookEndpointForm(forms.Form):
         name = self.cleaned_data["secret_env"].strip()
         if problem := secret_env_problem(name):
             raise forms.ValidationError(problem.replace("a mailbox secret", "a webhook secret"))
+        if problem := webhook_name_problem(name):
+            raise forms.ValidationError(problem)
         return name

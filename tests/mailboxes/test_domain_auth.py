@@ -23,6 +23,7 @@ from sequences.models import OperatorAction, TimelineEvent
 from sequences.services.domain_auth import domain_auth_due, domain_auth_sweep, mailbox_domain_auth_check
 from sequences.timeline import Event
 from tests.factories import MailboxFactory, make_sequence
+from tests.mailboxes.checking import submit
 
 
 def words(domain: str, selector: str = "s1", smtp_host: str = "smtp.gmail.com") -> dict[str, tuple[str, str]]:
@@ -126,8 +127,7 @@ def test_the_connection_check_and_the_mailboxes_page_show_the_domain(dns_server,
     admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
     client = Client()
     client.force_login(admin)
-    client.post(reverse("mailbox_check", args=[mailbox.pk]))
-    page = client.get(reverse("mailbox_list")).content.decode()
+    page = submit(client, reverse("mailbox_check", args=[mailbox.pk]), {}).content.decode()  # a worker checks
     assert "DNS DMARC: missing — Gmail and Outlook reject bulk mail without it." in page
     mailbox.refresh_from_db()
     assert mailbox.auth_failing_since is not None
@@ -166,9 +166,9 @@ def test_the_add_mailbox_check_shows_the_records_and_save_keeps_the_selector(dns
             "smtp_host": "127.0.0.1", "smtp_port": smtp_server.port, "smtp_security": "none", "imap_port": 143,
             "imap_security": "none", "daily_cap": 50, "window_timezone": "UTC", "dkim_selector": "s1",
             "follow_ups_without_reply_view": "on", "action": "check"}
-    page = client.post("/mailboxes/new/", data).content.decode()
+    page = submit(client, "/mailboxes/new/", data).content.decode()
     assert "DKIM: the record at s1._domainkey.bad.test has an empty p= (the key was revoked)." in page
-    client.post("/mailboxes/new/", {**data, "action": "save_anyway"})  # (the test server asks for no password)
+    submit(client, "/mailboxes/new/", {**data, "action": "save_anyway"})  # (the test server asks for no password)
     mailbox = Mailbox.objects.get(name="sales")
     assert (mailbox.dkim_selector, mailbox.auth_verdict) == ("s1", "fail")
     assert mailbox.auth_summary.startswith("SPF: 2 SPF records on bad.test;")

@@ -13,6 +13,7 @@ from mailboxes.sealed import KEYS_ENV, unseal
 from mailboxes.transports.smtp import POOL
 from proving.harness.smtp import SmtpServer
 from sequences.models import OperatorAction
+from tests.mailboxes.checking import submit
 from tests.ui.conftest import roles, users  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +56,7 @@ def test_check_shows_every_smtp_and_imap_step_then_save_stores_the_secrets_encry
     page = operator.get("/mailboxes/new/?preset=other")
     assert b'<label for="id_smtp_password">SMTP password' in page.content
     assert b'<label for="id_reply_view_max_age">Reply view max age' in page.content
-    checked = operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot))
+    checked = submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot))
     text = checked.content.decode()
     assert "Connection works: SMTP and IMAP pass" in text
     for step in ("SMTP AUTH", "SMTP MAIL FROM", "IMAP login", "IMAP LIST", "IMAP SELECT INBOX"):
@@ -64,7 +65,7 @@ def test_check_shows_every_smtp_and_imap_step_then_save_stores_the_secrets_encry
     assert "SMTP password (set — replace)" in text
     assert not Mailbox.objects.exists()  # a check saves nothing
     # The passwords typed at the check are kept (encrypted, in the session): Save does not ask again.
-    saved = operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot, smtp_password="", imap_password="",
+    saved = submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot, smtp_password="", imap_password="",
                                                        action="save"))
     assert saved.status_code == 302
     mailbox = Mailbox.objects.get(name="sales")
@@ -81,13 +82,13 @@ def test_check_shows_every_smtp_and_imap_step_then_save_stores_the_secrets_encry
 
 
 def test_a_failing_check_refuses_save_and_save_anyway_leaves_the_mailbox_blocked(operator, smtp_auth, dovecot):
-    refused = operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot, imap_password="wrong", action="save"))
+    refused = submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot, imap_password="wrong", action="save"))
     text = refused.content.decode()
     assert "Connection check failed: IMAP login failed" in text
     assert "check the IMAP username and password" in text  # the hint
     assert 'id="save-anyway"' in text
     assert not Mailbox.objects.exists()
-    operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot, smtp_password="", imap_password="",
+    submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot, smtp_password="", imap_password="",
                                                action="save_anyway"))
     mailbox = Mailbox.objects.get(name="sales")
     assert mailbox.blocked_at is not None
@@ -96,12 +97,12 @@ def test_a_failing_check_refuses_save_and_save_anyway_leaves_the_mailbox_blocked
 
 
 def test_edit_never_shows_the_stored_secret_and_an_empty_field_keeps_it(operator, smtp_auth, dovecot):
-    operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot, action="save"))
+    submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot, action="save"))
     mailbox = Mailbox.objects.get(name="sales")
     page = operator.get(f"/mailboxes/{mailbox.pk}/edit/").content.decode()
     assert "SMTP password (set — replace)" in page and "SMTP password: stored encrypted" in page
     assert SMTP_PASSWORD not in page and mailbox.smtp_password_sealed not in page
-    operator.post(f"/mailboxes/{mailbox.pk}/edit/", form_data(smtp_auth, dovecot, smtp_password="", imap_password="",
+    submit(operator, f"/mailboxes/{mailbox.pk}/edit/", form_data(smtp_auth, dovecot, smtp_password="", imap_password="",
                                                               daily_cap=75, action="save"))
     mailbox.refresh_from_db()
     assert mailbox.daily_cap == 75 and unseal(mailbox.smtp_password_sealed) == SMTP_PASSWORD
@@ -113,7 +114,7 @@ def test_without_an_encryption_key_the_form_refuses_to_store_a_secret(operator, 
                                                                       settings, tmp_path):
     monkeypatch.delenv(KEYS_ENV)
     settings.VAR_DIR = tmp_path
-    page = operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot, action="save")).content.decode()
+    page = submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot, action="save")).content.decode()
     assert "cannot store a secret: no encryption key" in page and KEYS_ENV in page
     assert not Mailbox.objects.exists()
 
@@ -123,3 +124,18 @@ def test_operators_and_admins_add_mailboxes(role, status, client, users):  # noq
     client.force_login(users[role])
     assert client.get("/mailboxes/new/").status_code == status
     assert (b'id="add-mailbox"' in client.get("/mailboxes/").content) == (status == 200)
+
+
+def test_a_relay_that_needs_no_login_is_added_checked_and_edited_in_one_pass(operator, dovecot):
+    """No SMTP username and no password: no login at all (the demo's capture server, a local relay)."""
+    with SmtpServer() as relay:
+        data = form_data(relay, dovecot, smtp_password="", imap_enabled=None, action="save")
+        saved = submit(operator, "/mailboxes/new/", data)
+        assert saved.status_code == 302 and saved.url == "/mailboxes/", saved.content.decode()[:3000]
+        mailbox = Mailbox.objects.get(name="sales")
+        assert (mailbox.smtp_username, mailbox.blocked_at, mailbox.smtp_password_sealed) == ("", None, "")
+        edited = submit(operator, f"/mailboxes/{mailbox.pk}/edit/", {**data, "daily_cap": 80})
+        assert edited.status_code == 302
+        mailbox.refresh_from_db()
+        assert (mailbox.daily_cap, mailbox.smtp_username, mailbox.blocked_at) == (80, "", None)
+    POOL.close_all()

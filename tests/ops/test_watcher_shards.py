@@ -23,6 +23,7 @@ from django.db import connection
 
 from db.sql import db_now
 from inbound.leases import LeaseKeeper, account_of
+from mailboxes.bound import bind
 from mailboxes.models import ImapCursor, WatcherProcess, WatchLease
 from proving.bench.watcher import tcp_connections
 from proving.harness import data, mails
@@ -72,7 +73,8 @@ def test_watchers_share_the_folders_and_take_over_a_killed_ones(server, redis_co
                                   imap_password_env="OUTREACH_SECRET_SHARD_IMAP", imap_folders=["INBOX"])
     for i, box in enumerate(boxes):
         box.imap_username = f"u{i}"
-        box.save(update_fields=["imap_username"])
+        bind(box, "imap_password")  # the variable is named for this account (mailboxes.bound)
+        box.save(update_fields=["imap_username", "secret_endpoints"])
     data.followups_create(MAILBOXES, sequences=data.sequences_create(boxes), tag=TAG,
                           state=SendJob.State.SCHEDULED, due_in=timedelta(days=1))
     env = dict(os.environ, DATABASE_URL=database_url(connection.settings_dict), REDIS_URL=settings.REDIS_URL,

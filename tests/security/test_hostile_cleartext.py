@@ -23,6 +23,7 @@ from mailboxes.tls import is_loopback
 from mailboxes.transports.base import MailboxRefused
 from mailboxes.transports.smtp import POOL, SmtpConfig, SmtpTransport
 from proving.harness.smtp import SmtpServer
+from tests.mailboxes.checking import submit
 from tests.mailboxes.test_mailbox_form import SMTP_PASSWORD, form_data, key, operator  # noqa: F401 - fixtures
 from tests.sequences.test_commands import GOOD, write
 
@@ -108,7 +109,7 @@ def test_load_sequences_refuses_a_login_in_clear_text_with_the_reason(tmp_path, 
 @pytest.mark.django_db
 @pytest.mark.parametrize("side", ["smtp", "imap"])
 def test_the_mailbox_form_refuses_a_login_in_clear_text(operator, smtp_auth, dovecot, side):  # noqa: F811
-    page = operator.post("/mailboxes/new/", form_data(smtp_auth, dovecot, **{f"{side}_host": REMOTE}))
+    page = submit(operator, "/mailboxes/new/", form_data(smtp_auth, dovecot, **{f"{side}_host": REMOTE}))
     text = page.content.decode()
     assert f"would send the password without encryption to {REMOTE}" in text
     assert not Mailbox.objects.exists() and smtp_auth.auth_attempts == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from proving.bench import runner
+from proving.harness.stack import allow_loopback
 from proving.jsonout import json_target
 
 
@@ -88,6 +89,7 @@ class Command(BaseCommand):
         parser.add_argument("--inner", action="store_true", help="(internal) run inside the bench environment")
 
     def handle(self, *args, suite, inner, json_out, **options):
+        allow_loopback()  # the bench's servers listen on loopback
         def write(text: str) -> None:
             self.stdout.write(text, ending="")
             self.stdout.flush()

@@ -8,7 +8,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from proving.harness.stack import DrillError
+from proving.harness.stack import DrillError, allow_loopback
 from proving.jsonout import json_target
 
 # The drill sets these for the workers it starts; inherited by the drill process itself they would
@@ -65,6 +65,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         for name in PAUSE_ENV:
             os.environ.pop(name, None)
+        allow_loopback()  # the drill's servers listen on loopback
         try:
             if drill == "race":
                 from proving.drills import race

@@ -1,0 +1,118 @@
+"""The mailbox form's connection check, run by a worker: the page waits on it, no web worker waits on a server.
+
+The form (sequences.web.mailboxes) hands over what it would save: the settings, the secrets typed on it (sealed)
+and where each secret was entered for (mailboxes.bound). The job builds the same unsaved mailbox, checks every
+step of sending and reading, records the check in the operator log with the servers it connected to, and, when
+asked to save (and the check passed, or "save anyway"), saves it. Its result, kept in Redis for an hour, is the
+check as JSON and the id of the mailbox it saved; the page reads it back with `form_check_result`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+from typing import Any
+
+import django_rq
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from mailboxes.checks import ConnectionCheck, connection_check
+from mailboxes.models import Mailbox
+
+from .services.domain_auth import mailbox_domain_auth_check, mailbox_domain_auth_record
+from .services.mailbox_health import mailbox_probe
+from .services.mailbox_setup import mailbox_form_checked, mailbox_save
+
+TASK = "sequences.mailbox_checks.mailbox_form_check"
+CHECK_NOW_TASK = "sequences.mailbox_checks.mailbox_check_now"
+RESULT_SECONDS = 3600  # how long a check's result waits for its page
+
+
+def form_check_enqueue(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict[str, str], actor: str,
+                       action: str) -> str:
+    """Queue the check (and the save it may lead to); the job's id, for the page that waits on it."""
+    payload = {"mailbox_id": mailbox_id, "actor": actor, "action": action, "sealed": sealed,
+               "fields": {name: value.isoformat() if isinstance(value, time) else value
+                          for name, value in fields.items()}}
+    # Queued now, not at a commit: no transaction is open here, and the page goes on to wait on it.
+    queue = django_rq.get_queue("default", commit_mode="auto")
+    return queue.enqueue(TASK, payload, result_ttl=RESULT_SECONDS, failure_ttl=RESULT_SECONDS, job_timeout=300).id
+
+
+def check_now_enqueue(*, mailbox_id: int, actor: str) -> str:
+    """Queue an operator's "Check connection" of a stored mailbox (its probe and its domain's records)."""
+    queue = django_rq.get_queue("default", commit_mode="auto")
+    return queue.enqueue(CHECK_NOW_TASK, mailbox_id, actor, result_ttl=RESULT_SECONDS, failure_ttl=RESULT_SECONDS,
+                         job_timeout=300).id
+
+
+def mailbox_check_now(mailbox_id: int, actor: str) -> dict[str, Any]:
+    """The RQ job: try every step of sending (no message is sent; a blocked mailbox whose check passes is
+    unblocked) and read the domain's records; what the list page shows."""
+    result = mailbox_probe(mailbox_id=mailbox_id, actor=actor, forced=True)
+    domain = mailbox_domain_auth_check(mailbox_id=mailbox_id, actor=actor)
+    return {"mailbox": Mailbox.objects.get(pk=mailbox_id).name, "text": result.text,
+            "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps]
+            + [{"step": f"DNS {c.record}", "ok": c.verdict != "fail", "detail": c.words} for c in domain.checks]}
+
+
+def candidate(mailbox_id: int | None, fields: dict[str, Any], sealed: dict[str, str]) -> Mailbox:
+    """The unsaved mailbox the form describes: the stored one (if any) with the form's settings and secrets."""
+    mailbox = copy.copy(Mailbox.objects.get(pk=mailbox_id)) if mailbox_id is not None else Mailbox()
+    for name, value in {**fields, **sealed}.items():
+        setattr(mailbox, name, Mailbox._meta.get_field(name).to_python(value))
+    return mailbox
+
+
+def mailbox_form_check(payload: dict[str, Any]) -> dict[str, Any]:
+    """The RQ job: check, record, and save when asked to and allowed; no transaction is open across the check."""
+    fields = {name: Mailbox._meta.get_field(name).to_python(value) for name, value in payload["fields"].items()}
+    mailbox_id, actor, action = payload["mailbox_id"], payload["actor"], payload["action"]
+    result = connection_check(candidate(mailbox_id, fields, payload["sealed"]))
+    if not (action == "save_anyway" or (action == "save" and result.passed)):
+        mailbox_form_checked(mailbox_id=mailbox_id, name=fields["name"], actor=actor, check=result.text,
+                             passed=result.passed, connected=result.where)
+        return {"check": result.as_dict(), "saved": None}
+    was_blocked = mailbox_id is not None and Mailbox.objects.filter(pk=mailbox_id, blocked_at__isnull=False).exists()
+    pk = mailbox_save(mailbox_id=mailbox_id, fields=fields, sealed=payload["sealed"], actor=actor, check=result.text,
+                      check_passed=result.passed, connected=result.where)
+    if result.domain is not None:
+        # On the mailbox (and its timeline); the operator log's entry is the save's own.
+        mailbox_domain_auth_record(mailbox_id=pk, report=result.domain)
+    if result.passed and was_blocked:
+        mailbox_probe(mailbox_id=pk, actor=actor, forced=True)  # its held messages go through the final check
+    return {"check": result.as_dict(), "saved": pk}
+
+
+@dataclass(frozen=True)
+class FormCheck:
+    state: str  # waiting (queued or running) | failed (the job raised) | gone (expired, or Redis lost it) | done
+    check: ConnectionCheck | None = None
+    saved: int | None = None  # the mailbox the job saved
+    waited: float = 0.0  # seconds since it was queued
+
+
+def job_state(job_id: str) -> tuple[str, Any, float]:
+    """(state, the job's result when done, seconds since it was queued) of a check a page waits on: waiting (queued
+    or running), failed (the job raised or was stopped), gone (expired, or Redis lost it) or done."""
+    try:
+        job = Job.fetch(job_id, connection=django_rq.get_connection("default"))
+    except NoSuchJobError:
+        return "gone", None, 0.0
+    status = job.get_status()
+    if status == JobStatus.FINISHED:
+        return "done", job.return_value(), 0.0
+    if status in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+        return "failed", None, 0.0
+    queued = job.enqueued_at.replace(tzinfo=UTC) if job.enqueued_at else datetime.now(UTC)
+    return "waiting", None, (datetime.now(UTC) - queued).total_seconds()
+
+
+def form_check_result(job_id: str) -> FormCheck:
+    """Where the form's check stands."""
+    state, value, waited = job_state(job_id)
+    if state != "done":
+        return FormCheck(state, waited=waited)
+    return FormCheck("done", ConnectionCheck.from_dict(value["check"]), value["saved"])
