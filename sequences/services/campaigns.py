@@ -233,14 +233,18 @@ def step_move(*, step_id: int, offset: int, actor: str) -> None:
         )
 
 
-def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str) -> str:
-    """Send the step as *contact* would get it to *to* ("[Test] …"), through the mailbox's own transport.
+def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str, variant_id: int | None = None) -> str:
+    """Send the step as *contact* would get it to *to* ("[Test] …"), through the mailbox's own transport: the
+    variant its preview shows (`previews.step_variant_for`: `variant_id`, else the one the person gets).
 
     No send job exists for it: the final check, the stop paths, the daily cap, the charts and the results never
     see it. The operator log records it. No transaction is open during the hand-off. Returns the server's reply.
     """
     step = Step.objects.select_related("sequence__mailbox").get(pk=step_id)
     contact = Contact.objects.get(pk=contact_id)
+    variant = step.variants.filter(pk=variant_id).first() if variant_id is not None else None
+    if variant_id is not None and variant is None:
+        raise ServiceError(f"Step {step.position} has no such A/B variant (any more): preview it again.")
     mailbox = step.sequence.mailbox
     if not to:
         raise ServiceError("Your account has no email address to send the test to; an admin can add one.")
@@ -256,7 +260,7 @@ def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str) -> str
             "— check its connection on the mailboxes page."
         )
     try:
-        message = test_message_build(step=step, contact=contact, to=to)
+        message = test_message_build(step=step, contact=contact, to=to, variant=variant)
     except PrepareError as exc:
         raise ServiceError(f"The test was not sent: {exc}") from None
     target = f"step {step.position} of {step.sequence.name} as {contact.email} would get it, to {to}"

@@ -1,22 +1,26 @@
 """What an operator does from a contact's page: change its details, enroll it in a sequence, suppress it.
 
-Thin: the values are checked by the import's rules (`contact_rows.row_check`), then one service each
-(`services.contacts`, `services.suppressions`), every change in the operator log. Operators (and admins) edit
+Thin: the values are checked by the import's rules (`contact_rows.row_check`, and the import's check of the values
+the steps need, `services.enrollments.StepNeeds`), then one service each (`services.contacts`,
+`services.suppressions`), every change in the operator log. Operators (and admins) edit
 and enroll; suppressing needs the ledger's permission (admins), as everywhere else; staff read.
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db.models import Max
 from django.shortcuts import get_object_or_404, redirect, render
 
 from ..contact_rows import NAMED, row_check
 from ..labels import stop_summary_sentences
-from ..models import Contact, Sequence, Suppression
+from ..models import Contact, Enrollment, SendJob, Sequence, Suppression
 from ..permissions import MANAGE_SUPPRESSIONS, OPERATE
 from ..services.common import ServiceError
 from ..services.contacts import contact_edit, contact_enroll
+from ..services.enrollments import ContactRow, StepNeeds
 from ..services.suppressions import suppression_add
+from ..states import LEFT
 from ..storable import row_id
 from .access import ui_view
 
@@ -43,6 +47,29 @@ def _cells(data, contact: Contact) -> tuple[dict[str, str], str]:
     return cells, ""
 
 
+def _needed_value_removed(contact: Contact, row: ContactRow) -> str:
+    """Why the edit may not be saved: it takes away a value that a step still to come of one of the person's
+    active or paused enrollments uses without a fallback (that step would fail), by the import's own check
+    (`StepNeeds`, every running A/B variant included); '' when it takes none. A value the contact already lacked
+    is not the edit's doing and does not refuse it."""
+    after = Contact(email=contact.email, first_name=row.first_name, last_name=row.last_name, company=row.company,
+                    timezone=row.timezone_name, fields=dict(row.fields))
+    enrollments = (contact.enrollments.filter(status__in=(Enrollment.Status.ACTIVE, Enrollment.Status.PAUSED))
+                   .select_related("sequence").order_by("pk"))
+    for enrollment in enrollments:
+        sent = (SendJob.objects.filter(LEFT, enrollment=enrollment)
+                .aggregate(last=Max("step__position"))["last"] or 0)
+        for position, subject, body in StepNeeds(enrollment.sequence).steps:
+            if position <= sent:
+                continue  # already sent: what it said is kept
+            needs = StepNeeds(enrollment.sequence, texts=[(position, subject, body)])
+            if (lacking := needs.missing(after)) and not needs.missing(contact):
+                return (f"{contact.email} is still to get step {position} of “{enrollment.sequence.name}”, "
+                        f"which needs this value: {lacking}. Keep the value, or give the step's template a "
+                        'fallback (…|default:"…")')
+    return ""
+
+
 @ui_view(OPERATE, methods=("GET", "POST"))
 def contact_edit_page(request, pk: int):
     contact = get_object_or_404(Contact, pk=pk)
@@ -52,6 +79,8 @@ def contact_edit_page(request, pk: int):
         row = None
         if not error:
             row, error = row_check(0, cells, extra=False)
+        if row is not None and (error := _needed_value_removed(contact, row)):
+            row = None
         if row is not None:
             changed = contact_edit(contact_id=pk, row=row, actor=request.user.get_username())
             messages.success(request, f"Saved: {', '.join(c.replace('_', ' ') for c in changed)}." if changed

@@ -73,9 +73,16 @@ def step_send_test(request, pk: int):
     if contact is None:
         messages.error(request, "Choose the contact to send the test as first.")
         return redirect("step_preview", pk=pk)
+    # The variant the preview showed (the page sends it back): the test is what the operator saw.
+    asked = request.POST.get("variant", "")
+    variant_id = row_id(asked) if asked else None
+    if asked and variant_id is None:
+        messages.error(request, "That is not a variant of the step: preview it again.")
+        return redirect("step_preview", pk=pk)
     try:
         reply = campaigns.step_send_test(
-            step_id=pk, contact_id=contact.pk, to=request.user.email, actor=request.user.get_username()
+            step_id=pk, contact_id=contact.pk, to=request.user.email, actor=request.user.get_username(),
+            variant_id=variant_id,
         )
     except ServiceError as exc:
         messages.error(request, str(exc))
@@ -85,4 +92,5 @@ def step_send_test(request, pk: int):
             f"Test sent to {request.user.email} (subject starts with {TEST_PREFIX.strip()}); "
             f"the server answered: {reply}. It is not counted anywhere.",
         )
-    return redirect(f"{reverse('step_preview', args=[pk])}?{urlencode({'contact': contact.email})}")
+    query = {"contact": contact.email} | ({"variant": variant_id} if variant_id is not None else {})
+    return redirect(f"{reverse('step_preview', args=[pk])}?{urlencode(query)}")
