@@ -8,9 +8,12 @@ defers every job of the mailbox and no login is attempted, except one probe
 (`mailbox_probe`: the transport's check, no message sent) after each interval
 of OUTREACH_PROBE_INTERVALS, or when an operator asks. A probe that passes
 unblocks the mailbox and releases its held jobs, each still through the
-final check. A mailbox-scope error met outside a send (the IMAP poll finding
-the mailbox's OAuth2 refresh token refused) blocks it the same way
-(`mailbox_block`). Lock order as everywhere: the enrollment, then the mailbox.
+final check. The follow-ups a mailbox holds for its reply view are released
+the same way, in the transaction that lifts the cause (`held_release`: an
+operator's change of the view's settings, the view reading again), instead
+of waiting out their next check. A mailbox-scope error met outside a send
+(the IMAP poll finding the mailbox's OAuth2 refresh token refused) blocks it
+the same way (`mailbox_block`). Lock order as everywhere: the enrollment, then the mailbox.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
 
 from db.sql import db_now
 from mailboxes.checks import servers
@@ -29,7 +32,7 @@ from mailboxes.selectors import transport_for
 from mailboxes.transports.base import CheckStep
 
 from ..locks import mailbox_lock
-from ..models import SendJob
+from ..models import SendJob, TimelineEvent
 from ..sending_mailbox import sends_from
 from ..states import HEALTH_BLOCKED, HEALTH_OK, job_move, mailbox_health, mailbox_health_move
 from ..timeline import Event, event_record
@@ -190,3 +193,25 @@ def _release_held(mailbox: Mailbox, *, now: datetime) -> int:
     """The jobs that waited for this mailbox are due now (each goes through the final check again)."""
     return SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), state=S.SCHEDULED,
                                   error__startswith=HELD).update(scheduled_at=now, error="")
+
+
+# The final check's deferral of a follow-up for the mailbox's reply view (`services.sending`).
+REPLY_VIEW_HOLD = Q(kind=Event.JOB_DEFERRED, data__reason="reply_view")
+
+
+def held_release(*, mailbox: Mailbox, reason: str) -> int:
+    """The follow-ups this mailbox holds for its reply view are due now; requires the transaction that lifted the
+    cause, with the mailbox locked (the final check's order: the mailbox, then its jobs).
+
+    Each goes back through the final check, which decides: it sends, or holds again with the reason of the
+    moment. A job is released only while the hold is the last thing that happened to it (a later event, an
+    out-of-office hold or a variant change, set its time for another reason). One `job_scheduled` event per job,
+    with `reason`; returns how many were released."""
+    now = db_now()
+    later = TimelineEvent.objects.filter(job=OuterRef("job"), pk__gt=OuterRef("pk"))
+    held = TimelineEvent.objects.filter(REPLY_VIEW_HOLD, job=OuterRef("pk")).filter(~Exists(later))
+    jobs = (SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), state=S.SCHEDULED, scheduled_at__gt=now)
+            .filter(Exists(held)).select_related("enrollment__contact", "step").order_by("pk"))
+    # A guarded move each: a dispatcher or a stop that moved the job first wins, and the job is left to it.
+    return sum(job_move(job=job, to=S.SCHEDULED, fields={"scheduled_at": now}, reason=reason, held="reply_view")
+               for job in jobs)

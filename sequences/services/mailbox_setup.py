@@ -4,7 +4,9 @@ The form's connection check runs before, outside any transaction (network I/O); 
 words. A mailbox saved with a failing check ("save anyway") is blocked in the same transaction, so no send
 can use it before a probe or an operator's check passes. Nothing a worker or the watcher holds needs a
 restart: the worker builds its transport from the row at each send, the watcher reads the list again within
-its refresh interval. The operator log names the fields and the secrets replaced, never a value of a secret.
+its refresh interval. A change of what the reply view reads (IMAP or not, its folders, its max age, sending
+follow-ups without it) makes the follow-ups it held due at once, each back through the final check
+(`mailbox_health.held_release`). The operator log names the fields and the secrets replaced, never a value of a secret.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from mailboxes.sealed import SEALED_FIELDS
 from ..locks import mailbox_lock
 from ..states import HEALTH_BLOCKED, HEALTH_OK, mailbox_health, mailbox_health_move
 from .common import T, operator_log
-from .mailbox_health import probe_interval
+from .mailbox_health import held_release, probe_interval
+
+# The settings the reply view reads (sequences.reply_view): a change of one may lift its hold on follow-ups.
+VIEW_FIELDS = frozenset({"imap_host", "imap_folders", "reply_view_max_age", "follow_ups_without_reply_view"})
 
 
 def mailbox_save(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict[str, str], actor: str,
@@ -31,6 +36,7 @@ def mailbox_save(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict
     unknown = set(sealed) - set(SEALED_FIELDS)
     assert not unknown, f"not a sealed column: {unknown}"
     with transaction.atomic(durable=True):
+        released = 0  # held follow-ups due again
         if mailbox_id is None:
             mailbox = Mailbox.objects.create(**fields, **sealed)
             action, changed = "mailbox_added", sorted(name for name, value in fields.items()
@@ -44,13 +50,16 @@ def mailbox_save(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict
             Mailbox.objects.filter(pk=mailbox.pk).update(**fields, **sealed, imap_login_refusals=0,
                                                          imap_next_login_at=None)
             mailbox.refresh_from_db()
+            if VIEW_FIELDS & set(changed):
+                released = held_release(mailbox=mailbox, reason="mailbox_changed")
         if not check_passed and mailbox_health(mailbox) == HEALTH_OK:
             mailbox_health_move(mailbox=mailbox, to=HEALTH_BLOCKED, reason=f"saved with a failing check: {check}",
                                 next_probe_at=db_now() + probe_interval(0), actor=actor)
         operator_log(actor=actor, action=action, target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk,
                      result={"fields": changed, "secrets_replaced": [SEALED_FIELDS[c] for c in sorted(sealed)],
-                             "check": check[:500], "connected": list(connected), "saved_anyway": not check_passed})
+                             "check": check[:500], "connected": list(connected), "saved_anyway": not check_passed}
+                     | ({"released": released} if released else {}))
         return mailbox.pk
 
 

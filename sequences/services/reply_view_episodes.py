@@ -7,7 +7,9 @@ the webhooks `mailbox.reply_view_stale` and `mailbox.reply_view_restored`. A mar
 read yet (`View.UNREAD`) holds follow-ups for seconds; it neither starts nor ends an episode.
 
 The mailbox row keeps the episode: `Mailbox.reply_view_blind_since` is set when it starts and cleared when it
-ends, in the transaction that writes the event. A sweep compares it with the view now and changes what
+ends, in the transaction that writes the event. The end also makes the follow-ups the mailbox held for its view
+due at once, each back through the final check (`mailbox_health.held_release`): they leave within the sweep's
+interval of the view reading again, not at their next check. A sweep compares it with the view now and changes what
 differs, under the mailbox's row lock, so two sweeps at once write each event once.
 """
 
@@ -25,6 +27,7 @@ from ..loads import FolderViews, folder_views
 from ..locks import mailbox_lock
 from ..reply_view import View, max_age_seconds, view_of
 from ..timeline import Event, event_record, iso
+from .mailbox_health import held_release
 
 EPISODE_KINDS = (Event.MAILBOX_REPLY_VIEW_STALE, Event.MAILBOX_REPLY_VIEW_RESTORED)
 
@@ -86,5 +89,6 @@ def _write(mailbox_id: int, *, blind: bool) -> bool:
                          reason=mailbox.last_poll_error, **common)
         else:
             event_record(kind=Event.MAILBOX_REPLY_VIEW_RESTORED, version_seen=mailbox.version,
-                         blind_since=iso(started), **common)
+                         blind_since=iso(started), released=held_release(mailbox=mailbox, reason="reply_view_restored"),
+                         **common)
         return True
