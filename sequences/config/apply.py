@@ -15,6 +15,8 @@ from mailboxes.secrets import ENV_FIELDS
 
 from ..models import Sequence, Step, StepVariant
 from ..secret_names import mailbox_name_problem
+from ..services.mailbox_health import held_release
+from ..services.mailbox_setup import VIEW_FIELDS
 from ..states import sequence_move
 from .parse import Plan
 from .validate import ConfigError
@@ -124,11 +126,14 @@ def config_apply(plan: Plan) -> ApplyResult:
                 Mailbox.objects.create(name=entry["name"], **fields)
                 result.created.append(what)
                 continue
+            before = {name: getattr(mailbox, name) for name in VIEW_FIELDS}
             if _update(mailbox, fields, entry["given"], what, result):
                 result.updated.append(what)
             else:
                 result.unchanged.append(what)
             _bind_named(mailbox, entry["given"])
+            if any(getattr(mailbox, name) != value for name, value in before.items()):
+                held_release(mailbox=mailbox, reason="config_applied")  # what it held for its view goes again
         for entry in plan.sequences:
             what = f"sequence {entry['name']}"
             mailbox = Mailbox.objects.get(name=entry["mailbox"])

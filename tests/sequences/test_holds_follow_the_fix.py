@@ -145,3 +145,17 @@ def test_a_reply_view_that_reads_again_releases_the_held_follow_ups(imap_mailbox
     dispatcher_and_worker()
     assert sorted(m.recipients[0] for m in smtp_server.received[2:]) == ["ada@example.com", "bob@example.com"]
     assert Enrollment.objects.filter(status=Enrollment.Status.COMPLETED).count() == 2
+
+
+def test_a_configuration_file_that_allows_follow_ups_releases_the_held_ones(mailbox, smtp_server, tmp_path):
+    from django.core.management import call_command
+
+    mailbox.follow_ups_without_reply_view = False
+    mailbox.save()
+    jobs = held(["ada@example.com"], mailbox, smtp_server)
+    path = tmp_path / "mailboxes.toml"
+    path.write_text(f'[[mailbox]]\nname = "{mailbox.name}"\naddress = "{mailbox.address}"\n'
+                    "follow_ups_without_reply_view = true\n")
+    call_command("load_sequences", str(path), stdout=open(tmp_path / "out", "w"))
+    assert due_now(jobs["ada@example.com"])
+    assert run_due() == {jobs["ada@example.com"].pk: S.SUBMITTED}
