@@ -34,6 +34,7 @@ from enum import StrEnum
 from functools import cache
 
 from . import intent_phrases as phrases
+from .optout import DATA_REQUEST_CHARS, data_request_spans
 from .quotes import extract_reply_text
 from .return_date import MONTH_OF, WEEKDAY_OF
 from .stop_wording import (
@@ -158,6 +159,9 @@ def _matches(body: str) -> list[Match]:
               for m in OOO_BODY_RE.finditer(body)]
     # Every request ingestion would suppress on (stop_wording.py: negations, questions about others, footers).
     found += [Match(Category.UNSUBSCRIBE, phrases.DECISIVE, start, end, "") for start, end in unsubscribe_spans(body)]
+    # A data-protection demand is read as an opt-out (optout.py), never as interest in the law it names.
+    found += [Match(Category.UNSUBSCRIBE, phrases.DECISIVE, start, end, "")
+              for start, end in data_request_spans(body[:DATA_REQUEST_CHARS])]
     offset = 0
     for index, line in enumerate(body.split("\n")):
         # A line that is only "stop" or "remove", as ingestion reads a subject.

@@ -14,6 +14,7 @@ from mailboxes.kinds import Kind
 from .evidence import own_reply_ids
 from .inbound import Inbound
 from .mime import header_of
+from .optout import data_request
 from .result import Classification
 from .stop_wording import UNSUBSCRIBE_SUBJECT_RE, unsubscribe_phrase
 
@@ -58,7 +59,10 @@ def check_human(mail: Inbound) -> Classification:
     ids = tuple(own_reply_ids(msg))
     subject = header_of(msg, "Subject")
     rule = reason = ""
-    if UNSUBSCRIBE_SUBJECT_RE.search(subject):
+    if demand := data_request(text) or data_request(subject):
+        # Read as an opt-out: the address is suppressed; the words say a legal deadline runs.
+        rule, reason = "data_request", f"data-protection request (erasure, access or objection): {demand!r}"
+    elif UNSUBSCRIBE_SUBJECT_RE.search(subject):
         rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
     elif phrase := unsubscribe_phrase(text):
         rule, reason = "unsubscribe_text", f"reply asks to stop: {phrase!r}"

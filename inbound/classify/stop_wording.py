@@ -16,16 +16,19 @@ one. Not a request:
 - a footer: a newsletter's or our own List-Unsubscribe footer ("To unsubscribe from these emails, click
   here", a line with a link), the signature ("-- " and below) and anything after the first eight lines.
 
-The trade-off, deliberately: precision over recall. An ``unsubscribe_request`` suppresses the address for
-good, so a false one silences a person who wanted to talk. A request missed here is still a human reply,
-which stops the sequence as "replied" like any answer: no follow-up goes out either way; the address only
-stays unsuppressed (a later sequence could write again). So where in doubt, the mail stays a human reply.
+The phrases here are precise; the opt-out guard (optout.py) adds, under the same negation, link and
+someone-else rules, the wording they miss (typos, no key word, more languages), and it fails safe: a missed
+request leaves the address unsuppressed for the person's other sequences and the next import, while a wrong
+one costs a follow-up. ``unsubscribe_spans`` returns both.
 """
 
 from __future__ import annotations
 
 import re
 from itertools import islice
+
+from . import optout
+from .optout import negated_before
 
 # The whole subject, not a word in it: "Re: Stop losing leads" is a reply.
 UNSUBSCRIBE_SUBJECT_RE = re.compile(
@@ -105,15 +108,6 @@ FOOTER_LINE_RE = re.compile(
 _SIGNATURE_LINE = {"--", "-- "}
 REQUEST_LINES = 8  # requests to stop are short and come first; signatures and disclaimers come later
 
-# Just before the request, in its clause: a negation, with nothing but "please", "want to" and the like
-# between ("please don't remove me", "I don't want to unsubscribe", "bitte nicht abmelden").
-_NEGATED_BEFORE_RE = re.compile(
-    r"(?:\b(?:not|never|dont|didnt|doesnt|wont|no need to|nicht|nie|no|non|não|nao|niet)\b|n['’]t)\s*"
-    r"(?:(?:please|pls|to|i|we|you|want|wish|need|would|like|do|be|ever|bitte|sie|mich|uns|möchte|will|wollen"
-    r"|quiero|queremos|me|nos|voglio|quero|ik|wil)\s+)*$",
-    re.I,
-)
-_CLAUSE_END_RE = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\b(but|aber|mais|pero|ma|mas|maar)\b", re.I)
 # Someone or something else taken off: "unsubscribe my team", "remove one of our users", "a client".
 _OTHERS_AFTER_RE = re.compile(
     r"^\s+(?!(me|us|myself|ourselves)\b)(you\b|((one|some|all|each|any|two|three) of )?"
@@ -158,8 +152,11 @@ def unsubscribe_spans(text: str) -> list[tuple[int, int]]:
             spans.append((start_of_line + bare.start(1), start_of_line + bare.end(1)))
             continue
         found = islice(UNSUBSCRIBE_RE.finditer(line), _MATCHES_PER_LINE)
-        spans += [(start_of_line + m.start(), start_of_line + m.end()) for m in found if _is_request(line, m)]
-    return spans
+        # The phrases above, then the guard's wording and typos (optout.py), under the same rules.
+        candidates = [(m.start(), m.end()) for m in found] + optout.stop_spans(line)[:_MATCHES_PER_LINE]
+        spans += [(start_of_line + start, start_of_line + end) for start, end in candidates
+                  if _is_request(line, start, end)]
+    return sorted(set(spans))
 
 
 _WINDOW = 200
@@ -167,26 +164,19 @@ _MATCHES_PER_LINE = 10
 _LINE_LIMIT = 2000  # characters of one line read: a request is a sentence, not a pasted page
 
 
-def negated_before(before: str) -> bool:
-    """Whether the words just before a request, in its clause, negate it ("please don't", "no quiero")."""
-    before = before[-_WINDOW:]
-    clause_start = max((m.end() for m in _CLAUSE_END_RE.finditer(before)), default=0)
-    return bool(_NEGATED_BEFORE_RE.search(before[clause_start:]))
-
-
-def _is_request(line: str, match: re.Match[str]) -> bool:
+def _is_request(line: str, start: int, end: int) -> bool:
     # The request's own sentence is all that counts, and a bounded window keeps a huge line cheap.
-    before, after = line[max(0, match.start() - _WINDOW) : match.start()], line[match.end() : match.end() + _WINDOW]
+    before, after = line[max(0, start - _WINDOW) : start], line[end : end + _WINDOW]
     if negated_before(before):
         return False
-    if _LINK_AFTER_RE.search(after) or _LINK_BEFORE_RE.search(before):
+    if _LINK_AFTER_RE.search(after) or _LINK_BEFORE_RE.search(before) or optout.is_topic(after):
         return False
-    if not _SELF_RE.search(match.group()) and _OTHERS_AFTER_RE.search(after):
+    if not _SELF_RE.search(line[start:end]) and _OTHERS_AFTER_RE.search(after):
         return False
     sentence_end = re.search(r"[.!?\n]", after)
     if sentence_end and sentence_end.group() == "?" and _OTHER_SOURCE_AFTER_RE.search(after):
         return False
-    return True
+    return not optout.about_others_at(line, start)
 
 
 # Strong first-person out-of-office wording only: a person may mention a holiday in passing.

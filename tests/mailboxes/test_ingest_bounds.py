@@ -125,7 +125,7 @@ def test_the_fetch_is_partial_and_a_message_that_cannot_be_read_whole_is_still_r
 ):
     settings.OUTREACH_INBOUND_FETCH_LIMIT = 4096
     enrollment, job = send_first_step(imap_mailbox)
-    raw = mails.reply(to_message_id=job.message_id, body="Please stop.\r\n" + "padding line\r\n" * 2000)
+    raw = mails.reply(to_message_id=job.message_id, body="Thanks, not now.\r\n" + "padding line\r\n" * 2000)
     dovecot.append("alice", "INBOX", raw)
 
     poll(imap_mailbox)

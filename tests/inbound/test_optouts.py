@@ -1,0 +1,128 @@
+"""The opt-out guard (inbound.classify.optout): requests to stop and data-protection demands in the words people
+really write suppress the address when the reply is recorded, and near misses do not.
+
+A real reply in a real Dovecot mailbox, polled by ingestion, for the suppression; the wording itself without a
+database.
+"""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+
+import pytest
+
+from inbound.classify import classify
+from inbound.classify.intent import Category, suggest
+from mailboxes.kinds import Kind
+from mailboxes.models import InboundMessage
+from proving.harness import mails
+from sequences.models import Enrollment, Suppression
+from tests.mailboxes.test_ingest import poll, send_first_step
+
+DSGVO_ERASURE = (
+    "Sehr geehrte Damen und Herren,\n\n"
+    "gemäß Art. 17 DSGVO fordere ich Sie auf, sämtliche zu meiner Person gespeicherten Daten unverzüglich zu "
+    "löschen und mir die Löschung schriftlich zu bestätigen.\n\nMit freundlichen Grüßen\nJ. Weber"
+)
+
+
+def message(text: str, *, to_message_id: str = "<step1.enr9.d00d@outreach.example>",
+            sender: str = "ada@example.com") -> bytes:
+    msg = EmailMessage()
+    msg["From"] = f"Ada <{sender}>"
+    msg["To"] = mails.OURS
+    msg["Subject"] = "Re: Hello Ada"
+    msg["Message-ID"] = mails.new_id()
+    msg["In-Reply-To"] = msg["References"] = to_message_id
+    msg.set_content(text)  # UTF-8, as a mail client sends German text
+    return msg.as_bytes()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_german_dsgvo_erasure_reply_suppresses_the_address_when_recorded(imap_mailbox, dovecot):
+    enrollment, job = send_first_step(imap_mailbox, email="weber@example.de")
+    dovecot.append("alice", "INBOX", message(DSGVO_ERASURE, to_message_id=job.message_id, sender="weber@example.de"))
+
+    assert poll(imap_mailbox).folders["INBOX"]["recorded"] == 1
+
+    row = InboundMessage.objects.get()
+    assert (row.kind, row.job_id) == (Kind.UNSUBSCRIBE_REQUEST, job.pk)
+    assert row.classification_reason.startswith("data-protection request"), row.classification_reason
+    suppression = Suppression.objects.get(value="weber@example.de")
+    assert suppression.reason == Suppression.Reason.UNSUBSCRIBE
+    enrollment.refresh_from_db()
+    assert (enrollment.status, enrollment.stop_reason) == (Enrollment.Status.STOPPED, "unsubscribed")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_misspelt_request_suppresses_the_address_when_recorded(imap_mailbox, dovecot):
+    _, job = send_first_step(imap_mailbox, email="fleet@example.com")
+    dovecot.append("alice", "INBOX", message("pls unsubscibe me, not a fleet company",
+                                             to_message_id=job.message_id, sender="fleet@example.com"))
+
+    poll(imap_mailbox)
+
+    assert Suppression.objects.get(value="fleet@example.com").reason == Suppression.Reason.UNSUBSCRIBE
+
+
+# What people wrote that the phrase tables missed (issue 41's scoring), and more of the same in each language.
+OPT_OUTS = [
+    "pls unsubscibe me, not a fleet company",
+    "Lose my email address please. Ta.",
+    "Thanks, not interested. Please don't email again.",
+    "Buenos días: solicito la baja de su lista y la supresión de mis datos conforme al RGPD.",
+    DSGVO_ERASURE,
+    "Under Article 17 of the GDPR I request the erasure of all personal data you hold about me.",
+    "Bitte austragen!!",
+    "Stop. Je ne veux plus de mails.",
+    "Smettete di scrivermi per favore.",
+    "Ik wil geen mails meer ontvangen.",
+    "Parem de me enviar emails.",
+    "Proszę przestać do mnie pisać.",
+    "Where did you get my email address?",
+    "Op grond van de AVG verzoek ik om verwijdering van mijn persoonsgegevens.",
+]
+
+DATA_REQUESTS = [OPT_OUTS[3], DSGVO_ERASURE, OPT_OUTS[5], OPT_OUTS[12], OPT_OUTS[13]]
+
+NEAR_MISSES = [
+    "Please don't remove me, I'm interested. Pricing?",
+    "How do I unsubscribe my team from the Acme digest?",
+    "Wie kann ich meine Kunden aus Ihrem System abmelden?",
+    "Comment mes clients peuvent-ils se désinscrire de vos notifications ?",
+    "Unsubscribe rates are our biggest headache. Can you help with that?",
+    "Are you GDPR compliant? We'd need a DPA first.",
+    "Does your tool handle GDPR deletion requests from our customers?",
+    "Niet uitschrijven hoor, ik ben geïnteresseerd.",
+    "Proszę mnie nie wypisywać, jestem zainteresowany.",
+    "No borren mis datos, me interesa seguir en contacto.",
+    "Ne supprimez pas mon adresse, je suis intéressé.",
+    "We want to stop using spreadsheets for this. Demo?",
+]
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("text", OPT_OUTS)
+def test_an_opt_out_in_the_words_people_write_is_an_unsubscribe_request(text: str) -> None:
+    result = classify(message(text))
+
+    assert result.kind == Kind.UNSUBSCRIBE_REQUEST, result.reason
+    assert suggest(result.reply_text).category is Category.UNSUBSCRIBE
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("text", DATA_REQUESTS)
+def test_a_data_protection_demand_is_named_and_never_interested(text: str) -> None:
+    result = classify(message(text))
+
+    assert (result.kind, result.rule) == (Kind.UNSUBSCRIBE_REQUEST, "data_request"), result.reason
+    assert suggest(result.reply_text).category is not Category.INTERESTED
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_a_near_miss_stays_a_human_reply(text: str) -> None:
+    result = classify(message(text))
+
+    assert result.kind == Kind.HUMAN_REPLY, result.reason
+    assert suggest(result.reply_text).category is not Category.UNSUBSCRIBE
