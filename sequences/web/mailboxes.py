@@ -161,7 +161,7 @@ def _mailbox_form(request, mailbox: Mailbox | None):
         request.session.pop(f"{key}:check", None)
         form = MailboxForm(initial=initial_for(mailbox, request.GET.get("preset", "")), mailbox=mailbox, admin=admin)
         return _form_page(request, form, mailbox, preset_chosen=mailbox is not None or "preset" in request.GET)
-    pending = {column: tuple(kept) for column, kept in request.session.get(key, {}).items()}
+    pending = _pending(request, key)
     listed = [name for name in request.POST.get("listed", "").split("\n") if name]
     form = MailboxForm(request.POST, mailbox=mailbox, listed=listed, pending=pending, admin=admin)
     if not form.is_valid():
@@ -197,7 +197,7 @@ def _checked_page(request, mailbox: Mailbox | None, key: str, job_id: str, *, ad
     sent = request.session.get(f"{key}:check")
     if not sent or sent["job"] != job_id:
         return redirect(request.path)  # not this browser's check, or done with already: the form afresh
-    pending = {column: tuple(kept) for column, kept in request.session.get(key, {}).items()}
+    pending = _pending(request, key)
     data = QueryDict(mutable=True)
     for name, values in sent["post"].items():
         data.setlist(name, values)
@@ -224,6 +224,14 @@ def _checked_page(request, mailbox: Mailbox | None, key: str, job_id: str, *, ad
         return redirect("mailbox_list")
     return _form_page(request, form, mailbox, check=result, listed=listed,
                       offer_anyway=sent["action"] != "check" or not result.passed)
+
+
+def _pending(request, key: str) -> dict[str, tuple[str, str]]:
+    """The secrets typed on earlier rounds of this form: sealed column -> (token, the endpoint it was typed for).
+    Anything else the session holds under the key (from an earlier version of the form) is typed again."""
+    kept = request.session.get(key, {})
+    return {column: tuple(value) for column, value in (kept.items() if isinstance(kept, dict) else ())
+            if column in SECRET_OF and isinstance(value, list | tuple) and len(value) == 2}
 
 
 def _candidate(mailbox: Mailbox | None, fields: dict) -> Mailbox:
