@@ -1,10 +1,13 @@
 """The API's errors as its OpenAPI schema documents them: every status an operation can answer, each with the body
 `{"detail": "<words>"}` (schemas.Error), and validation errors in that same shape.
 
-Any operation can answer 400 (a body that is not JSON, a control character in a path or query), 401 (no live
-token, with `WWW-Authenticate: Bearer`), 403 (the token's role), 422 (invalid input) and 429 (the token's rate);
-one with a path parameter 404; a POST 409 (the domain refuses, or a concurrent write won). The generated schema
-gets each of those that an operation does not declare itself, so the schema and the answers cannot drift.
+Any operation can answer 400 (a body that is not JSON or too large, a control character in a path or query), 401
+(no live token, with `WWW-Authenticate: Bearer`), 403 (the token's role), 422 (invalid input) and 429 (the token's
+rate); one with a path parameter 404; a POST 409 (the domain refuses, or a concurrent write won). The generated
+schema gets each of those that an operation does not declare itself, so the schema and the answers cannot drift.
+
+And any operation 414, which is not the API's: the web server refuses a request line longer than it takes
+(gunicorn: 4094 bytes, its `--limit-request-line`) with a page of its own, before any view runs.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from typing import Any
 from ninja import NinjaAPI
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
-WORDS = {400: "Bad request: the body is not JSON, or a path or query holds a control character",
+WORDS = {400: "Bad request: the body is not JSON or too large, or a path or query holds a control character",
          401: "No live API token (the answer carries `WWW-Authenticate: Bearer`)",
          403: "The token's role does not include this endpoint",
          404: "Not found",
          409: "Refused by the domain (already enrolled, suppressed, nothing to resume) or a concurrent write",
          422: "Invalid input, or an Idempotency-Key reused with another body",
          429: "Over the token's rate (see Retry-After)"}
+URI_TOO_LONG = {"description": "The request line is longer than the web server takes (its own HTML page)",
+                "content": {"text/html": {"schema": {"type": "string"}}}}
 
 
 def statuses_for(method: str, path: str) -> list[int]:
@@ -46,6 +51,7 @@ class DocumentedErrorsAPI(NinjaAPI):
                     responses[status] = ({
                         "description": WORDS[status],
                         "content": {"application/json": {"schema": ERROR_REF}}})
+                responses.setdefault(414, URI_TOO_LONG)
         return schema
 
 

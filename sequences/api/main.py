@@ -8,7 +8,12 @@ reused Idempotency-Key, 429 with Retry-After over the token's rate.
 
 from __future__ import annotations
 
+import logging
+from functools import wraps
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import IntegrityError
 from django.http import Http404, JsonResponse
 from django.urls import URLPattern, re_path
@@ -90,6 +95,26 @@ def _unauthenticated(request, exc):
     return response
 
 
+def refuse_unreadable(view):
+    """What Django will not read for a view (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, more query fields than
+    DATA_UPLOAD_MAX_NUMBER_FIELDS): the API's documented 400 in words, not Django's HTML page. Logged as Django logs
+    it; the idempotency key was released by the wrapper inside, so a smaller retry runs."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except SuspiciousOperation as exc:
+            logging.getLogger(f"django.security.{type(exc).__name__}").error(str(exc))
+            if isinstance(exc, RequestDataTooBig):
+                detail = f"the body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes"
+            else:
+                detail = str(exc)
+            return JsonResponse({"detail": f"Bad request: {detail}"}, status=400)
+
+    return wrapped
+
+
 @login_not_required
 def _no_such_path(request, rest: str = ""):
     """Any other path under /api/: the API's JSON 404, not the operator UI's HTML page."""
@@ -97,7 +122,8 @@ def _no_such_path(request, rest: str = ""):
 
 
 def api_urls(routers: dict[str, Router] | None = None):
-    """The API's URL patterns, each POST made idempotent under its Idempotency-Key; then a JSON 404 for the rest.
+    """The API's URL patterns, each POST made idempotent under its Idempotency-Key and every request Django will not
+    read refused in words; then a JSON 404 for the rest.
 
     `routers`: resources of the layers above this app (prefix -> router), mounted by the project's URLs, since
     this app may not import them."""
@@ -107,5 +133,5 @@ def api_urls(routers: dict[str, Router] | None = None):
     patterns, app_name, namespace = api.urls
     for pattern in patterns:
         if isinstance(pattern, URLPattern):
-            pattern.callback = idempotent(pattern.callback)
+            pattern.callback = refuse_unreadable(idempotent(pattern.callback))
     return [*patterns, re_path(r"^(?P<rest>.*)$", _no_such_path)], app_name, namespace
