@@ -3,8 +3,9 @@
 The form (sequences.web.mailboxes) hands over what it would save: the settings, the secrets typed on it (sealed)
 and where each secret was entered for (mailboxes.bound). The job builds the same unsaved mailbox, checks every
 step of sending and reading, records the check in the operator log with the servers it connected to, and, when
-asked to save (and the check passed, or "save anyway"), saves it. Its result, kept in Redis for an hour, is the
-check as JSON and the id of the mailbox it saved; the page reads it back with `form_check_result`.
+asked to save (and the check passed, or "save anyway"), saves it. Its result, kept in Redis for ten minutes (with
+its arguments, whose secrets are sealed), is the check as JSON and the id of the mailbox it saved; the page reads it
+back with `form_check_result`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .services.mailbox_setup import mailbox_form_checked, mailbox_save
 
 TASK = "sequences.mailbox_checks.mailbox_form_check"
 CHECK_NOW_TASK = "sequences.mailbox_checks.mailbox_check_now"
-RESULT_SECONDS = 3600  # how long a check's result waits for its page
+RESULT_SECONDS = 600  # how long a check's result (and its sealed arguments) waits for its page
 
 
 def form_check_enqueue(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict[str, str], actor: str,
