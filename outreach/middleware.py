@@ -8,6 +8,7 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import logout
+from django.core.exceptions import TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 # NUL (PostgreSQL refuses it in text) and the other C0 control characters but tab, newline, return;
@@ -43,7 +44,12 @@ class RejectInvalidQueryMiddleware:
         if INVALID.search(request.path):
             return bad_request(request, "Bad request: the path holds a control character or bytes that are not "
                                         "UTF-8.")
-        for key, values in request.GET.lists():
+        try:
+            query = request.GET.lists()
+        except TooManyFieldsSent:
+            return bad_request(request, f"Bad request: more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,} query "
+                                        "parameters.")
+        for key, values in query:
             if INVALID.search(key) or any(INVALID.search(value) for value in values):
                 return bad_request(request, f"Bad request: the query parameter {key_text(key)} holds a control "
                                             "character or bytes that are not UTF-8.")

@@ -41,3 +41,13 @@ def test_a_body_over_the_limit_is_a_400_in_words_and_a_smaller_retry_runs(api, k
     retry = api.post("/api/v1/enrollments/bulk", bulk(sequence.pk, 2), content_type="application/json",
                      headers=headers)
     assert retry.status_code == 202, retry.content
+
+
+@pytest.mark.one_database("how a request is read, before any row")
+def test_more_query_parameters_than_django_reads_is_a_400_in_words(client):
+    query = "&".join(f"q{i}=x" for i in range(1_100))
+    api = client.get(f"/api/v1/contacts?{query}")
+    assert (api.status_code, api["Content-Type"]) == (400, "application/json")
+    assert "more than 1,000 query parameters" in api.json()["detail"]
+    page = client.get(f"/login/?{query}")
+    assert page.status_code == 400 and "more than 1,000 query parameters" in page.content.decode()
