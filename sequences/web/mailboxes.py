@@ -246,7 +246,7 @@ def _with_secrets(candidate: Mailbox, pending: dict[str, tuple[str, str]], *, na
     """The secrets typed on this form, each where it was typed for, and, from an admin, the variables named."""
     for column, (token, where) in pending.items():
         which = SECRET_OF[column]
-        if where == endpoint(candidate, which):  # typed for other settings than these: asked for again
+        if where == endpoint(candidate, which):  # one typed for other settings is not used: it is asked for again
             setattr(candidate, column, token)
             bind(candidate, which)
     if named_by_admin:
