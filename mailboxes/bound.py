@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .sealed import SEALED_FIELDS
 from .secrets import SecretRefused
 
 # Each secret of a mailbox: its sealed column (entered in the browser) and its environment-variable column.
@@ -26,12 +27,7 @@ SECRETS = {
     "oauth2_client_secret": ("oauth2_client_secret_sealed", "oauth2_client_secret_env"),
     "oauth2_refresh_token": ("oauth2_refresh_token_sealed", "oauth2_refresh_token_env"),
 }
-WORDS = {
-    "smtp_password": "SMTP password",
-    "imap_password": "IMAP password",
-    "oauth2_client_secret": "OAuth2 client secret",
-    "oauth2_refresh_token": "OAuth2 refresh token",
-}
+WORDS = {which: SEALED_FIELDS[sealed] for which, (sealed, _env) in SECRETS.items()}  # "SMTP password", …
 # The settings that make up each secret's endpoint (the form's fields that ask for the secret again).
 ENDPOINT_FIELDS = {
     "smtp_password": ("smtp_host", "smtp_port", "smtp_security", "smtp_username", "auth"),

@@ -20,6 +20,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
 from mailboxes.checks import ConnectionCheck, connection_check
+from mailboxes.domain_auth import DomainAuth, Verdict
 from mailboxes.models import Mailbox
 
 from .services.domain_auth import mailbox_domain_auth_check, mailbox_domain_auth_record
@@ -55,23 +56,30 @@ def mailbox_check_now(mailbox_id: int, actor: str) -> dict[str, Any]:
     result = mailbox_probe(mailbox_id=mailbox_id, actor=actor, forced=True)
     domain = mailbox_domain_auth_check(mailbox_id=mailbox_id, actor=actor)
     return {"mailbox": Mailbox.objects.get(pk=mailbox_id).name, "text": result.text,
-            "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps]
-            + [{"step": f"DNS {c.record}", "ok": c.verdict != "fail", "detail": c.words} for c in domain.checks]}
+            "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps] + domain_steps(domain)}
 
 
-def candidate(mailbox_id: int | None, fields: dict[str, Any], sealed: dict[str, str]) -> Mailbox:
-    """The unsaved mailbox the form describes: the stored one (if any) with the form's settings and secrets."""
-    mailbox = copy.copy(Mailbox.objects.get(pk=mailbox_id)) if mailbox_id is not None else Mailbox()
-    for name, value in {**fields, **sealed}.items():
-        setattr(mailbox, name, Mailbox._meta.get_field(name).to_python(value))
-    return mailbox
+def domain_steps(domain: DomainAuth | None) -> list[dict]:
+    """The domain's records as check steps ("could not check" is not a failure)."""
+    return [{"step": f"DNS {c.record}", "ok": c.verdict != Verdict.FAIL, "detail": c.words}
+            for c in (domain.checks if domain else ())]
+
+
+def unsaved_mailbox(mailbox: Mailbox | None, values: dict[str, Any]) -> Mailbox:
+    """An unsaved mailbox: the stored one (if any) with these column values; its stored secrets stay bound where
+    they were entered (mailboxes.bound)."""
+    unsaved = copy.copy(mailbox) if mailbox is not None else Mailbox()
+    for name, value in values.items():
+        setattr(unsaved, name, value)
+    return unsaved
 
 
 def mailbox_form_check(payload: dict[str, Any]) -> dict[str, Any]:
     """The RQ job: check, record, and save when asked to and allowed; no transaction is open across the check."""
     fields = {name: Mailbox._meta.get_field(name).to_python(value) for name, value in payload["fields"].items()}
     mailbox_id, actor, action = payload["mailbox_id"], payload["actor"], payload["action"]
-    result = connection_check(candidate(mailbox_id, fields, payload["sealed"]))
+    stored = Mailbox.objects.get(pk=mailbox_id) if mailbox_id is not None else None
+    result = connection_check(unsaved_mailbox(stored, {**fields, **payload["sealed"]}))
     if not (action == "save_anyway" or (action == "save" and result.passed)):
         mailbox_form_checked(mailbox_id=mailbox_id, name=fields["name"], actor=actor, check=result.text,
                              passed=result.passed, connected=result.where)

@@ -11,8 +11,6 @@ password typed there is sealed at once and kept, sealed, in the session until th
 
 from __future__ import annotations
 
-import copy
-
 from django.conf import settings
 from django.db.models import Q
 from django.http import QueryDict
@@ -22,7 +20,6 @@ from django.urls import reverse
 from db.sql import db_now
 from mailboxes.bound import SECRETS, bind, endpoint
 from mailboxes.checks import ConnectionCheck
-from mailboxes.domain_auth import DomainAuth, Verdict
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.sealed import encryption_ready, seal
 from mailboxes.secrets import SecretRefused
@@ -38,7 +35,15 @@ from mailboxes.signin import (
 )
 from sequences import daily_cap
 from sequences.labels import duration_words
-from sequences.mailbox_checks import FormCheck, check_now_enqueue, form_check_enqueue, form_check_result, job_state
+from sequences.mailbox_checks import (
+    FormCheck,
+    check_now_enqueue,
+    domain_steps,
+    form_check_enqueue,
+    form_check_result,
+    job_state,
+    unsaved_mailbox,
+)
 from sequences.models import SendJob
 from sequences.permissions import MANAGE_MAILBOX_SECRETS, OPERATE, VIEW_INBOUND, VIEW_MAILBOX
 from sequences.sending_mailbox import sends_from
@@ -166,7 +171,7 @@ def _mailbox_form(request, mailbox: Mailbox | None):
     form = MailboxForm(request.POST, mailbox=mailbox, listed=listed, pending=pending, admin=admin)
     if not form.is_valid():
         return _form_page(request, form, mailbox)
-    candidate = _candidate(mailbox, form.column_values())
+    candidate = unsaved_mailbox(mailbox, form.column_values())
     if typed := form.typed_secrets():
         if problem := encryption_ready():
             form.add_error(None, f"cannot store a secret: {problem}")
@@ -219,7 +224,7 @@ def _checked_page(request, mailbox: Mailbox | None, key: str, job_id: str, *, ad
             "mailbox": Mailbox.objects.get(pk=found.saved).name,
             "text": ("Saved. " if result.passed else "Saved, and blocked until a check passes. ") + result.text,
             "steps": [{"step": f"{part} {s.step}", "ok": s.ok, "detail": s.detail} for part, s in _steps(result)]
-            + _domain_steps(result.domain),
+            + domain_steps(result.domain),
         }
         return redirect("mailbox_list")
     return _form_page(request, form, mailbox, check=result, listed=listed,
@@ -234,14 +239,6 @@ def _pending(request, key: str) -> dict[str, tuple[str, str]]:
             if column in SECRET_OF and isinstance(value, list | tuple) and len(value) == 2}
 
 
-def _candidate(mailbox: Mailbox | None, fields: dict) -> Mailbox:
-    """An unsaved mailbox with the form's settings and the stored secrets, each still bound where it was entered."""
-    candidate = copy.copy(mailbox) if mailbox is not None else Mailbox()
-    for name, value in fields.items():
-        setattr(candidate, name, value)
-    return candidate
-
-
 def _with_secrets(candidate: Mailbox, pending: dict[str, tuple[str, str]], *, named_by_admin: bool) -> None:
     """The secrets typed on this form, each where it was typed for, and, from an admin, the variables named."""
     for column, (token, where) in pending.items():
@@ -253,12 +250,6 @@ def _with_secrets(candidate: Mailbox, pending: dict[str, tuple[str, str]], *, na
         for which, (sealed, env) in SECRETS.items():
             if getattr(candidate, env) and not getattr(candidate, sealed):
                 bind(candidate, which)
-
-
-def _domain_steps(domain: DomainAuth | None) -> list[dict]:
-    """The domain's records as check steps ("could not check" is not a failure)."""
-    return [{"step": f"DNS {c.record}", "ok": c.verdict != Verdict.FAIL, "detail": c.words}
-            for c in (domain.checks if domain else ())]
 
 
 def _steps(result: ConnectionCheck) -> list[tuple[str, object]]:
