@@ -153,3 +153,27 @@ class WebhookBatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} batch {self.pk} ({self.applied}/{self.events})"
+
+
+class ReplyLabel(models.Model):
+    """A person's reply labelled by an operator: a relabel on the conversation page, or a decision under Needs
+    review (confirmed opt-out: unsubscribe; lifted: what the operator said it is). ``manage.py
+    export_reply_labels`` writes them in the labelled corpus's format, so an install scores and retrains on its
+    own mail. The text is the inbound message's: erasing the person blanks it, and its labels export nothing."""
+
+    class Origin(models.TextChoices):
+        RELABEL = "relabel", "Category chosen on the conversation"
+        REVIEW = "review", "Needs-review decision"
+
+    inbound = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.CASCADE, related_name="+")
+    category = models.CharField(max_length=20, choices=CATEGORY_CHOICES)
+    suggested = models.CharField(max_length=20, choices=CATEGORY_CHOICES, blank=True)  # what was suggested then
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_origin_display()}: {self.category} (inbound {self.inbound_id})"

@@ -302,6 +302,9 @@ class Suppression(models.Model):
         HARD_BOUNCE = "hard_bounce", "Hard bounce"
         SOFT_BOUNCES = "soft_bounces", "Repeated soft bounces"
         MANUAL = "manual", "Manual"
+        # A reply that may ask to stop, read without certainty: suppressed until an operator confirms (a new
+        # UNSUBSCRIBE entry) or lifts it (Replies → Needs review). Suppresses like any other reason meanwhile.
+        POSSIBLE_OPTOUT = "possible_optout", "Possible opt-out (needs review)"
 
     value = models.CharField(max_length=320, db_index=True)  # "addr@example.com" or "@example.com"
     is_domain = models.BooleanField(default=False)
@@ -324,6 +327,33 @@ class Suppression(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.value}"
+
+
+class DataRequest(models.Model):
+    """A data-protection demand read in a person's reply: erasure (GDPR Art. 17), access (Art. 15), objection
+    (Art. 21) or where the address came from (Art. 14/15). The address is suppressed when it is read; this is
+    the admins' task, due one month from receipt (Art. 12(3)), answered with the erasure or the export.
+
+    Erasing the person closes the task (its outcome says so) and the address becomes "[erased]" like
+    everywhere else."""
+
+    address = models.CharField(max_length=320, db_index=True)
+    words = models.CharField(max_length=300)  # the demand as the person wrote it
+    inbound = models.ForeignKey("mailboxes.InboundMessage", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    received_at = models.DateTimeField()  # when the reply arrived (the deadline runs from here)
+    due_on = models.DateField()  # one calendar month after receipt
+    done_at = models.DateTimeField(null=True, blank=True)
+    done_by = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=300, blank=True)  # "erased", "data exported and sent", an admin's words
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["due_on", "id"]
+        indexes = [models.Index(fields=["done_at", "due_on"], name="data_request_open")]
+
+    def __str__(self) -> str:
+        return f"data-protection request from {self.address}, due {self.due_on}"
 
 
 class ErasedAddress(models.Model):

@@ -29,12 +29,13 @@ from X?") is Other. A reply nothing matches is Other with no phrase and confiden
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cache
 
 from . import intent_phrases as phrases
-from .optout import DATA_REQUEST_CHARS, data_request_spans
+from . import learned
+from .optout import DATA_REQUEST_CHARS, data_request_spans, stop_set_aside
 from .quotes import extract_reply_text
 from .return_date import MONTH_OF, WEEKDAY_OF
 from .stop_wording import (
@@ -78,11 +79,63 @@ class Suggestion:
     phrase: str = ""  # the words of the reply that decided, as written; "" when nothing did (OTHER)
     confidence: float = 0.0  # 0..1: how sure the suggestion is
     language: str = ""  # "en", "de", "fr", "es", ... of the phrase that decided; "" when unknown
+    decided_by: str = ""  # PHRASES, MODEL, or "" when nothing did (OTHER)
+
+
+PHRASES, MODEL = "phrases", "model"
 
 
 def suggest(text: str) -> Suggestion:
-    """The category a reply's new text suggests, the phrase that decided it and how sure it is."""
+    """The category a reply's new text suggests, what decided it (a phrase, or the model) and how sure it is."""
     body = new_text(text or "")
+    return combine(from_phrases(body), learned.predict(model_reading(body)) if body else None, body)
+
+
+def model_reading(body: str) -> str:
+    """What the model reads of the new text: without a footer line ("To unsubscribe from these emails, click
+    here"), which the phrase tables do not read either."""
+    return "\n".join(line for line in body.split("\n") if not FOOTER_LINE_RE.search(line))
+
+
+def stop_words_set_aside(body: str) -> bool:
+    """Whether a rule read the new text's words of stopping as no request: a table's phrase voided by a negation
+    ("please don't remove me"), or ingestion's wording set aside (optout.stop_set_aside). The model's reading
+    of those words is then not used: the rule that set them aside, and says why, stands."""
+    voided = any(m.category is Category.UNSUBSCRIBE and _weigh(body, m) is None for m in _matches(body))
+    return voided or stop_set_aside(body)
+
+
+def _without_optout(model: learned.Prediction) -> learned.Prediction:
+    """The model's answer when a rule set its words of stopping aside: its best other category."""
+    others = {name: p for name, p in model.probabilities.items() if name != Category.UNSUBSCRIBE}
+    best = max(others, key=lambda name: others[name])
+    return learned.Prediction(best, others[best], others)
+
+
+def combine(table: Suggestion, model: learned.Prediction | None, body: str = "") -> Suggestion:
+    """The phrase tables' suggestion or the model's, whichever may decide (the rules in learned/__init__.py)."""
+    if model is None or table.category is Category.UNSUBSCRIBE:
+        return table  # an opt-out the tables read is decided by its words
+    if stop_words_set_aside(body):
+        model = _without_optout(model)  # "please don't remove me": the rule that set the words aside stands
+    if model.category == table.category:
+        return replace(table, confidence=max(table.confidence, round(min(model.probability, 0.99), 2)))
+    language = table.language or language_of(body)
+    by_model = Suggestion(Category(model.category), confidence=round(min(model.probability, 0.99), 2),
+                          language=language, decided_by=MODEL)
+    if model.of(Category.UNSUBSCRIBE) >= learned.OPTOUT_SUGGESTED:
+        # Fail safe: a reply that may ask to stop is shown as an opt-out, never as anything that invites mail.
+        return replace(by_model, category=Category.UNSUBSCRIBE,
+                       confidence=round(min(model.of(Category.UNSUBSCRIBE), 0.99), 2))
+    if table.category is not Category.OTHER and (
+        table.confidence >= learned.TABLE_SURE or model.probability < learned.MODEL_SURE
+    ):
+        return table
+    return by_model if model.probability >= learned.MODEL_DECIDES or table.category is Category.OTHER else table
+
+
+def from_phrases(body: str) -> Suggestion:
+    """The phrase tables' suggestion for a reply's new text: the phrase that decided and how sure it is."""
     found = [weighed for match in _matches(body) if (weighed := _weigh(body, match)) is not None]
     if not found:
         return Suggestion(Category.OTHER, language=language_of(body))
@@ -98,6 +151,7 @@ def suggest(text: str) -> Suggestion:
         phrase=" ".join(body[start:end].split()),
         confidence=round(min(max(confidence, 0.05), 0.99), 2),
         language=best.language or language_of(body),
+        decided_by=PHRASES,
     )
 
 

@@ -61,7 +61,8 @@ def fold(text: str) -> str:
 
 # Just before the request, in its clause: a negation, with nothing but "please", "want to" and the like
 # between ("please don't remove me", "I don't want to unsubscribe", "bitte nicht abmelden").
-_NEGATIONS = "not never dont didnt doesnt wont nicht nie no non não nao niet ne".split() + ["no need to"]
+_NEGATIONS = "not never dont didnt doesnt wont nicht nie no non não nao niet ne keinesfalls".split() + [
+    "no need to", "auf keinen fall", "non c'e bisogno di", "no hace falta", "nao precisa", "hoeft niet", "nie musi"]
 _BETWEEN = ("please pls to i we you want wish need would like do be ever bitte sie mich uns möchte will wollen quiero"
             " queremos me nos voglio quero ik wil mnie proszę prosze den").split()
 _NEGATED_BEFORE_RE = re.compile(
@@ -139,7 +140,7 @@ _STOP = {
     "de": (
         r"\blassen sie (mich|uns) (bitte )?in ruhe\b", r"\b(mich|uns) (bitte )?in ruhe lassen\b",
         r"\bkeine (e-?mails|mails|nachrichten|werbung|newsletter|anfragen) mehr\b",
-        r"\b(nehmen|streichen|entfernen|loschen) sie (mich|uns|meine \w+)\b",
+        r"\b(nehmen|streichen|entfernen|loschen) sie (mich|uns|meine \w+)\b(?! (bitte )?(nicht|keinesfalls))",
         r"\bvon (ihrer|eurer|dieser) (liste|verteilerliste|mailingliste)\b",
         r"\bvon der (verteilerliste|mailingliste)\b",
         r"\bwiderrufe\b.{0,40}\beinwilligung\b",
@@ -411,3 +412,20 @@ def data_request(text: str) -> str:
 
 
 DATA_REQUEST_CHARS = 3000  # a demand letter states it in its first paragraphs
+
+
+def stop_set_aside(text: str) -> bool:
+    """Whether the text has words of stopping that the rules above set aside as no request to stop us: negated
+    ("please don't remove me"), a question about others ("how do I unsubscribe my team from X?") or about
+    something ("do you delete data after the trial?"), a topic ("unsubscribe rates"). The learned model is then
+    not asked whether the text asks to stop: its reading of the same words cannot undo the rule."""
+    for _, sentence in _sentences(fold(text[:DATA_REQUEST_CHARS])):
+        spans = [m.span() for m in _stop_re().finditer(sentence)] + _concept_spans(sentence)
+        spans += [w.span() for w in _WORD_RE.finditer(sentence) if is_key_word(w.group())]
+        if not spans:
+            continue
+        if _about_others(sentence) or _asks_about(sentence):
+            return True
+        if any(negated_before(sentence[:start]) or is_topic(sentence[end:]) for start, end in spans):
+            return True
+    return False

@@ -1,8 +1,18 @@
 """5. Human replies and unsubscribe requests.
 
 The wording that makes a reply an unsubscribe request, and what does not (negated requests, questions about
-someone else, footers), is in stop_wording.py: the replies inbox reads the same. Precision first: a false
-request suppresses a person who wanted to talk; a missed one is still a human reply and stops the sequence.
+someone else, footers), is in stop_wording.py and optout.py: the replies inbox reads the same. Where no phrase
+decides and no words of stopping were set aside by a rule (intent.stop_words_set_aside: "please don't remove
+me", "how do I unsubscribe my team from X?"), the learned model (learned/) is asked how likely the reply asks to stop:
+
+- sure (learned.OPTOUT_SURE): an unsubscribe request, as if a phrase had said it;
+- unsure (from learned.OPTOUT_UNSURE): a human reply with the rule ``possible_optout``: it stops the sequence
+  as every reply does, and ingestion suppresses the address provisionally, for an operator to confirm or lift
+  (Replies → Needs review). Uncertainty may cost a follow-up, never send one to someone who asked to stop.
+
+A short note the person wrote that the model reads as an away note ("on holiday till the 18th", "off sick
+this week") and no phrase reads as anything else is an auto-reply with the rule ``away_note``: it holds the
+person until the stated date, as an out-of-office does.
 """
 
 from __future__ import annotations
@@ -11,8 +21,10 @@ import re
 
 from mailboxes.kinds import Kind
 
+from . import learned
 from .evidence import own_reply_ids
 from .inbound import Inbound
+from .intent import Category, from_phrases, model_reading, new_text, stop_words_set_aside
 from .mime import header_of
 from .optout import data_request
 from .result import Classification
@@ -61,7 +73,7 @@ def check_human(mail: Inbound) -> Classification:
     rule = reason = ""
     if demand := data_request(text) or data_request(subject):
         # Read as an opt-out: the address is suppressed; the words say a legal deadline runs.
-        rule, reason = "data_request", f"data-protection request (erasure, access or objection): {demand!r}"
+        rule, reason = DATA_REQUEST, f"data-protection request (erasure, access or objection): {demand!r}"
     elif UNSUBSCRIBE_SUBJECT_RE.search(subject):
         rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
     elif phrase := unsubscribe_phrase(text):
@@ -70,7 +82,25 @@ def check_human(mail: Inbound) -> Classification:
         return Classification(
             kind=Kind.UNSUBSCRIBE_REQUEST, original_message_ids=ids, reason=reason, reply_text=text, rule=rule
         )
-    return Classification(
-        kind=Kind.HUMAN_REPLY, original_message_ids=ids, reason="person's mail", reply_text=text, rule="human"
-    )
+    kind, rule, reason = Kind.HUMAN_REPLY, HUMAN, "person's mail"
+    body = new_text(text)
+    if not stop_words_set_aside(body) and (model := learned.predict(model_reading(body))) is not None:
+        optout = model.of(Category.UNSUBSCRIBE)
+        if optout >= learned.OPTOUT_SURE:
+            kind, rule = Kind.UNSUBSCRIBE_REQUEST, MODEL_OPTOUT
+            reason = f"reply reads as asking to stop (model {model.probability:.0%} sure)"
+        elif optout >= learned.OPTOUT_UNSURE:
+            rule = POSSIBLE_OPTOUT
+            reason = (f"person's mail; may be asking to stop (model {optout:.0%}): suppressed until an operator "
+                      "confirms or lifts it")
+        elif model.category == Category.OUT_OF_OFFICE and model.probability >= learned.AWAY_SURE and (
+            from_phrases(body).category in (Category.OUT_OF_OFFICE, Category.OTHER)
+        ):
+            kind, rule = Kind.AUTO_REPLY, AWAY_NOTE
+            reason = f"the person's own away note (model {model.probability:.0%} sure)"
+    return Classification(kind=kind, original_message_ids=ids, reason=reason, reply_text=text, rule=rule)
+
+
+HUMAN, MODEL_OPTOUT, POSSIBLE_OPTOUT, AWAY_NOTE = "human", "model_optout", "possible_optout", "away_note"
+DATA_REQUEST = "data_request"
 

@@ -17,6 +17,7 @@ from mailboxes.models import InboundMessage
 from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
 from sequences.sending_mailbox import sends_from
+from sequences.services.data_requests import data_request_open_in_transaction
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
 from sequences.services.reply_matches import MatchFacts, reply_matches_record_in_transaction
 from sequences.services.stops import enrollment_pause_in_transaction, reply_stop_in_transaction, reply_words
@@ -27,6 +28,7 @@ from ..classify import Classification
 from ..classify.mime import parse_for_classify
 from ..classify.quoted import Evidence
 from ..classify.quotes import extract_reply_text
+from ..classify.reply import AWAY_NOTE, DATA_REQUEST, POSSIBLE_OPTOUT
 from ..classify.return_date import return_date
 from ..classify.text import body_text
 from .colleague import QUOTED_TEXT
@@ -54,7 +56,14 @@ def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classificati
     summary = reply_stop_in_transaction(job_id=correlation.job.pk, job=correlation.job, source=source,
                                                  strong=correlation.rule != InboundMessage.Rule.SENDER,
                                                  mailbox=row.mailbox, replied_by=row.from_address)
-    return _describe("stopped (replied)", summary)
+    done = _describe("stopped (replied)", summary)
+    if c is not None and c.rule == POSSIBLE_OPTOUT:
+        # Unsure whether the reply asks to stop: suppressed until an operator confirms or lifts it.
+        for address in correlation.addresses:
+            suppression_add_in_transaction(value=address, reason=Suppression.Reason.POSSIBLE_OPTOUT, source=source,
+                                           note=f"may be asking to stop: {row.message_id}"[:500])
+        done += "; suppressed provisionally (may be asking to stop): listed under Replies → Needs review"
+    return done
 
 
 def _colleague(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str) -> str:
@@ -93,7 +102,16 @@ def _suppress(row: InboundMessage, correlation: Correlation, c: Classification |
             value=address, reason=SUPPRESS_FOR_KIND[row.kind], source=source,
             note=f"{row.get_kind_display()} {row.message_id}"[:500])
         summary.add(part)
-    return _describe(f"suppressed ({SUPPRESS_FOR_KIND[row.kind]})", summary)
+    done = _describe(f"suppressed ({SUPPRESS_FOR_KIND[row.kind]})", summary)
+    if c is not None and c.rule == DATA_REQUEST:
+        received = row.internaldate or db_now()
+        for address in correlation.addresses:
+            request, created = data_request_open_in_transaction(
+                address=address, words=c.reason.split(": ", 1)[-1].strip("'\""), inbound_id=row.pk,
+                received_at=received)
+            done += (f"; data-protection request #{request.pk} "
+                     f"{'opened' if created else 'already open'}, due {request.due_on:%Y-%m-%d}")
+    return done
 
 
 def _bounce(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
@@ -125,8 +143,9 @@ def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification
         received = row.internaldate or db_now()
         found = return_date(answer_text(row.subject, raw), received=received.date())
         stated = ReturnStated(date=found.date, sentence=found.sentence) if found else None
+        what = "the person's away note" if c is not None and c.rule == AWAY_NOTE else "auto-reply"
         return person_hold_for_auto_reply(addresses=correlation.addresses, received=received, found=stated,
-                                          source=source)
+                                          source=source, what=what)
     summary = StopSummary()
     for enrollment_id in _enrollments_to_stop(row, correlation):
         summary.add(enrollment_pause_in_transaction(enrollment_id=enrollment_id, source=source))

@@ -19,7 +19,7 @@ from sequences.services.common import ServiceError, T, operator_log
 from sequences.timeline import Event, event_record
 
 from ..classify.intent import LABELS, Category, Suggestion, suggest
-from ..models import Conversation
+from ..models import Conversation, ReplyLabel
 
 # Inbound kinds that make or join a conversation, and the category ingestion already decided for them (None: the
 # classifier suggests one from the reply's words).
@@ -100,6 +100,9 @@ def conversation_categorize(*, conversation_id: int, category: str, actor: str) 
         previous = conversation.category
         Conversation.objects.filter(pk=conversation.pk).update(
             chosen=chosen.value, category=chosen.value, chosen_by=actor[:200], chosen_at=DbClock())
+        # Kept as a labelled example of the reply it was chosen for (manage.py export_reply_labels).
+        ReplyLabel.objects.create(inbound_id=conversation.latest_id, category=chosen.value, actor=actor[:200],
+                                  suggested=conversation.suggested, origin=ReplyLabel.Origin.RELABEL)
         event_record(kind=Event.REPLY_CATEGORIZED, email=conversation.contact.email,
                      enrollment=conversation.enrollment_id, conversation=conversation.pk, category=chosen.value,
                      previous=previous, suggested=conversation.suggested, by=actor)

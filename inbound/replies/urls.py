@@ -16,4 +16,8 @@ urlpatterns = [
     path("replies/<id:pk>/assign/", views.reply_assign, name="reply_assign"),
     path("replies/<id:pk>/handled/", views.reply_handled, name="reply_handled"),
     path("replies/<id:pk>/answer/", views.reply_answer, name="reply_answer"),
+    path("replies/review/", views.reply_review, name="reply_review"),
+    path("replies/data-requests/<id:pk>/export.json", views.data_request_export, name="data_request_export"),
+    path("replies/data-requests/<id:pk>/erase/", views.data_request_erase, name="data_request_erase"),
+    path("replies/data-requests/<id:pk>/close/", views.data_request_close, name="data_request_close"),
 ]

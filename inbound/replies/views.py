@@ -3,17 +3,21 @@ assignment, handled, the reply box). Thin: parse, call one service, render or re
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from mailboxes.models import Mailbox
-from sequences.models import SendJob, Sequence
-from sequences.permissions import OPERATE, VIEW_INBOUND
-from sequences.services.common import ServiceError
+from sequences.models import DataRequest, SendJob, Sequence
+from sequences.permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW_INBOUND
+from sequences.services.common import ServiceError, T, operator_log
+from sequences.services.data_requests import data_request_done
+from sequences.services.erasure import contact_erase, contact_export
 from sequences.storable import row_id
 from sequences.web.access import ui_view
 
@@ -22,6 +26,7 @@ from ..models import Answer, Conversation
 from .answer import answer_check, answer_label, answer_send
 from .selectors import Filters, conversation_replies, conversations, neighbours, page_of
 from .services import conversation_assign, conversation_categorize, conversation_handled_set, suggestion_for
+from .tasks import data_requests_open, optouts_to_review, review_decide
 
 # The keyboard's 1–7, in this order.
 CATEGORIES = [(str(n), c.value, LABELS[c]) for n, c in enumerate(Category, start=1)]
@@ -37,7 +42,14 @@ def reply_list(request):
     filters = Filters.parse(request.GET)
     page = page_of(conversations(filters, user_id=request.user.pk), request.GET.get("before", ""))
     query = _list_query(request.GET)
+    reviews, reviews_total = optouts_to_review()
+    tasks = {}
+    if request.user.has_perm(MANAGE_SUPPRESSIONS):
+        rows, open_total, overdue = data_requests_open()
+        tasks = {"data_requests": rows, "data_requests_open": open_total, "data_requests_overdue": overdue}
     return render(request, "ui/replies_list.html", {
+        **tasks, "reviews": reviews, "reviews_total": reviews_total,
+        "can_operate": request.user.has_perm(OPERATE), "can_manage": request.user.has_perm(MANAGE_SUPPRESSIONS),
         "page": page, "filters": filters, "query": query, "categories": CATEGORIES,
         "mailboxes": Mailbox.objects.order_by("name").values_list("pk", "name"),
         "sequences": Sequence.objects.order_by("name").values_list("pk", "name"),
@@ -137,3 +149,69 @@ def reply_answer(request, pk: int):
         else:
             messages.error(request, f"Failed — not sent: {answer.error}")
     return _back(request, pk)
+
+
+# --- the tasks above the inbox (tasks.py) -------------------------------------------------------------
+
+
+@ui_view(OPERATE, methods=("POST",))
+def reply_review(request):
+    """Confirm or lift a provisional opt-out (Needs review)."""
+    address, decision = request.POST.get("address", ""), request.POST.get("decision", "")
+    if decision not in ("confirm", "lift"):
+        messages.error(request, "Refused: choose Confirm opt-out or Lift.")
+        return redirect("reply_list")
+    try:
+        review_decide(address=address, confirm=decision == "confirm", actor=request.user.get_username(),
+                      category=request.POST.get("category", ""))
+    except ServiceError as exc:
+        messages.error(request, f"Refused: {exc}")
+    else:
+        messages.success(request, f"{address}: opt-out confirmed; never mailed again." if decision == "confirm"
+                         else f"{address}: provisional suppression lifted; mail to this address is allowed again.")
+    return redirect(reverse("reply_list") + "#needs-review")
+
+
+@ui_view(MANAGE_SUPPRESSIONS)
+def data_request_export(request, pk: int):
+    """Everything held about the person (GDPR Art. 15), as the JSON `manage.py contact_export` writes."""
+    task = get_object_or_404(DataRequest, pk=pk)
+    try:
+        data = contact_export(email=task.address)
+    except ServiceError as exc:
+        messages.error(request, f"Refused: {exc}")
+        return redirect(reverse("reply_list") + "#data-requests")
+    operator_log(actor=request.user.get_username(), action="contact_export", target=f"data request {pk}",
+                 kind=T.SUPPRESSION, target_id=pk, result={"data_request": pk})
+    response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="data-request-{pk}.json"'
+    return response
+
+
+@ui_view(MANAGE_SUPPRESSIONS, methods=("POST",))
+def data_request_erase(request, pk: int):
+    """Erase the person (GDPR Art. 17): the task closes with it."""
+    task = get_object_or_404(DataRequest, pk=pk)
+    if request.POST.get("confirm") != "erase":
+        messages.error(request, "Not erased: type erase to confirm.")
+    elif task.done_at is not None:
+        messages.error(request, f"Refused: request #{pk} was closed already ({task.outcome}).")
+    else:
+        try:
+            contact_erase(email=task.address, actor=request.user.get_username())
+        except ServiceError as exc:
+            messages.error(request, f"Refused: {exc}")
+        else:
+            messages.success(request, f"Request #{pk}: the person was erased; the request is closed.")
+    return redirect(reverse("reply_list") + "#data-requests")
+
+
+@ui_view(MANAGE_SUPPRESSIONS, methods=("POST",))
+def data_request_close(request, pk: int):
+    try:
+        data_request_done(pk=pk, actor=request.user.get_username(), outcome=request.POST.get("outcome", ""))
+    except ServiceError as exc:
+        messages.error(request, f"Refused: {exc}")
+    else:
+        messages.success(request, f"Request #{pk} closed.")
+    return redirect(reverse("reply_list") + "#data-requests")

@@ -5,7 +5,9 @@
 The corpus is JSON Lines, one reply a line: ``text``, ``expected`` (a category value: interested, meeting,
 not_interested, wrong_person, out_of_office, unsubscribe, other), and optionally ``id``, ``language``,
 ``split`` (the shipped corpus marks "tune", the replies the phrase tables were written against, and
-"check", held back and never tuned on) and ``note``. Figures are given for the whole corpus and per split:
+"check", held back and never tuned on), ``hard`` (true on the cases a keyword matcher gets wrong: scored apart
+too) and ``note``. The report names the model (learned/model.json's version) and the time one reply takes
+(p50 and p99, the suggestion and ingestion's classify apart). Figures are given for the whole corpus and per split:
 per category its items, agreement (recall: of the replies labelled so, how many were suggested so),
 precision (of the replies suggested so, how many were labelled so) and what the misses were suggested as.
 
@@ -23,8 +25,9 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from inbound.classify import classify
+from inbound.classify import classify, learned
 from inbound.classify.intent import Category, suggest
+from inbound.classify.reply import POSSIBLE_OPTOUT
 from mailboxes.kinds import Kind
 
 CATEGORIES = tuple(c.value for c in Category)
@@ -62,19 +65,35 @@ def load_corpus(path: Path) -> list[dict[str, Any]]:
 def run(path: Path) -> dict[str, Any]:
     """Suggest a category for every reply of the corpus and return all figures."""
     items = load_corpus(path)
+    suggest("warm up")  # loads the model once; its load time is not a reply's
     started = time.perf_counter()
-    rows = []
+    rows, timings = [], []
     for item in items:
+        began = time.perf_counter()
         got = suggest(item["text"])
-        rows.append({**item, "got": got.category.value, "phrase": got.phrase, "confidence": got.confidence})
+        timings.append(time.perf_counter() - began)
+        rows.append({**item, "got": got.category.value, "phrase": got.phrase, "confidence": got.confidence,
+                     "decided_by": got.decided_by})
     seconds = time.perf_counter() - started
     splits = sorted({row["split"] for row in rows if row.get("split")})
+    ingest_timings = []
     for row in rows:
-        row["ingested"] = classify(as_reply(row["text"])).kind
+        raw = as_reply(row["text"])
+        began = time.perf_counter()
+        result = classify(raw)
+        ingest_timings.append(time.perf_counter() - began)
+        row["ingested"] = result.kind
+        row["provisional"] = result.rule == POSSIBLE_OPTOUT
+    hard = [row for row in rows if row.get("hard")]
     return {
         "corpus": str(path),
         "items": len(rows),
         "seconds": round(seconds, 3),
+        "model": learned.version() or "none (phrase tables only)",
+        "latency_ms": {"suggest": _percentiles(timings), "ingestion": _percentiles(ingest_timings)},
+        "hard": _table(hard) if hard else None,
+        "split_hard": {name: _table(part) for name in splits
+                       if (part := [r for r in hard if r.get("split") == name])},
         "all": _table(rows),
         "splits": {name: _table([r for r in rows if r.get("split") == name]) for name in splits},
         "languages": _languages(rows),
@@ -89,10 +108,16 @@ def run(path: Path) -> dict[str, Any]:
         ],
         "misses": [
             {key: row.get(key) for key in ("id", "split", "language", "expected", "got", "phrase", "confidence",
-                                           "note", "text")}
+                                           "decided_by", "note", "text")}
             for row in rows if row["got"] != row["expected"]
         ],
     }
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    at = lambda share: round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000, 2)  # noqa: E731
+    return {"p50": at(0.5), "p99": at(0.99), "max": round(ordered[-1] * 1000, 2)} if ordered else {}
 
 
 def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -137,7 +162,13 @@ def _ingestion(rows: list[dict[str, Any]]) -> dict[str, Any]:
     labelled = [row for row in rows if row["expected"] == Category.UNSUBSCRIBE]
     decided = [row for row in rows if row["ingested"] == Kind.UNSUBSCRIBE_REQUEST]
     agree = sum(1 for row in decided if row["expected"] == Category.UNSUBSCRIBE)
+    # Provisionally suppressed (may be asking to stop): nothing more is sent until an operator decides.
+    held = [row for row in rows if row["ingested"] == Kind.UNSUBSCRIBE_REQUEST or row.get("provisional")]
+    held_agree = sum(1 for row in held if row["expected"] == Category.UNSUBSCRIBE)
     return {
+        "provisional": sum(1 for row in rows if row.get("provisional")),
+        "stopped_recall": _rate(held_agree, len(labelled)),
+        "stopped_precision": _rate(held_agree, len(held)),
         "items": len(rows),
         "labelled": len(labelled),
         "decided": len(decided),
@@ -169,8 +200,16 @@ def _pct(value: float | None) -> str:
 
 
 def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
-    lines = [f"Corpus {result['corpus']}: {result['items']} replies in {result['seconds']}s"]
+    latency = result["latency_ms"]
+    lines = [
+        f"Corpus {result['corpus']}: {result['items']} replies in {result['seconds']}s; model {result['model']}",
+        f"Per reply: suggestion p50 {latency['suggest']['p50']} ms, p99 {latency['suggest']['p99']} ms; "
+        f"ingestion's classify p50 {latency['ingestion']['p50']} ms, p99 {latency['ingestion']['p99']} ms",
+    ]
     sections = [("all replies", result["all"])] + [(f"split {n}", t) for n, t in result["splits"].items()]
+    if result["hard"]:
+        sections += [("hard cases", result["hard"])]
+        sections += [(f"hard cases, split {n}", t) for n, t in result["split_hard"].items()]
     for title, table in sections:
         total = table["all"]
         lines += [
@@ -191,7 +230,7 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
         for name in splits:
             part = result["split_languages"][name].get(language)
             line += f"   {part['agree']:>4}/{part['items']:<4} {_pct(part['agreement'])}" if part else f"   {'-':>16}"
-        lines.append(line + ("" if language in COVERED_LANGUAGES else "   (no phrase table: mostly Other)"))
+        lines.append(line + ("" if language in COVERED_LANGUAGES else "   (no phrase table: the model reads it)"))
     lines += ["", "Ingestion's unsubscribe decision (unsubscribe_request suppresses the address)",
               f"  {'replies':<11} {'recall':>15}   {'precision':>15}   misses decided as / wrongly from"]
     for title, row in result["ingestion"].items():
@@ -200,6 +239,11 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
         misses = ", ".join(f"{got} {n}" for got, n in row["misses_as"].items()) or "-"
         wrong = ", ".join(f"{got} {n}" for got, n in row["wrongly_from"].items()) or "-"
         lines.append(f"  {title:<11} {recall}   {precision}   {misses} / {wrong}")
+    lines += ["", "With the provisional suppressions (may be asking to stop: held until an operator decides)",
+              f"  {'replies':<11} {'provisional':>11}   {'recall':>7}   {'precision':>9}"]
+    for title, row in result["ingestion"].items():
+        lines.append(f"  {title:<11} {row['provisional']:>11}   {_pct(row['stopped_recall']):>7}   "
+                     f"{_pct(row['stopped_precision']):>9}")
     if show_misses:
         lines += ["", f"Disagreements ({len(result['misses'])})"]
         lines += [f"  {json.dumps(miss, ensure_ascii=False)}" for miss in result["misses"]]

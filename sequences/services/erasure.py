@@ -38,6 +38,7 @@ from ..selectors import normalize_email
 from ..sending_mailbox import enrollment_mailbox
 from ..timeline import Event, event_record
 from .common import ServiceError, operator_log
+from .data_requests import data_requests_close_erased
 from .stops import enrollment_stop_locked
 
 ERASED = "[erased]"
@@ -64,6 +65,7 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
             email="", data={}
         )
         Suppression.objects.filter(value=email).delete()
+        data_requests_close_erased(address=email, actor=actor)  # the address itself is blanked with the rest
         ProviderEvent.objects.filter(recipient=email).update(recipient="", raw={}, effect=ERASED)
         if contact is not None:
             Contact.objects.filter(pk=contact.pk).update(

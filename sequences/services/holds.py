@@ -39,10 +39,11 @@ class ReturnStated:
 
 
 def person_hold_for_auto_reply(*, addresses: list[str], received: datetime, found: ReturnStated | None,
-                               source: str) -> str:
+                               source: str, what: str = "auto-reply") -> str:
     """Hold the live jobs of the people an auto-reply answers for; requires the recording transaction.
 
-    `received`: when the auto-reply arrived; `found`: the return date it states, or None.
+    `received`: when the auto-reply arrived; `found`: the return date it states, or None; `what`: the words for
+    it ("auto-reply", "the person's away note").
     Returns what was done, in words, for the inbound ledger.
     """
     done = []
@@ -65,10 +66,10 @@ def person_hold_for_auto_reply(*, addresses: list[str], received: datetime, foun
         done.append(held)
     stated = f"back on {found.date:%Y-%m-%d} (\u201c{found.sentence}\u201d)" if found else "no return date stated"
     if not done:
-        return f"auto-reply recorded ({stated}); no active enrollment to hold"
+        return f"{what} recorded ({stated}); no active enrollment to hold"
     until_words = f"{hold_until(found, received=received, tz='UTC'):%Y-%m-%d}"
     return (
-        f"auto-reply: {stated}; {sum(done)} job{'' if sum(done) == 1 else 's'} held until {until_words} "
+        f"{what}: {stated}; {sum(done)} job{'' if sum(done) == 1 else 's'} held until {until_words} "
         f"in {len(done)} enrollment{'' if len(done) == 1 else 's'}"
     )
 

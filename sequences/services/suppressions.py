@@ -38,6 +38,7 @@ STOP_REASON_FOR_SUPPRESSION = {
     Suppression.Reason.HARD_BOUNCE: Enrollment.StopReason.HARD_BOUNCE,
     Suppression.Reason.SOFT_BOUNCES: Enrollment.StopReason.SUPPRESSED,
     Suppression.Reason.MANUAL: Enrollment.StopReason.SUPPRESSED,
+    Suppression.Reason.POSSIBLE_OPTOUT: Enrollment.StopReason.SUPPRESSED,
 }
 
 SUPPRESSION_WORDS = {
@@ -46,6 +47,7 @@ SUPPRESSION_WORDS = {
     Suppression.Reason.HARD_BOUNCE: "hard-bounced (the address does not exist)",
     Suppression.Reason.SOFT_BOUNCES: "bounced softly too often",
     Suppression.Reason.MANUAL: "was suppressed by an operator",
+    Suppression.Reason.POSSIBLE_OPTOUT: "may have asked to stop (held until an operator reviews the reply)",
 }
 
 
@@ -109,6 +111,35 @@ def suppression_lift(*, value: str, note: str, actor: str = "", source: str = ""
         event_record(kind=Event.SUPPRESSION_LIFTED, email=value, value=value, note=note, actor=actor, entry=entry.pk)
         operator_log(actor=actor, action="suppression_lift", target=value, kind=T.SUPPRESSION,
                      result={"entry": entry.pk, "lifted": latest.pk})
+        return entry
+
+
+def optout_review(*, value: str, confirm: bool, actor: str, note: str = "") -> Suppression:
+    """An operator's decision on a provisional opt-out (reason POSSIBLE_OPTOUT): confirm it (a new UNSUBSCRIBE
+    entry: the webhook says the person unsubscribed) or lift it (sending to the address is allowed again).
+    Refused when the address's latest entry is not a provisional opt-out (decided already, or never one)."""
+    value, _ = suppression_key(value)
+    with transaction.atomic(durable=True):
+        latest = Suppression.objects.select_for_update().filter(value=value).order_by("-id").first()
+        provisional = latest is not None and latest.action == Suppression.Action.ADD and (
+            latest.reason == Suppression.Reason.POSSIBLE_OPTOUT)
+        if not provisional:
+            raise ServiceError(f"{value} has no opt-out waiting for review (decided already?)")
+        words = note.strip()
+        if confirm:
+            entry = Suppression.objects.create(
+                value=value, action=Suppression.Action.ADD, reason=Suppression.Reason.UNSUBSCRIBE, source="review",
+                actor=actor, note=words or f"opt-out confirmed after review of {latest.source or 'the reply'}")
+            event_record(kind=Event.SUPPRESSION_ADDED, email=value, value=value, reason=entry.reason,
+                         source="review", actor=actor, entry=entry.pk)
+        else:
+            entry = Suppression.objects.create(
+                value=value, action=Suppression.Action.LIFT, source="review", actor=actor,
+                note=words or f"not an opt-out: lifted after review of {latest.source or 'the reply'}")
+            event_record(kind=Event.SUPPRESSION_LIFTED, email=value, value=value, note=entry.note, actor=actor,
+                         entry=entry.pk)
+        operator_log(actor=actor, action="optout_confirm" if confirm else "optout_lift", target=value,
+                     kind=T.SUPPRESSION, result={"entry": entry.pk, "provisional": latest.pk, "note": entry.note})
         return entry
 
 

@@ -29,17 +29,22 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 
+from db.sql import db_now
+
 from ..models import (
     FINAL_CHECK_CANCEL,
     HELD_BY_MAILBOX,
     HOLD,
+    DataRequest,
     Enrollment,
     ProviderCancel,
     SendJob,
     Sequence,
     Step,
+    Suppression,
     TimelineEvent,
 )
+from ..selectors import suppressions_current
 from .hold_words import TO_SCHEDULED
 
 S = SendJob.State
@@ -223,3 +228,12 @@ def unhandled_replies() -> int:
     """Conversations of the replies inbox no operator has handled yet (the model read through its relation to the
     enrollment, never imported: the inbox's app sits above this one)."""
     return Enrollment.conversation.related.related_model.objects.filter(handled=False).count()
+
+
+def reply_tasks() -> dict[str, int]:
+    """The dashboard's task counts: provisional opt-outs waiting for review, open and overdue data-protection
+    requests (the lists themselves are on the Replies page)."""
+    waiting = suppressions_current().filter(action=Suppression.Action.ADD, reason=Suppression.Reason.POSSIBLE_OPTOUT)
+    open_ = DataRequest.objects.filter(done_at__isnull=True)
+    return {"optouts_to_review": waiting.count(), "data_requests_open": open_.count(),
+            "data_requests_overdue": open_.filter(due_on__lt=db_now().date()).count()}

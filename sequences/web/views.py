@@ -91,7 +91,7 @@ def dashboard(request):
     return render(request, "ui/dashboard.html", {
         **charts.dashboard(counted.numbers), "counted_at": counted.counted_at,
         "sequence_results": dashboard_counts.sequence_results(counted),
-        "unhandled_replies": results.unhandled_replies(),
+        "unhandled_replies": results.unhandled_replies(), **results.reply_tasks(),
     })
 
 

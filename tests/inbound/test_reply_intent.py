@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from inbound.classify.intent import Category, Suggestion, suggest
+from inbound.classify.intent import MODEL, Category, Suggestion, suggest
 
 pytestmark = pytest.mark.one_database("the reply categories of a text")
 
@@ -160,7 +160,8 @@ def test_the_quote_left_in_a_reply_and_the_signature_are_not_read():
         "Will read this later.\n\nCONFIDENTIALITY NOTICE: If you are not the intended recipient, please notify "
         "the sender. To unsubscribe from our newsletter, click here."
     )
-    assert suggest(signed) == Suggestion(Category.OTHER, language="en")
+    got = suggest(signed)
+    assert (got.category, got.phrase, got.language) == (Category.OTHER, "", "en")
 
 
 def test_the_phrase_is_quoted_as_written_and_names_its_language():
@@ -178,10 +179,12 @@ def test_confidence_is_lower_when_the_reply_also_says_the_opposite():
     assert weak.category is Category.INTERESTED and weak.confidence <= 0.5
 
 
-def test_nothing_recognised_is_other_with_no_phrase_and_no_confidence():
+def test_nothing_recognised_is_other_with_no_phrase():
     for text in ("", "   ", "👍", "Received, thanks.", "\x00\x07" * 10, "a" * 20000):
         got = suggest(text)
-        assert got.category is Category.OTHER and got.phrase == "" and got.confidence == 0.0
+        assert got.category is Category.OTHER and got.phrase == "", got
+        assert got.decided_by in ("", MODEL)  # no phrase decided; the model may be sure it is nothing more
+    assert suggest("   ") == Suggestion(Category.OTHER)  # nothing to read: no confidence at all
 
 
 def test_bench_replies_prints_a_table_and_writes_json(bench, scored):

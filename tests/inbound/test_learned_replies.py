@@ -1,0 +1,88 @@
+"""The learned reply classifier (inbound.classify.learned): shipped, loaded without pickle or download, trained
+again to the same model from the shipped data, and kept out of the decisions a rule has made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import CommandError, call_command
+
+from inbound.classify import learned, training
+from inbound.classify.intent import MODEL, PHRASES, Category, suggest
+
+UNTOUCHED = Path(settings.BASE_DIR) / "tests" / "inbound" / "reply_categories" / "untouched.jsonl"
+pytestmark = pytest.mark.one_database("the learned model reads text")
+
+
+def test_the_shipped_model_is_small_loads_without_pickle_and_names_its_version():
+    model = learned.load()
+    assert model is not None, "no model is shipped: run manage.py train_replies"
+    assert learned.MODEL_FILE.stat().st_size <= 20 * 1024 * 1024
+    meta = json.loads(learned.META_FILE.read_text())
+    assert model.version == meta["version"] == learned.version() and model.categories == list(training.CATEGORIES)
+    assert meta["trained_on"]["items"] >= 4000 and set(meta["trained_on"]["languages"]) >= {
+        "en", "de", "fr", "es", "it", "nl", "pt", "pl"}
+
+
+def test_the_shipped_model_was_trained_on_the_shipped_data(capsys):
+    call_command("train_replies", "--check")
+    assert learned.version() in capsys.readouterr().out
+
+
+def test_training_is_deterministic_and_refuses_evaluation_splits(tmp_path, capsys):
+    lines = [line for path in sorted(training.DATA_DIR.glob("*.jsonl")) for line in path.read_text().splitlines()[::15]]
+    data = tmp_path / "small.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    made = []
+    for run in ("a", "b"):
+        meta = training.train([data], model_file=tmp_path / f"{run}.npz", meta_file=tmp_path / f"{run}.json",
+                              progress=lambda line: None, score_held_back=False)
+        made.append(learned.load(tmp_path / f"{run}.npz", tmp_path / f"{run}.json"))
+        assert meta["trained_on"]["items"] == len(lines)
+    assert made[0].version == made[1].version
+    text = "Bitte nehmen Sie mich aus dem Verteiler."
+    assert made[0].predict_prepared(learned.prepare(text)) == made[1].predict_prepared(learned.prepare(text))
+
+    with pytest.raises(CommandError, match="for evaluation, not training"):
+        call_command("train_replies", "--data", str(UNTOUCHED))
+    with pytest.raises(CommandError, match="not found"):
+        call_command("train_replies", "--data", str(tmp_path / "missing.jsonl"))
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(lines[0] + "\n")
+    with pytest.raises(CommandError, match="trained on other data"):
+        call_command("train_replies", "--check", "--data", str(changed))
+
+
+def test_no_data_protection_demand_is_suggested_interested():
+    demands = [json.loads(line) for line in UNTOUCHED.read_text().splitlines()]
+    demands = [item for item in demands if item.get("data_request")]
+    assert len(demands) >= 20
+    suggested = {item["id"]: suggest(item["text"]).category for item in demands}
+    assert Category.INTERESTED not in suggested.values(), suggested
+
+
+def test_a_rule_that_set_words_of_stopping_aside_is_not_undone_by_the_model():
+    for text in ("Please don't remove me, I do read these", "How do I unsubscribe my team from the Acme digest?",
+                 "Sounds good, send pricing.\n\nTo unsubscribe from these emails, click here: https://x.example/u"):
+        got = suggest(text)
+        assert got.category is not Category.UNSUBSCRIBE, (text, got)
+
+
+def test_the_model_decides_where_no_phrase_does_and_says_so():
+    got = suggest("Ci sentiamo giovedì alle 10, ho accettato l'invito.")  # no Italian phrase table
+    assert got.decided_by == MODEL and got.phrase == "" and 0 < got.confidence < 1
+    assert suggest("Please remove me from your list.").decided_by == PHRASES  # a phrase decides an opt-out
+
+
+def test_bench_replies_names_the_model_and_the_time_one_reply_takes(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    call_command("bench_replies", "--corpus", str(UNTOUCHED), "--json", str(out))
+    printed = capsys.readouterr().out
+    figures = json.loads(out.read_text())
+    assert f"model {learned.version()}" in printed and "p99" in printed
+    assert figures["model"] == learned.version() and figures["latency_ms"]["suggest"]["p99"] > 0
+    assert figures["hard"]["all"]["items"] == sum('"hard": true' in line for line in UNTOUCHED.read_text().splitlines())
+    assert set(figures["ingestion"]["all"]) >= {"recall", "precision", "provisional", "stopped_recall"}
