@@ -63,7 +63,8 @@ class MailboxAdmin(SelectionChecked, admin.ModelAdmin):
     search_fields = ("name", "address")
     # Passwords are never stored: the *_env fields name an environment variable.
     readonly_fields = ("paused", "version", "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
-                       "created_at", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until")
+                       "imap_login_refused_at", "imap_login_refused_error", "created_at", "guardrail_paused_at",
+                       "guardrail_reason", "guardrail_silenced_until")
     fieldsets = (
         (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
         ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
@@ -79,7 +80,7 @@ class MailboxAdmin(SelectionChecked, admin.ModelAdmin):
         ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
                              "imap_folders")}),
         ("Poll health", {"fields": ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
-                                    "created_at")}),
+                                    "imap_login_refused_at", "imap_login_refused_error", "created_at")}),
     )
     actions = ["pause_mailboxes", "resume_mailboxes"]
 

@@ -21,7 +21,11 @@ that finds no push and nothing beyond the cursor's last UID advances the
 folder's read-through time to the database time taken before its own SELECT
 (`folder_quiet_through`): one UPDATE per folder per round. A broken connection
 is reopened with backoff and advances nothing; the periodic poll covers any
-gap. The mailbox list is read again at every lease round (every `refresh` seconds, at most a third of a
+gap. A login the server refuses, here or on any other connection, marks the
+mailbox's credentials refused (`sequences.services.imap_login`): a session that
+logged in before a password change keeps its IDLE and its marks, but its quiet
+re-checks no longer make the view trusted until a login is accepted again.
+The mailbox list is read again at every lease round (every `refresh` seconds, at most a third of a
 watch lease): added, changed and removed mailboxes are picked up without a restart. Any number of watcher
 processes share the folders: each watches those whose lease it holds (inbound.leases).
 The database failing costs a mark or an advance (logged), never the watcher or
@@ -49,7 +53,7 @@ from mailboxes.imap.session import ImapSession
 from mailboxes.models import ImapCursor, Mailbox
 from mailboxes.selectors import imap_config_for
 
-from .ingest.login import login_accepted, login_refused, login_wait
+from .ingest.login import Connection, login_accepted, login_refused, login_wait
 from .ingest.view import folder_quiet_through, folder_unread_mark
 from .leases import LeaseKeeper, Round, account_of
 
@@ -269,8 +273,8 @@ def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, FolderStatus, 
         session = ImapSession(imap_config_for(mailbox))
         try:
             session.open()
-        except ImapAuthError:
-            login_refused(mailbox, now=now)
+        except ImapAuthError as exc:
+            login_refused(mailbox, now=now, error=str(exc), connection=Connection.IDLE)
             session.drop()
             raise
         login_accepted(mailbox)

@@ -23,12 +23,22 @@ from .transports.base import CheckStep
 
 
 @dataclass(frozen=True)
+class ImapLogin:
+    """What a check learned of the IMAP credentials: accepted, refused (with the server's words), or neither (no
+    password, the server unreachable)."""
+
+    accepted: bool = False
+    refused: str = ""
+
+
+@dataclass(frozen=True)
 class ConnectionCheck:
     sending: tuple[CheckStep, ...]
     reading: tuple[CheckStep, ...]
     folders: tuple[str, ...] = ()  # what the IMAP server's LIST named, for the folder picker
     domain: DomainAuth | None = None  # the sending domain's SPF, DKIM and DMARC, in words
     where: tuple[str, ...] = ()  # the servers it connected to (or would have), for the operator log
+    imap_login: ImapLogin = ImapLogin()  # not kept in as_dict: recorded by the job that ran the check
 
     @property
     def passed(self) -> bool:
@@ -66,8 +76,9 @@ def connection_check(mailbox: Mailbox) -> ConnectionCheck:
     domain = domain_auth_for(mailbox)
     if not mailbox.has_imap:
         return ConnectionCheck(sending, (), domain=domain, where=servers(mailbox))
-    reading, folders = imap_check(mailbox)
-    return ConnectionCheck(sending, tuple(reading), tuple(folders), domain=domain, where=servers(mailbox))
+    reading, folders, login = imap_login_check(mailbox)
+    return ConnectionCheck(sending, tuple(reading), tuple(folders), domain=domain, where=servers(mailbox),
+                           imap_login=login)
 
 
 def servers(mailbox: Mailbox, *, reading: bool = True) -> tuple[str, ...]:
@@ -85,20 +96,30 @@ def domain_auth_for(mailbox: Mailbox) -> DomainAuth:
 
 def imap_check(mailbox: Mailbox) -> tuple[list[CheckStep], list[str]]:
     """(login, LIST, capabilities, EXAMINE of each reply folder) and the folders LIST named."""
+    steps, folders, _ = imap_login_check(mailbox)
+    return steps, folders
+
+
+def imap_login_check(mailbox: Mailbox) -> tuple[list[CheckStep], list[str], ImapLogin]:
+    """`imap_check`, and what it learned of the credentials (a caller checking the stored settings records it)."""
     if missing := imap_password_missing(mailbox):
-        return [CheckStep("login", False, missing)], []
+        return [CheckStep("login", False, missing)], [], ImapLogin()
     try:
         config = imap_config_for(mailbox, timeout=settings.OUTREACH_CHECK_TIMEOUT)
     except SecretRefused as exc:
-        return [CheckStep("login", False, str(exc))], []
+        return [CheckStep("login", False, str(exc))], [], ImapLogin()
     how = " with an OAuth2 access token" if config.oauth2 is not None else ""
+    logged_in = False
     try:
         with ImapSession(config) as session:
+            logged_in = True
             login = CheckStep("login", True, f"{config.username} on {config.host}:{config.port}{how}")
             folders = [name for name, _ in session.folders()]
-            return [login, *session.check(list(mailbox.reply_folders))], folders
+            return [login, *session.check(list(mailbox.reply_folders))], folders, ImapLogin(accepted=True)
     except ImapError as exc:
-        return [CheckStep("login", False, f"{exc} — {_imap_hint(mailbox, exc, oauth2=config.oauth2 is not None)}")], []
+        hint = _imap_hint(mailbox, exc, oauth2=config.oauth2 is not None)
+        refused = str(exc) if isinstance(exc, ImapAuthError) and not logged_in else ""
+        return [CheckStep("login", False, f"{exc} — {hint}")], [], ImapLogin(accepted=logged_in, refused=refused)
 
 
 def _imap_hint(mailbox: Mailbox, exc: ImapError, *, oauth2: bool) -> str:

@@ -145,6 +145,12 @@ class Mailbox(models.Model):
     # OUTREACH_PROBE_INTERVALS): one attempt per interval, never a burst a provider would lock the account for.
     imap_login_refusals = models.PositiveIntegerField(default=0)
     imap_next_login_at = models.DateTimeField(null=True, blank=True)
+    # The server refused the mailbox's IMAP credentials, on any connection (a poll, the IDLE watcher, a check):
+    # since when (the first refusal since a login was last accepted) and its words. Set until a login is accepted;
+    # a save that resets the ladder above leaves them. While set, the reply view is not trusted (follow-ups held),
+    # however an IDLE session logged in before the change still reads. Written by sequences.services.imap_login.
+    imap_login_refused_at = models.DateTimeField(null=True, blank=True)
+    imap_login_refused_error = models.TextField(blank=True)
     # When the reply view went blind (stale, or never read), for the episode in progress; null while it sees.
     # Written with the episode's timeline event (sequences.services.reply_view_episodes), never elsewhere.
     reply_view_blind_since = models.DateTimeField(null=True, blank=True)

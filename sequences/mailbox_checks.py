@@ -19,11 +19,12 @@ import django_rq
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from mailboxes.checks import ConnectionCheck, connection_check
+from mailboxes.checks import ConnectionCheck, connection_check, imap_login_check
 from mailboxes.domain_auth import DomainAuth, Verdict
 from mailboxes.models import Mailbox
 
 from .services.domain_auth import mailbox_domain_auth_check, mailbox_domain_auth_record
+from .services.imap_login import imap_login_checked
 from .services.mailbox_health import mailbox_probe
 from .services.mailbox_setup import mailbox_form_checked, mailbox_save
 
@@ -52,11 +53,20 @@ def check_now_enqueue(*, mailbox_id: int, actor: str) -> str:
 
 def mailbox_check_now(mailbox_id: int, actor: str) -> dict[str, Any]:
     """The RQ job: try every step of sending (no message is sent; a blocked mailbox whose check passes is
-    unblocked) and read the domain's records; what the list page shows."""
+    unblocked) and of reading (the IMAP login: a refusal shows as refused credentials at once, an accepted login
+    lifts that), and read the domain's records; what the list page shows."""
     result = mailbox_probe(mailbox_id=mailbox_id, actor=actor, forced=True)
+    mailbox = Mailbox.objects.get(pk=mailbox_id)
+    reading: list = []
+    if mailbox.has_imap:
+        reading, _, login = imap_login_check(mailbox)
+        imap_login_checked(mailbox_id=mailbox_id, login=login)
     domain = mailbox_domain_auth_check(mailbox_id=mailbox_id, actor=actor)
-    return {"mailbox": Mailbox.objects.get(pk=mailbox_id).name, "text": result.text,
-            "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps] + domain_steps(domain)}
+    failed = next((s for s in reading if not s.ok), None)
+    text = result.text + (f"; IMAP {failed.step} failed: {failed.detail}" if failed else "")
+    return {"mailbox": mailbox.name, "text": text,
+            "steps": [{"step": s.step, "ok": s.ok, "detail": s.detail} for s in result.steps]
+            + [{"step": f"IMAP {s.step}", "ok": s.ok, "detail": s.detail} for s in reading] + domain_steps(domain)}
 
 
 def domain_steps(domain: DomainAuth | None) -> list[dict]:
@@ -79,7 +89,10 @@ def mailbox_form_check(payload: dict[str, Any]) -> dict[str, Any]:
     fields = {name: Mailbox._meta.get_field(name).to_python(value) for name, value in payload["fields"].items()}
     mailbox_id, actor, action = payload["mailbox_id"], payload["actor"], payload["action"]
     stored = Mailbox.objects.get(pk=mailbox_id) if mailbox_id is not None else None
-    result = connection_check(unsaved_mailbox(stored, {**fields, **payload["sealed"]}))
+    unsaved = unsaved_mailbox(stored, {**fields, **payload["sealed"]})
+    result = connection_check(unsaved)
+    if stored is not None and logs_in_as_stored(stored, unsaved):
+        imap_login_checked(mailbox_id=stored.pk, login=result.imap_login)  # what the server says of the stored ones
     if not (action == "save_anyway" or (action == "save" and result.passed)):
         mailbox_form_checked(mailbox_id=mailbox_id, name=fields["name"], actor=actor, check=result.text,
                              passed=result.passed, connected=result.where)
@@ -93,6 +106,18 @@ def mailbox_form_check(payload: dict[str, Any]) -> dict[str, Any]:
     if result.passed and was_blocked:
         mailbox_probe(mailbox_id=pk, actor=actor, forced=True)  # its held messages go through the final check
     return {"check": result.as_dict(), "saved": pk}
+
+
+# What an IMAP login is made of besides the secret's columns: a check of other values says nothing of the stored ones.
+LOGIN_FIELDS = ("imap_host", "imap_port", "imap_security", "imap_username", "imap_password_env",
+                "imap_password_sealed", "auth", "ca_file")
+
+
+def logs_in_as_stored(stored: Mailbox, unsaved: Mailbox) -> bool:
+    """Whether a check of `unsaved` logs in to IMAP as the stored mailbox does (the same server, account and
+    secret), so the server's answer is about the stored credentials."""
+    fields = LOGIN_FIELDS + tuple(f.name for f in Mailbox._meta.concrete_fields if f.name.startswith("oauth2_"))
+    return stored.has_imap and all(getattr(stored, name) == getattr(unsaved, name) for name in fields)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,9 @@ The final check is exact against what the database has committed; this makes it 
 database has not seen yet. A follow-up (a message to a person this mailbox has already mailed) is held,
 never failed, while:
 
+- the IMAP server refused the mailbox's credentials on any connection, since no login was accepted
+  (`sequences.services.imap_login`): a session that logged in before a password change may still read, but
+  the next one will not, and a poll cannot read what the watcher heard of. This wins over every other state;
 - the IDLE watcher has heard of mail in a reply folder that no completed poll has read yet (an unread
   mark): the reply may be in it;
 - a reply folder has not been read through a time within the mailbox's `reply_view_max_age` of now (its
@@ -38,18 +41,21 @@ class View(StrEnum):
 
     NOT_READ_ALLOWED = "not_read_allowed"  # no IMAP, and its configuration sends follow-ups anyway
     NOT_READ = "not_read"  # no IMAP: follow-ups wait
+    REFUSED = "refused"  # the IMAP server refused the mailbox's credentials and has accepted no login since
     UNREAD = "unread"  # the watcher heard of mail no completed poll has read
     NEVER_READ = "never_read"  # a reply folder has no read-through time yet
     STALE = "stale"  # read longer ago than the mailbox's max age
     FRESH = "fresh"
 
 
-HOLDING = frozenset({View.NOT_READ, View.UNREAD, View.NEVER_READ, View.STALE})
+HOLDING = frozenset({View.NOT_READ, View.REFUSED, View.UNREAD, View.NEVER_READ, View.STALE})
 
 
 def view_of(mailbox: Mailbox, views: FolderViews, *, now: datetime) -> View:
     if not mailbox.has_imap:
         return View.NOT_READ_ALLOWED if mailbox.follow_ups_without_reply_view else View.NOT_READ
+    if mailbox.imap_login_refused_at is not None:
+        return View.REFUSED
     if views.unread_since is not None:
         return View.UNREAD
     if views.read < len(mailbox.reply_folders) or views.read_through is None:
@@ -68,6 +74,8 @@ def hold_reason(mailbox: Mailbox, facts: Facts) -> str:
     if view == View.NOT_READ:
         return ("this mailbox reads no replies (no IMAP): follow-ups wait; connect its inbox, or allow "
                 "follow_ups_without_reply_view")
+    if view == View.REFUSED:
+        return f"waiting to read replies: {refused_words(mailbox)}"
     if view == View.UNREAD:
         return f"waiting to read replies: new mail arrived {_ago(now - views.unread_since)} ago and is being read"
     if view == View.NEVER_READ:
@@ -93,6 +101,15 @@ def hand_off_words(seconds: float | None, *, first_message: bool) -> str:
     if seconds < 120:
         return f"replies read up to {seconds:.1f} s before the hand-off"
     return f"replies read up to {_ago(timedelta(seconds=seconds))} before the hand-off"
+
+
+def refused_words(mailbox: Mailbox) -> str:
+    """The credentials refused, in words: since when, and the server's own words (a held job's, an episode's)."""
+    return f"credentials refused since {mailbox.imap_login_refused_at:%Y-%m-%d %H:%M:%S} UTC{_refusal(mailbox)}"
+
+
+def _refusal(mailbox: Mailbox) -> str:
+    return f" ({mailbox.imap_login_refused_error})" if mailbox.imap_login_refused_error else ""
 
 
 def _why(mailbox: Mailbox) -> str:
@@ -126,6 +143,11 @@ def view_status(mailbox: Mailbox, cursors: list[ImapCursor], *, now: datetime) -
         return ViewStatus("reads no replies: follow-ups are sent without reading replies", holding)
     if view == View.NOT_READ:
         return ViewStatus("reads no replies: follow-ups held (connect its inbox)", holding)
+    if view == View.REFUSED:
+        waiting = f"; new mail since {views.unread_since:%H:%M:%S} UTC waits to be read" if views.unread_since else ""
+        since = mailbox.imap_login_refused_at
+        return ViewStatus(f"credentials refused: not reading replies since {since:%Y-%m-%d %H:%M} UTC: follow-ups held"
+                          f"{_refusal(mailbox)}{waiting}", holding)
     if view == View.UNREAD:
         return ViewStatus(f"new mail since {views.unread_since:%H:%M:%S} UTC is being read: follow-ups held", holding)
     if view == View.NEVER_READ:

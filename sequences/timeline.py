@@ -42,6 +42,9 @@ class Event(StrEnum):
     # same names.
     MAILBOX_REPLY_VIEW_STALE = "mailbox_reply_view_stale"
     MAILBOX_REPLY_VIEW_RESTORED = "mailbox_reply_view_restored"
+    # The IMAP server refused the mailbox's credentials, on any connection: once per run of refusals (the first since
+    # a login was accepted; sequences.services.imap_login); outbound webhook `mailbox.credentials_refused`.
+    MAILBOX_CREDENTIALS_REFUSED = "mailbox_credentials_refused"
     # The deliverability guardrail paused the mailbox (outbound webhook `mailbox.paused_by_guardrail`), with the
     # figures; an operator's resume silences it for a stated period.
     MAILBOX_PAUSED_BY_GUARDRAIL = "mailbox_paused_by_guardrail"

@@ -4,18 +4,17 @@ A missing or empty password variable is found before any connection: no login is
 the server refused is tried again only after the next interval of the probe ladder
 (OUTREACH_PROBE_INTERVALS, as for a blocked sending side), one attempt per interval, so a revoked or wrong
 password never adds up to the failed logins that make Google or Microsoft lock the account. The poller and
-the IDLE watcher both ask here before they connect.
+the IDLE watcher both ask here before they connect. A refusal also marks the mailbox's credentials refused, with
+the server's words, until a login is accepted (`sequences.services.imap_login`): every page says so at once.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import F
-
 from mailboxes.models import Mailbox
 from mailboxes.selectors import imap_password_missing
-from sequences.services.mailbox_health import probe_interval
+from sequences.services.imap_login import Connection, imap_login_accepted, imap_login_refused
 
 
 def login_wait(mailbox: Mailbox, *, now: datetime) -> str:
@@ -26,17 +25,16 @@ def login_wait(mailbox: Mailbox, *, now: datetime) -> str:
         times = mailbox.imap_login_refusals
         return (f"IMAP login refused {times} time{'s' if times != 1 else ''} in a row; next attempt at "
                 f"{mailbox.imap_next_login_at:%Y-%m-%d %H:%M:%S} UTC"
-                + (f" ({mailbox.last_poll_error})" if mailbox.last_poll_error else ""))
+                + (f" ({words})" if (words := mailbox.imap_login_refused_error or mailbox.last_poll_error) else ""))
     return ""
 
 
-def login_refused(mailbox: Mailbox, *, now: datetime) -> None:
-    """The server refused the login: the next attempt waits for the next interval of the ladder."""
-    Mailbox.objects.filter(pk=mailbox.pk).update(
-        imap_login_refusals=F("imap_login_refusals") + 1,
-        imap_next_login_at=now + probe_interval(mailbox.imap_login_refusals))
+def login_refused(mailbox: Mailbox, *, now: datetime, error: str, connection: Connection) -> None:
+    """The server refused the login (`error`: its words; `connection`: which one tried): the next attempt waits for
+    the next interval of the ladder, and the mailbox's credentials show as refused."""
+    imap_login_refused(mailbox_id=mailbox.pk, error=error, connection=connection, now=now)
 
 
 def login_accepted(mailbox: Mailbox) -> None:
-    if mailbox.imap_login_refusals or mailbox.imap_next_login_at:
-        Mailbox.objects.filter(pk=mailbox.pk).update(imap_login_refusals=0, imap_next_login_at=None)
+    if mailbox.imap_login_refusals or mailbox.imap_next_login_at or mailbox.imap_login_refused_at:
+        imap_login_accepted(mailbox_id=mailbox.pk)

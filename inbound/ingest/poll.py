@@ -35,7 +35,7 @@ from sequences.services.mailbox_health import mailbox_block
 from sequences.timeline import Event, event_record
 
 from .batch import batch_ingest
-from .login import login_accepted, login_refused, login_wait
+from .login import Connection, login_accepted, login_refused, login_wait
 from .view import folder_read_through
 
 log = logging.getLogger("outreach.ingest")
@@ -99,12 +99,13 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
     wait = login_wait(mailbox, now=now)
     if wait:
         # No login now (no password, or the last one was refused and its interval has not passed): nothing is
-        # read, so the reply view stays where it was and the mailbox's follow-ups wait.
+        # read, so the reply view stays where it was and the mailbox's follow-ups wait. Not an attempt either:
+        # `poll_failures` ("failures in a row") counts the logins and connections that failed, not the polls that
+        # waited between them.
         result.error = wait
         refused_before = mailbox.imap_next_login_at is not None
         Mailbox.objects.filter(pk=mailbox.pk).update(
-            last_poll_at=now, poll_failures=F("poll_failures") + 1,
-            **({} if refused_before else {"last_poll_error": wait[:2000]}))
+            last_poll_at=now, **({} if refused_before else {"last_poll_error": wait[:2000]}))
         log.warning("poll of mailbox %s: %s", mailbox.name, wait)
         return result
     try:
@@ -136,7 +137,7 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_error=result.error[:2000],
                                                      poll_failures=F("poll_failures") + 1)
         if isinstance(exc, ImapAuthError):
-            login_refused(mailbox, now=now)
+            login_refused(mailbox, now=now, error=str(exc), connection=Connection.POLL)
         _block_sending_if_token_refused(mailbox, exc, config)
         if isinstance(exc, SecretRefused):  # a password env var outside the allow-list: nothing was sent
             raise ImapAuthError(str(exc)) from exc

@@ -1,7 +1,9 @@
 """Episodes of a mailbox's reply view: one timeline event when it goes blind, one when it reads again.
 
 A mailbox that reads replies (IMAP) is *blind* while its view is stale (a reply folder read through a time
-older than its `reply_view_max_age`), or never read and older than that age. An episode starts with one
+older than its `reply_view_max_age`), or never read and older than that age, or while the IMAP server refuses its
+credentials (from the first refusal since a login was accepted, however an older IDLE session still reads:
+`sequences.services.imap_login`, whose own event says so at once). An episode starts with one
 `mailbox_reply_view_stale` event and ends with one `mailbox_reply_view_restored`; the outbox turns them into
 the webhooks `mailbox.reply_view_stale` and `mailbox.reply_view_restored`. A mark of mail heard of but not
 read yet (`View.UNREAD`) holds follow-ups for seconds; it neither starts nor ends an episode.
@@ -25,7 +27,7 @@ from mailboxes.models import Mailbox
 
 from ..loads import FolderViews, folder_views
 from ..locks import mailbox_lock
-from ..reply_view import View, max_age_seconds, view_of
+from ..reply_view import View, max_age_seconds, refused_words, view_of
 from ..timeline import Event, event_record, iso
 from .mailbox_health import held_release
 
@@ -51,6 +53,8 @@ def blind_since(mailbox: Mailbox, *, now: datetime) -> datetime | None:
     views = read_views(mailbox)
     view = view_of(mailbox, views, now=now)
     age = timedelta(seconds=max_age_seconds(mailbox))
+    if view == View.REFUSED:
+        return mailbox.imap_login_refused_at
     if view == View.STALE:
         return views.read_through + age
     if view == View.NEVER_READ and now - mailbox.created_at > age:
@@ -85,8 +89,9 @@ def _write(mailbox_id: int, *, blind: bool) -> bool:
         common = {"mailbox": mailbox.name, "mailbox_id": mailbox.pk,
                   "read_through": iso(read_views(mailbox).read_through), "max_age_seconds": max_age_seconds(mailbox)}
         if blind:
+            reason = refused_words(mailbox) if mailbox.imap_login_refused_at else mailbox.last_poll_error
             event_record(kind=Event.MAILBOX_REPLY_VIEW_STALE, version_seen=mailbox.version, blind_since=iso(since),
-                         reason=mailbox.last_poll_error, **common)
+                         reason=reason, **common)
         else:
             event_record(kind=Event.MAILBOX_REPLY_VIEW_RESTORED, version_seen=mailbox.version,
                          blind_since=iso(started), released=held_release(mailbox=mailbox, reason="reply_view_restored"),

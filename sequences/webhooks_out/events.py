@@ -31,6 +31,9 @@ class WebhookEvent(StrEnum):
     # (follow-ups held), and when it reads them again.
     MAILBOX_REPLY_VIEW_STALE = "mailbox.reply_view_stale"
     MAILBOX_REPLY_VIEW_RESTORED = "mailbox.reply_view_restored"
+    # The IMAP server refused the mailbox's credentials (on a poll, the IDLE watcher's login or a check), with its
+    # words: at once, once until a login is accepted again. Its follow-ups are held meanwhile.
+    MAILBOX_CREDENTIALS_REFUSED = "mailbox.credentials_refused"
     # The replies inbox: a correlated reply joined the person's conversation (with the suggested category), and
     # an operator chose a category.
     REPLY_RECEIVED = "reply.received"
@@ -49,6 +52,7 @@ KINDS = frozenset(
         Event.MAILBOX_BLOCKED,
         Event.MAILBOX_REPLY_VIEW_STALE,
         Event.MAILBOX_REPLY_VIEW_RESTORED,
+        Event.MAILBOX_CREDENTIALS_REFUSED,
         GUARDRAIL_KIND,
         Event.REPLY_RECEIVED,
         Event.REPLY_CATEGORIZED,
@@ -104,6 +108,9 @@ def webhook_event_for(
     if kind == Event.MAILBOX_REPLY_VIEW_RESTORED:
         keep = ("mailbox", "read_through", "blind_since", "max_age_seconds")
         return WebhookEvent.MAILBOX_REPLY_VIEW_RESTORED, {k: data.get(k, "") for k in keep}
+    if kind == Event.MAILBOX_CREDENTIALS_REFUSED:
+        keep = ("mailbox", "side", "connection", "reason", "refused_at", "next_attempt_at")
+        return WebhookEvent.MAILBOX_CREDENTIALS_REFUSED, {k: data.get(k, "") for k in keep}
     if kind == Event.REPLY_RECEIVED:
         keep = ("conversation", "inbound", "suggested", "phrase", "confidence", "mailbox")
         return WebhookEvent.REPLY_RECEIVED, ids | {k: data.get(k, "") for k in keep}

@@ -165,9 +165,10 @@ def test_the_guardrail_pause_is_a_known_event_with_its_figures():
 
 
 # --- the reply view: `mailbox.reply_view_stale` once per episode, `mailbox.reply_view_restored` when it reads
-# again. The IMAP password is revoked, the view grows older than the mailbox's max age, the periodic sweep
-# (sequences.tasks.reply_view_episodes) announces it once however often it runs; the password comes back, a
-# poll reads the folder, the sweep announces the recovery once; a second outage is a second episode.
+# again. The IMAP server goes down, the view grows older than the mailbox's max age, the periodic sweep
+# (sequences.tasks.reply_view_episodes) announces it once however often it runs; the server comes back, a
+# poll reads the folder, the sweep announces the recovery once; a second outage is a second episode. (A refused
+# login is blind at once: tests/mailboxes/test_credentials_refused.py.)
 
 STALE, RESTORED = "mailbox.reply_view_stale", "mailbox.reply_view_restored"
 
@@ -179,40 +180,39 @@ def heard(receiver) -> list[tuple[str, dict]]:
     return [(b["type"], b["data"]) for b in bodies if b["type"] in (STALE, RESTORED)]
 
 
-def blind(mailbox, monkeypatch) -> None:
-    """The password is revoked at the provider; the last good read is older than the max age."""
-    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "revoked")
+def blind(mailbox, dovecot) -> None:
+    """The IMAP server is down; the last good read is older than the max age."""
+    dovecot.kill()
     with pytest.raises(ImapError):
         mailbox_poll(mailbox_id=mailbox.pk)
     ImapCursor.objects.filter(mailbox=mailbox).update(read_through=db_now() - timedelta(minutes=11))
 
 
-def reads_again(mailbox, monkeypatch) -> None:
-    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")
-    Mailbox.objects.filter(pk=mailbox.pk).update(imap_next_login_at=db_now())  # the login interval passed
+def reads_again(mailbox, dovecot) -> None:
+    dovecot.start()
     assert mailbox_poll(mailbox_id=mailbox.pk).error == ""
 
 
-def test_a_blind_mailbox_is_announced_once_per_episode_and_its_recovery_once(imap_mailbox, receiver, endpoint,
-                                                                            monkeypatch):
+def test_a_blind_mailbox_is_announced_once_per_episode_and_its_recovery_once(imap_mailbox, dovecot, receiver,
+                                                                            endpoint):
     imap_mailbox.reply_view_max_age = 600
     imap_mailbox.save()
     assert mailbox_poll(mailbox_id=imap_mailbox.pk).error == ""
     assert reply_view_episodes() == 0  # a fresh view: nothing to say, and no "restored" out of nowhere
     assert heard(receiver) == []
 
-    blind(imap_mailbox, monkeypatch)
+    blind(imap_mailbox, dovecot)
     assert reply_view_episodes() == 1
     assert reply_view_episodes() == 0  # the same episode: nothing more
     (kind, data), = heard(receiver)
     assert kind == STALE
     assert data["mailbox"] == imap_mailbox.name and data["max_age_seconds"] == 600
-    assert "login" in data["reason"].lower() and "revoked" not in json.dumps(data)  # the words, never the secret
+    assert "cannot connect to IMAP server" in data["reason"]  # the words of the failure
     read_through = ImapCursor.objects.get(mailbox=imap_mailbox).read_through
     assert data["read_through"] == read_through.isoformat()
     assert data["blind_since"] == (read_through + timedelta(seconds=600)).isoformat()
 
-    reads_again(imap_mailbox, monkeypatch)
+    reads_again(imap_mailbox, dovecot)
     assert reply_view_episodes() == 1
     assert reply_view_episodes() == 0
     (kind, data), = heard(receiver)[1:]
@@ -221,15 +221,15 @@ def test_a_blind_mailbox_is_announced_once_per_episode_and_its_recovery_once(ima
     imap_mailbox.refresh_from_db()
     assert imap_mailbox.reply_view_blind_since is None  # the episode is over
 
-    blind(imap_mailbox, monkeypatch)  # a second outage is a second episode
+    blind(imap_mailbox, dovecot)  # a second outage is a second episode
     assert reply_view_episodes() == 1
     assert [kind for kind, _ in heard(receiver)] == [STALE, RESTORED, STALE]
     assert WebhookDelivery.objects.filter(event_type=STALE).count() == 2
 
 
-def test_a_mailbox_never_read_is_blind_once_older_than_its_max_age(imap_mailbox, receiver, endpoint, monkeypatch):
-    """Its first login failed: no folder was ever read. A new mailbox is not blind until its max age passed."""
-    monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "revoked")
+def test_a_mailbox_never_read_is_blind_once_older_than_its_max_age(imap_mailbox, dovecot, receiver, endpoint):
+    """Its first connection failed: no folder was ever read. A new mailbox is not blind until its max age passed."""
+    dovecot.kill()
     with pytest.raises(ImapError):
         mailbox_poll(mailbox_id=imap_mailbox.pk)
     assert reply_view_episodes() == 0

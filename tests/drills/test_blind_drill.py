@@ -28,9 +28,11 @@ def test_nobody_gets_a_follow_up_while_the_mailbox_is_blind(run_drill):
     revoked, restored = first("IMAP password revoked"), first("IMAP password restored")
     assert "poll: IMAP login as 'drill'" in order[revoked + 1] and "refused" in order[revoked + 1]
     assert "in a row; next attempt at" in order[first("reply of person 2 in INBOX") + 1]  # no second login
-    # While blind: each person's step 2 was held with the reason in words, none authorized.
+    # While blind: each person's step 2 was held with the reason in words (the refused login, in the server's
+    # words), none authorized.
     for person in (1, 2, 3):
-        held = first(f"person {person} step 2: held: waiting to read replies: last read")
+        held = first(f"person {person} step 2: held: waiting to read replies: credentials refused since")
+        assert "AUTHENTICATIONFAILED" in order[held]
         assert revoked < held < restored
     assert not any("authorized" in line or "submitted" in line for line in order[:restored])
     assert revoked < first("mailbox_reply_view_stale") < restored < first("mailbox_reply_view_restored")

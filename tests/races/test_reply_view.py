@@ -113,7 +113,9 @@ def test_a_mailbox_that_cannot_read_its_replies_holds_follow_ups_until_it_can(im
     assert set(outcome.values()) == {"deferred"} and all(held_for_replies(job_id) for job_id in outcome)
     assert len(smtp_server.received) == 3
     deferred = TimelineEvent.objects.filter(kind="job_deferred", data__reason="reply_view").first()
-    assert deferred.data["detail"].startswith("waiting to read replies: last read 60 minutes ago")
+    # The refusal is the reason, in the server's words: not the age of the last read.
+    assert deferred.data["detail"].startswith("waiting to read replies: credentials refused since")
+    assert "AUTHENTICATIONFAILED" in deferred.data["detail"] and "revoked" not in deferred.data["detail"]
 
     monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")  # the operator fixed it ...
     Mailbox.objects.filter(pk=imap_mailbox.pk).update(imap_next_login_at=db_now())  # ... and the interval passed

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mailboxes.checks import imap_check
+from mailboxes.checks import imap_login_check
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from sequences.services.domain_auth import mailbox_domain_auth_check
+from sequences.services.imap_login import imap_login_checked
 from sequences.services.mailbox_health import mailbox_probe
 
 
@@ -33,7 +34,9 @@ class Command(BaseCommand):
             sending = transport_for(mailbox).check(sender=mailbox.address)
         steps = [("SMTP" if mailbox.transport_kind == "smtp" else "ESP", step) for step in sending]
         if mailbox.has_imap:
-            steps += [("IMAP", step) for step in imap_check(mailbox)[0]]
+            reading, _, login = imap_login_check(mailbox)
+            imap_login_checked(mailbox_id=mailbox.pk, login=login)  # a refusal shows as refused credentials
+            steps += [("IMAP", step) for step in reading]
         for part, step in steps:
             self.stdout.write(f"{'ok  ' if step.ok else 'FAIL'} {step.step:<14} {part}: {step.detail}")
         for record in mailbox_domain_auth_check(mailbox_id=mailbox.pk, actor="command").checks:
