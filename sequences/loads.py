@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -21,10 +22,11 @@ from db.sql import DbClock, db_now
 from mailboxes.models import ImapCursor, Mailbox
 
 from .digests import address_digest
-from .models import Enrollment, ErasedAddress, SendJob, Step, StepVariant, Suppression
+from .models import Enrollment, ErasedAddress, SendJob, Step, StepVariant, Suppression, TimelineEvent
 from .selectors import normalize_email
 from .sending_mailbox import sends_from
 from .states import LEFT
+from .timeline import Event
 
 # What every transaction of the pipeline needs of a job, loaded with it: the enrollment's own mailbox (the
 # services always set it; a row written without them reads its sequence's mailbox when asked, see
@@ -32,6 +34,9 @@ from .states import LEFT
 # The job's A/B variant comes in the same statement: the final check reads its stopped flag from it, as it
 # reads the sequence's status (a draft holds the job) from the sequence joined here.
 JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence", "step", "variant")
+# The final check's deferrals that hold a job while their cause lasts (`sequences.services.sending`): their
+# re-checks write nothing while they find the same hold.
+HOLD_REASONS = ("mailbox_blocked", "reply_view")
 
 
 def jobs_loaded(*related: str) -> QuerySet[SendJob]:
@@ -81,11 +86,22 @@ class Facts:
     # to this person really left before), and what the mailbox's reply folders say (read only for one).
     follow_up: bool = False
     views: FolderViews = FolderViews()
+    # The data of the job's last event when it is a hold (a deferral of HOLD_REASONS): what this check's quiet
+    # re-check started from.
+    hold: dict[str, Any] | None = None
+
+
+def hold_of(kind: str | None, data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A job's last event (its kind and data) as a hold, or None when it is something else."""
+    if kind == Event.JOB_DEFERRED and (data or {}).get("reason") in HOLD_REASONS:
+        return data
+    return None
 
 
 def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
     """The final check's facts about `job` (read with `job_read`) sent from `mailbox`: one statement, and for a
-    follow-up from a mailbox that reads replies, one more for its reply folders.
+    follow-up from a mailbox that reads replies, one more for its reply folders. The job's last event comes in
+    the same statement (`Facts.hold`).
 
     Run after the enrollment lock was granted: under READ COMMITTED its snapshot holds every stop that
     committed before (a stop that comes later waits for the caller's transaction). The ledger is read once
@@ -95,6 +111,7 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
     address = normalize_email(job.enrollment.contact.email)
     domain = "@" + address.rsplit("@", 1)[-1]
     latest = Suppression.objects.filter(value=OuterRef("value")).order_by("-id").values("pk")[:1]
+    last_event = TimelineEvent.objects.filter(job_id=job.pk).order_by("-id")
     read = SendJob.objects.filter(pk=job.pk).values(
         now=DbClock(),
         suppressed=Exists(Suppression.objects.filter(value__in=(address, domain), action=Suppression.Action.ADD,
@@ -104,6 +121,8 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
                                                     step__position=job.step.position - 1)),
         follow_up=Exists(SendJob.objects.filter(LEFT, sends_from(mailbox.pk, via="enrollment__"),
                                                 enrollment__contact_id=job.enrollment.contact_id)),
+        last_kind=Subquery(last_event.values("kind")[:1]),
+        last_data=Subquery(last_event.values("data")[:1]),
     ).get()
     views = FolderViews()
     if read["follow_up"] and mailbox.has_imap:
@@ -111,7 +130,7 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
                              .values_list("read_through", "unread_since"))
     return Facts(now=read["now"], suppressed=read["suppressed"] or read["erased"],
                  previous_step_sent=job.step.position == 1 or read["previous_left"], follow_up=read["follow_up"],
-                 views=views)
+                 views=views, hold=hold_of(read["last_kind"], read["last_data"]))
 
 
 def sent_before(job: SendJob) -> list[tuple[str, str, bool, int]]:

@@ -14,8 +14,10 @@ No other code writes these fields. A move is an UPDATE guarded by the state
 means someone else moved it first, and the move returns False and writes
 nothing: the caller reloads instead of retrying blindly. A successful move
 writes its timeline event in the same transaction and updates the object in
-memory. Every move requires the caller's transaction; the caller holds the
-locks (see `sequences.locks` for their order).
+memory (a held job's re-check that finds the same hold moves quietly, and
+its moves are written when it ends otherwise: `job_move`). Every move
+requires the caller's transaction; the caller holds the locks (see
+`sequences.locks` for their order).
 
 A move is two statements in the caller's transaction: the guarded UPDATE
 (the ORM's `filter(...).update(...)`), then the INSERT of its event; the
@@ -126,9 +128,14 @@ def job_move(
     event: Event | None = None,
     worker_id: str = "",
     fields: dict[str, Any] | None = None,
+    quiet: bool = False,
     **event_data: Any,
 ) -> bool:
-    """Move `job` from the state and version it was read with to `to`, with its event; requires a transaction."""
+    """Move `job` from the state and version it was read with to `to`, with its event; requires a transaction.
+
+    `quiet`: the move of a held job's re-check (`services.sending`), which writes no event: the hold's own event
+    stays the job's last word while the re-checks find the same hold (three events every few seconds said
+    nothing new), and `job_quiet_moves_record` writes the re-check's moves when it ends otherwise."""
     _check("send-job", JOB_EDGES, job.state, to)
     before, version = job.state, job.version
     updates: dict[str, Any] = {"state": to, "version": F("version") + 1, **(fields or {})}
@@ -137,14 +144,29 @@ def job_move(
     authorized_at = job.authorized_at
     if not _guarded_update(job, {"state": before, "version": version}, updates):
         return False
-    event_record(kind=event or Event(f"job_{to}"), email=job.enrollment.contact.email, enrollment=job.enrollment_id,
-                 job=job.pk, version_seen=version, worker_id=worker_id,
-                 step=job.step.position, **{"from": before, "to": to}, **event_data)
+    if not quiet:
+        event_record(kind=event or Event(f"job_{to}"), email=job.enrollment.contact.email,
+                     enrollment=job.enrollment_id, job=job.pk, version_seen=version, worker_id=worker_id,
+                     step=job.step.position, **{"from": before, "to": to}, **event_data)
     if before == S.AUTHORIZED and to == S.SCHEDULED:
         # A transient refusal or a held message did not leave: it is not one of the day's messages.
         mailbox = enrollment_mailbox(job.enrollment)
         daily_cap.slot_give_back(mailbox_id=mailbox.pk, tz=daily_cap.cap_zone(mailbox), authorized_at=authorized_at)
     return True
+
+
+def job_quiet_moves_record(*, job: SendJob, worker_id: str) -> None:
+    """The events of a held job's re-check that was dispatched and claimed quietly (`job_move(quiet=True)`), now
+    that the re-check ends otherwise than in the same hold (authorized, canceled, another hold or deferral): the
+    job's timeline shows the claim that led to it. `job` is the claimed job read fresh; each event carries the
+    version its move saw and, as `moved_at`, when the move happened. Requires the caller's transaction."""
+    assert job.state == S.CLAIMED, "a quiet re-check is recorded when it ends, from the claimed job"
+    moves = ((S.SCHEDULED, S.QUEUED, job.version - 2, job.queued_at, ""),
+             (S.QUEUED, S.CLAIMED, job.version - 1, job.claimed_at, worker_id))
+    for before, to, version, at, worker in moves:
+        event_record(kind=Event(f"job_{to}"), email=job.enrollment.contact.email, enrollment=job.enrollment_id,
+                     job=job.pk, version_seen=version, worker_id=worker, step=job.step.position,
+                     **{"from": before, "to": to}, moved_at=iso(at), after_hold=True)
 
 
 def job_variant_change(*, job: SendJob, variant_id: int, **event_data: Any) -> bool:

@@ -25,7 +25,7 @@ from .queues import (
 from .services import mailbox_health, suppressions
 from .services.doctor import enrollments_doctor
 from .services.domain_auth import domain_auth_sweep
-from .services.enrollments import ContactRow, enrollments_create_many
+from .services.enrollments import ContactRow, EnrollCounts, enrollments_create_many
 from .services.mailbox_health import mailbox_probes_due
 from .services.provider_cancel import provider_cancels_stale, send_job_provider_cancel
 from .services.reply_view_episodes import reply_view_episodes_sweep
@@ -160,13 +160,16 @@ def bulk_enrollment_run(bulk_id: int) -> str:
 def api_housekeeping() -> int:
     """Periodic: forget idempotency keys older than a day."""
     return idempotency_keys_purge()
-def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], rejected: list, actor: str,
+def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], refused: dict[str, Any] | list, actor: str,
                       allow_missing: bool = False, source: str = "") -> dict[str, Any]:
-    """Enroll the checked rows of a CSV uploaded in the UI; progress in the RQ job's meta for its status page.
-    `allow_missing`: the operator ticked "also enroll the rows that lack a value"; `source`: the file's name."""
+    """Enroll the rows of a CSV uploaded in the UI that its dry run would enroll; `refused`: the rows the dry run
+    refused, by kind (`EnrollCounts.plain`). Progress in the RQ job's meta for its status page; the result is the
+    upload's counts (`EnrollCounts.shown`), as its dry run showed them. `allow_missing`: the operator chose to
+    enroll the rows that lack a value a step needs; `source`: the file's name."""
+    # A run queued before the counts were kept by kind passed the file's invalid rows only.
+    counts = (EnrollCounts.from_plain(refused) if isinstance(refused, dict)
+              else EnrollCounts(rejected=[(int(line), str(reason)) for line, reason in refused]))
     result = enrollments_create_many(sequence_id=sequence_id, rows=[ContactRow(**r) for r in rows],
                                      actor=actor, progress=_meta_progress(), allow_missing=allow_missing,
-                                     source=source, invalid=len(rejected))
-    return {"enrolled": result.enrolled, "suppressed": result.suppressed, "already": result.already_enrolled,
-            "invalid": len(rejected), "contacts_created": result.contacts_created,
-            "contacts_kept": result.contacts_kept, "rejected": sorted([tuple(r) for r in rejected] + result.rejected)}
+                                     source=source, counts=counts)
+    return counts.shown() | {"contacts_created": result.contacts_created, "contacts_kept": result.contacts_kept}

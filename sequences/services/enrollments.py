@@ -102,6 +102,7 @@ class BatchResult:
     already_enrolled: int = 0  # rejected rows already in the sequence
     missing_values: int = 0  # rejected rows lacking a value a step uses without a fallback
     enrollment_ids: dict[str, int] = dataclass_field(default_factory=dict)  # address -> its new enrollment's id
+    refused: list[tuple[int, Refusal]] = dataclass_field(default_factory=list)  # (line, why): `rejected` by kind
 
 
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
@@ -135,6 +136,102 @@ class Refusal:
 
     kind: str
     reason: str
+
+
+ROWS_SHOWN = 200  # rows listed under each count of an import (the counts are always whole)
+
+
+@dataclass
+class EnrollCounts:
+    """What one import's rows come to, each row counted once under one outcome: the counts its dry run, the
+    progress and result of its run, the operator log and the `enroll` command show, so none can disagree.
+
+    `rejected`: rows that cannot be enrolled as they are (an invalid or duplicated row, a refused time zone or
+    domain, a value a step needs); `already`: people in the sequence already, left as they are (a file enrolled
+    again is not an error); `suppressed`: suppressed or erased addresses, never enrolled. `flagged` notes rows
+    that are enrolled all the same (a role account, a value a step lacks when the import allows it); `missing`
+    counts the rows lacking a value a step needs, rejected or (allowed) enrolled.
+    """
+
+    enrolled: int = 0
+    rejected: list[tuple[int, str]] = dataclass_field(default_factory=list)  # (line, reason)
+    already: list[tuple[int, str]] = dataclass_field(default_factory=list)
+    suppressed: list[tuple[int, str]] = dataclass_field(default_factory=list)
+    flagged: list[tuple[int, str]] = dataclass_field(default_factory=list)
+    missing: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.enrolled + len(self.rejected) + len(self.already) + len(self.suppressed)
+
+    def refuse(self, line: int, refusal: Refusal) -> None:
+        if refusal.kind in (Refusal.SUPPRESSED, Refusal.ERASED):
+            self.suppressed.append((line, refusal.reason))
+        elif refusal.kind == Refusal.ALREADY_ENROLLED:
+            self.already.append((line, refusal.reason))
+        else:
+            self.rejected.append((line, refusal.reason))
+            self.missing += refusal.kind == Refusal.MISSING_VALUE
+
+    def add(self, result: BatchResult) -> None:
+        """A batch's outcome (`enrollments_create_batch`): its enrolled rows, and its refusals by kind."""
+        self.enrolled += result.enrolled
+        for line, refusal in result.refused:
+            self.refuse(line, refusal)
+
+    def words(self, *, dry_run: bool = False) -> str:
+        """The four counts in words, as the command prints them: '35 enrolled, 5 rejected, 2 already enrolled,
+        1 suppressed (43 rows)'; with `dry_run`, '35 would be enrolled, …'."""
+        rows = self.rows
+        return (f"{self.enrolled} {'would be ' if dry_run else ''}enrolled, {len(self.rejected)} rejected, "
+                f"{len(self.already)} already enrolled, {len(self.suppressed)} suppressed "
+                f"({rows} row{'s' if rows != 1 else ''})")
+
+    def shown(self, limit: int = ROWS_SHOWN) -> dict[str, Any]:
+        """The counts and the first `limit` rows of each kind, in line order, as plain data (a page's context, the
+        stored result of a background run)."""
+        out: dict[str, Any] = {"rows": self.rows, "enrolled": self.enrolled, "n_missing": self.missing}
+        for kind in ("rejected", "already", "suppressed", "flagged"):
+            listed = sorted(getattr(self, kind))
+            out[f"n_{kind}"], out[kind] = len(listed), [list(row) for row in listed[:limit]]
+        return out
+
+    def plain(self) -> dict[str, Any]:
+        """Every row of each kind (`from_plain` reads it back): what a background run is given."""
+        return {"rejected": self.rejected, "already": self.already, "suppressed": self.suppressed,
+                "flagged": self.flagged, "missing": self.missing}
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> EnrollCounts:
+        rows = {kind: [(int(line), str(reason)) for line, reason in data.get(kind, [])]
+                for kind in ("rejected", "already", "suppressed", "flagged")}
+        return cls(missing=int(data.get("missing", 0)), **rows)
+
+
+def enrollments_dry_run_counts(*, sequence_id: int, rows: list[ContactRow],
+                               rejected: list[tuple[int, str]] | None = None,
+                               flagged: list[tuple[int, str]] | None = None, allow_missing: bool = False,
+                               update_contacts: bool = False) -> tuple[EnrollCounts, list[ContactRow]]:
+    """What enrolling these checked rows would do, counted as the run counts it, and the rows it would enroll;
+    reads only. `rejected`, `flagged`: what the file's own checks found before (invalid rows, address notes).
+
+    A row lacking a value a step needs is rejected, or with `allow_missing` enrolled with a note (that person
+    gets the steps before it, then stops there, failed)."""
+    counts = EnrollCounts(rejected=list(rejected or []), flagged=list(flagged or []))
+    refused = enrollments_dry_run(sequence_id=sequence_id, rows=rows, update_contacts=update_contacts)
+    kept = []
+    for row in rows:
+        refusal = refused.get(row.email)
+        if refusal is not None and refusal.kind == Refusal.MISSING_VALUE and allow_missing:
+            counts.missing += 1
+            counts.flagged.append((row.line, f"{refusal.reason}; enrolled anyway: stops at that step, failed"))
+            refusal = None
+        if refusal is None:
+            counts.enrolled += 1
+            kept.append(row)
+        else:
+            counts.refuse(row.line, refusal)
+    return counts, kept
 
 
 class StepNeeds:
@@ -259,14 +356,15 @@ def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bo
     return refused
 
 
-def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow], allow_missing: bool = False
-                        ) -> dict[str, Refusal]:
+def enrollments_dry_run(*, sequence_id: int, rows: list[ContactRow], allow_missing: bool = False,
+                        update_contacts: bool = False) -> dict[str, Refusal]:
     """What enrollments_create_batch would refuse, without writing anything (reads only)."""
     sequence = Sequence.objects.get(pk=sequence_id)
     needs = StepNeeds(sequence)
     refused: dict[str, Refusal] = {}
     for start in range(0, len(rows), 5000):
-        refused |= _refusals(sequence, rows[start:start + 5000], allow_missing=allow_missing, needs=needs)
+        refused |= _refusals(sequence, rows[start:start + 5000], allow_missing=allow_missing, needs=needs,
+                             update_contacts=update_contacts)
     return refused
 
 
@@ -319,6 +417,7 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
                 accepted.append(row)
                 continue
             result.rejected.append((row.line, refusal.reason))
+            result.refused.append((row.line, refusal))
             if refusal.kind in (Refusal.SUPPRESSED, Refusal.ERASED):
                 result.suppressed += 1
             elif refusal.kind == Refusal.ALREADY_ENROLLED:
@@ -379,19 +478,24 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
 
 def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: str = "", batch_size: int = 1000,
                             progress=None, allow_missing: bool = False, source: str = "",
-                            invalid: int = 0) -> BatchResult:
-    """enrollments_create_batch over many rows, one transaction per batch; `progress(done, total)` after each.
+                            counts: EnrollCounts | None = None) -> BatchResult:
+    """enrollments_create_batch over many rows, one transaction per batch; `progress(enrolled, len(rows))` after
+    each (the rows are those the dry run would enroll: the bar ends full unless something changed since).
 
-    One operator-log row says what the import did (`source`: the file; `invalid`: rows refused before it),
-    also when it stopped part-way: the batches before the failure stay enrolled."""
+    `counts`: the rows the import refused before these (its dry run's), to which each batch's outcome is added.
+    One operator-log row says what the import did (`source`: the file), with the same counts, also when it
+    stopped part-way: the batches before the failure stay enrolled."""
+    counts = counts if counts is not None else EnrollCounts()
     total = BatchResult()
     done = 0
     try:
         for start in range(0, len(rows), batch_size):
             result = enrollments_create_batch(sequence_id=sequence_id, rows=rows[start:start + batch_size],
                                               actor=actor, allow_missing=allow_missing)
+            counts.add(result)
             total.enrolled += result.enrolled
             total.rejected += result.rejected
+            total.refused += result.refused
             total.contacts_created += result.contacts_created
             total.contacts_kept += result.contacts_kept
             total.suppressed += result.suppressed
@@ -399,20 +503,20 @@ def enrollments_create_many(*, sequence_id: int, rows: list[ContactRow], actor: 
             total.missing_values += result.missing_values
             done = min(start + batch_size, len(rows))
             if progress is not None:
-                progress(done, len(rows))
+                progress(total.enrolled, len(rows))
     except Exception as exc:
-        _import_log(sequence_id, actor, source, total, invalid, failed=f"stopped after {done} of {len(rows)} rows: "
-                                                                       f"{str(exc)[:300]}")
+        _import_log(sequence_id, actor, source, counts, failed=f"stopped after {done} of {len(rows)} rows, "
+                                                               f"{total.enrolled} of them enrolled: {str(exc)[:300]}")
         raise
-    _import_log(sequence_id, actor, source, total, invalid)
+    _import_log(sequence_id, actor, source, counts)
     return total
 
 
-def _import_log(sequence_id: int, actor: str, source: str, total: BatchResult, invalid: int, failed: str = "") -> None:
+def _import_log(sequence_id: int, actor: str, source: str, counts: EnrollCounts, failed: str = "") -> None:
     name = Sequence.objects.filter(pk=sequence_id).values_list("name", flat=True).first() or str(sequence_id)
     result: dict[str, Any] = {"file": source} if source else {}
-    result |= {"enrolled": total.enrolled, "rejected": invalid + len(total.rejected),
-               "suppressed": total.suppressed, "already enrolled": total.already_enrolled}
+    result |= {"enrolled": counts.enrolled, "rejected": len(counts.rejected), "suppressed": len(counts.suppressed),
+               "already enrolled": len(counts.already)}
     if failed:
         result["failed"] = failed
     operator_log(actor=actor, action="enrollment_import", target=f"sequence {name}", kind=T.SEQUENCE,

@@ -22,17 +22,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 
 from db.sql import db_now
 from mailboxes.models import Mailbox
 
 from .. import daily_cap, reply_view
-from ..loads import Facts, facts_read, job_read
+from ..loads import Facts, facts_read, hold_of, job_read
 from ..locks import job_enrollment_lock, mailbox_lock
-from ..models import MAILBOX_BLOCKED, Enrollment, SendJob, Sequence, Suppression
+from ..models import MAILBOX_BLOCKED, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
 from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
-from ..states import job_move
+from ..states import job_move, job_quiet_moves_record
 from ..timeline import Event, event_record, iso
 from ..window import mailbox_next_open
 from .guardrails import guardrail_refusal_record
@@ -49,6 +49,23 @@ HELD = MAILBOX_BLOCKED  # the error of a job waiting for its mailbox; released w
 
 def held_error(reason: str) -> str:
     return (HELD + reason)[:2000]
+
+
+# The final check's deferrals that hold a job while their cause lasts (`loads.HOLD_REASONS`) are checked again
+# every few seconds to a minute: the first writes its event, and the re-checks that find the same hold (`hold`:
+# its reason without the times in its words) write none, neither their dispatch nor their claim nor the
+# deferral (`job_move(quiet=True)`). A re-check that ends otherwise writes its dispatch and claim first.
+
+
+def holding(job_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The jobs of `job_ids` whose last event is a hold, with its data (`loads.hold_of`): their re-checks are
+    quiet until the hold's reason changes or it ends. One statement, whatever the number of jobs."""
+    if not job_ids:
+        return {}
+    last = (TimelineEvent.objects.filter(job_id__in=job_ids).order_by().values("job_id")
+            .annotate(last=Max("id")).values("last"))
+    rows = TimelineEvent.objects.filter(pk__in=last).values_list("job_id", "kind", "data")
+    return {job_id: hold for job_id, kind, data in rows if (hold := hold_of(kind, data)) is not None}
 
 
 def dispatch_due(*, limit: int | None = None) -> list[int]:
@@ -79,12 +96,13 @@ def dispatch_due(*, limit: int | None = None) -> list[int]:
         )
         taken: set[int] = set()
         queued = []
+        held = holding([job.pk for job in jobs])
         for job in jobs:
             mailbox_id = job.enrollment.mailbox_id
             if mailbox_id in spaced and mailbox_id in taken:
                 continue
             taken.add(mailbox_id)
-            if job_move(job=job, to=S.QUEUED):
+            if job_move(job=job, to=S.QUEUED, quiet=job.pk in held):
                 queued.append(job.pk)
         return queued
 
@@ -111,7 +129,7 @@ def send_job_claim(*, job_id: int, worker_id: str) -> SendJob | None:
                          job=job, version_seen=job.version, worker_id=worker_id, state=job.state)
             return None
         lease = db_now() + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
-        moved = job_move(job=job, to=S.CLAIMED, worker_id=worker_id,
+        moved = job_move(job=job, to=S.CLAIMED, worker_id=worker_id, quiet=bool(holding([job.pk])),
                          fields={"worker_id": worker_id, "lease_until": lease, "attempts": F("attempts") + 1})
         return job if moved else None
 
@@ -167,9 +185,12 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if job.state != S.CLAIMED or job.worker_id != worker_id or job.version != version:
             return _lost(job, worker_id=worker_id, version=version)
         facts = facts_read(job, mailbox)
+        # A re-check of a hold (dispatched and claimed quietly): its moves are written if it ends otherwise.
+        held = facts.hold
 
         reason = final_check(job=job, enrollment=enrollment, mailbox=mailbox, facts=facts)
         if reason:
+            _recheck_ends(job, held, worker_id=worker_id)
             job_move(job=job, to=S.CANCELED, worker_id=worker_id, fields={"cancel_reason": reason}, reason=reason,
                      final_check=True)
             if reason == VARIANT_STOPPED:
@@ -182,15 +203,20 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if enrollment.sequence.status == Sequence.Status.DRAFT:
             # Held, never failed: the dispatcher leaves a draft's jobs alone, and this one (queued before it
             # was a draft's, or by hand) waits for the launch; it is due again at once after it.
-            return _defer(job, worker_id=worker_id, until=max(now, job.scheduled_at), why="sequence_draft")
+            return _defer(job, worker_id=worker_id, until=max(now, job.scheduled_at), why="sequence_draft",
+                          held=held)
         if mailbox.blocked_at is not None:
             # The mailbox cannot send at all: wait for its next probe, and make no login attempt meanwhile.
             recheck = now + timedelta(seconds=settings.OUTREACH_BLOCKED_RECHECK_SECONDS)
             until = max(mailbox.next_probe_at or now, recheck)
-            job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
+            hold = f"mailbox_blocked: {mailbox.blocked_reason}"
+            quiet = _same_hold(held, hold)
+            if not quiet:
+                _recheck_ends(job, held, worker_id=worker_id)
+            job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED, quiet=quiet,
                      fields={"scheduled_at": until, "worker_id": "", "lease_until": None,
                              "error": held_error(mailbox.blocked_reason), "attempts": F("attempts") - 1},
-                     reason="mailbox_blocked", until=until.isoformat())
+                     reason="mailbox_blocked", until=until.isoformat(), hold=hold)
             return Authorization("deferred", "mailbox_blocked", job.version)
         blind = reply_view.hold_reason(mailbox, facts)
         if blind:
@@ -198,23 +224,26 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
             # been read (and has stopped its sender) or the view is fresh again.
             wait = settings.OUTREACH_REPLY_VIEW_RECHECK_SECONDS if mailbox.has_imap else 3600
             return _defer(job, worker_id=worker_id, until=now + timedelta(seconds=wait), why="reply_view",
-                          detail=blind)
+                          detail=blind, held=held, hold=_reply_view_hold(mailbox, facts))
         # A job handed to an ESP early is checked against the window at its send time.
         send_time = max(now, job.scheduled_at)
         opening = mailbox_next_open(send_time, mailbox=mailbox, contact_zone=enrollment.contact.timezone)
         if opening is not None:
-            return _defer(job, worker_id=worker_id, until=opening, why="outside_sending_window")
+            return _defer(job, worker_id=worker_id, until=opening, why="outside_sending_window", held=held)
         day = daily_cap.cap_day(mailbox, send_time)
         limit = daily_cap.day_limit(mailbox, day)
         if limit <= 0:
-            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
+            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached",
+                          held=held)
         gap = daily_cap.gap_wait(mailbox, now)
         if gap is not None:
-            return _defer(job, worker_id=worker_id, until=gap, why="min_gap")
+            return _defer(job, worker_id=worker_id, until=gap, why="min_gap", held=held)
 
         if not daily_cap.slot_take(mailbox=mailbox, day=day, limit=limit):
-            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached")
+            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached",
+                          held=held)
         daily_cap.gap_take(mailbox, now)
+        _recheck_ends(job, held, worker_id=worker_id)
         lease = now + timedelta(seconds=settings.OUTREACH_LEASE_SECONDS)
         if job_move(job=job, to=S.AUTHORIZED, worker_id=worker_id, fields={"lease_until": lease}, final_check=True,
                     replies_read_seconds_before=reply_view.view_age_seconds(facts)):
@@ -226,14 +255,39 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         return _lost(job, worker_id=worker_id, version=version)
 
 
-def _defer(job: SendJob, *, worker_id: str, until: datetime, why: str, detail: str = "") -> Authorization:
+def _defer(job: SendJob, *, worker_id: str, until: datetime, why: str, detail: str = "",
+           held: dict[str, Any] | None = None, hold: str = "") -> Authorization:
     """claimed -> scheduled: the sending window is closed, the mailbox reached its daily cap, or it has not read
-    its replies (`detail`: why, in words)."""
+    its replies (`detail`: why, in words; `hold`: the hold's reason, the same while it lasts). `held`: the hold
+    this re-check started from (`holding`); the same hold again writes no event."""
+    quiet = _same_hold(held, hold)
+    if not quiet:
+        _recheck_ends(job, held, worker_id=worker_id)
     # A deferral is not a sending attempt: it does not count against OUTREACH_MAX_ATTEMPTS.
-    job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED,
+    job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED, quiet=quiet,
              fields={"scheduled_at": until, "worker_id": "", "lease_until": None, "attempts": F("attempts") - 1},
-             reason=why, until=until.isoformat(), **({"detail": detail} if detail else {}))
+             reason=why, until=until.isoformat(), **({"detail": detail} if detail else {}),
+             **({"hold": hold} if hold else {}))
     return Authorization("deferred", why, job.version)
+
+
+def _same_hold(held: dict[str, Any] | None, hold: str) -> bool:
+    """This re-check found the hold it started from, for the same reason: nothing new to write."""
+    return bool(hold) and held is not None and held.get("hold") == hold
+
+
+def _recheck_ends(job: SendJob, held: dict[str, Any] | None, *, worker_id: str) -> None:
+    """A quiet re-check of a hold ends otherwise: write its dispatch and claim before what it ends in."""
+    if held is not None:
+        job_quiet_moves_record(job=job, worker_id=worker_id)
+
+
+def _reply_view_hold(mailbox: Mailbox, facts: Facts) -> str:
+    """A reply-view hold's reason, the same for as long as it lasts: the state of the view (not its words, which
+    count the seconds), and the error of the last poll where the words quote it."""
+    view = reply_view.view_of(mailbox, facts.views, now=facts.now)
+    error = mailbox.last_poll_error if view in (reply_view.View.STALE, reply_view.View.NEVER_READ) else ""
+    return f"reply_view: {view.value}" + (f": {error}" if error else "")
 
 
 def _lost(job: SendJob, *, worker_id: str, version: int) -> Authorization:
@@ -371,6 +425,7 @@ def send_job_record_unpreparable(*, job_id: int, worker_id: str, error: str) -> 
         enrollment, job = locked.enrollment, locked.job
         if job.state != S.CLAIMED or job.worker_id != worker_id:
             return False  # a stop canceled it, or the lease ran out and another worker owns it
+        _recheck_ends(job, holding([job.pk]).get(job.pk), worker_id=worker_id)
         moved = job_move(job=job, to=S.FAILED, worker_id=worker_id, event=Event.JOB_PREPARE_FAILED,
                          fields={"error": f"could not prepare: {error}", "lease_until": None}, error=error)
         if moved:

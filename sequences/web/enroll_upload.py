@@ -2,8 +2,10 @@
 
 The rows are checked as the `enroll` command checks them (`sequences.contact_rows.row_check`) and written by
 the one batch path, `enrollments_create_batch` (a refused row changes nothing); the dry run asks the same
-service what it would refuse (`enrollments_dry_run`). Suppressed addresses are never
-enrolled. Each step is a page that can be reloaded: the upload is kept in Redis under a token,
+service what it would refuse (`enrollments_dry_run_counts`). Suppressed addresses are never
+enrolled. One upload's counts (`EnrollCounts`: enrolled, rejected, already enrolled, suppressed) are the same on
+its dry run, its progress and its result: the run is given the rows the dry run would enroll, and the rows it
+refused by kind. Each step is a page that can be reloaded: the upload is kept in Redis under a token,
 the mapping and the dry run are a GET, the run is one POST that redirects to the job's status
 page (a second POST of the same upload finds the job it already started).
 
@@ -40,7 +42,7 @@ from sequences.contact_rows import NAMED, FileRefused, column_field, decode, row
 from ..models import Sequence
 from ..permissions import OPERATE
 from ..services.common import ServiceError
-from ..services.enrollments import ContactRow, Refusal, enrollments_dry_run
+from ..services.enrollments import ROWS_SHOWN, ContactRow, EnrollCounts, enrollments_dry_run_counts
 from .access import ui_view
 
 # An upload not enrolled within six hours is forgotten: mapping and the dry run take minutes, and a short stay
@@ -65,7 +67,6 @@ TARGETS = [
     (FIELD, "Custom field (column name)"),
     (IGNORE, "Ignore this column"),
 ]
-SHOWN_REJECTED = 200
 SAMPLES = 3  # values shown under each column of the mapping page
 SAMPLE_LENGTH = 60
 
@@ -437,8 +438,9 @@ def _verify_job(token: str, domains: list[str], *, start: bool) -> Job | None:
     return job
 
 
-def _map_url(pk: int, token: str, mapping: list[str], *, verify: bool) -> str:
+def _map_url(pk: int, token: str, mapping: list[str], *, verify: bool, allow_missing: bool = False) -> str:
     query = {f"col{i}": target for i, target in enumerate(mapping)} | ({"verify": "1"} if verify else {})
+    query |= {"allow_missing": "1"} if allow_missing else {}
     return f"{reverse('enroll_map', args=[pk, token])}?{urlencode(query)}"
 
 
@@ -487,44 +489,36 @@ def enroll_map(request, pk: int, token: str):
             context["unverified_url"] = _map_url(pk, token, mapping, verify=False)
             return render(request, "ui/enroll_map.html", context)
         parsed.verify(verdicts_read(job.return_value()))
-    context["dry_run"] = dry_run(sequence, parsed)
+    allow_missing = request.GET.get("allow_missing") == "1"
+    counts, _ = dry_run(sequence, parsed, allow_missing=allow_missing)
+    context["dry_run"] = counts.shown()
+    context["dry_run_sections"] = row_sections(context["dry_run"])
+    context["allow_missing"] = allow_missing
+    context["shown"] = ROWS_SHOWN
+    if counts.missing:  # the same dry run with the rows that lack a value enrolled, or refused
+        context["missing_url"] = _map_url(pk, token, mapping, verify=verify, allow_missing=not allow_missing)
     return render(request, "ui/enroll_map.html", context)
 
 
-def dry_run(sequence: Sequence, parsed: Parsed) -> dict:
-    refused = enrollments_dry_run(sequence_id=sequence.pk, rows=parsed.rows)
-    suppressed = [
-        (r.line, refused[r.email].reason)
-        for r in parsed.rows
-        if r.email in refused and refused[r.email].kind in (Refusal.SUPPRESSED, Refusal.ERASED)
-    ]
-    enrolled = [
-        (r.line, refused[r.email].reason)
-        for r in parsed.rows
-        if r.email in refused and refused[r.email].kind == Refusal.ALREADY_ENROLLED
-    ]
-    zones = [
-        (r.line, refused[r.email].reason)
-        for r in parsed.rows
-        if r.email in refused and refused[r.email].kind == Refusal.TIMEZONE
-    ]
-    missing = [
-        (r.line, refused[r.email].reason)
-        for r in parsed.rows
-        if r.email in refused and refused[r.email].kind == Refusal.MISSING_VALUE
-    ]
-    rejected = sorted(parsed.rejected + zones + missing)
-    return {
-        "n_missing": len(missing),
-        "valid": len(parsed.rows) - len(refused),
-        "rejected": rejected[:SHOWN_REJECTED],
-        "n_rejected": len(rejected),
-        "suppressed": suppressed[:SHOWN_REJECTED],
-        "n_suppressed": len(suppressed),
-        "already": enrolled[:SHOWN_REJECTED],
-        "n_already": len(enrolled),
-        "flagged": parsed.flagged[:SHOWN_REJECTED],
-    }
+# Each kind of row an upload lists, under its count, in this order (`ui/_enroll_rows.html`).
+ROW_KINDS = (
+    ("rejected", "Rejected"),
+    ("suppressed", "Suppressed — never enrolled"),
+    ("already", "Already enrolled in this sequence — left as they are"),
+    ("flagged", "Enrolled, with a note"),
+)
+
+
+def row_sections(shown: dict) -> list[tuple[str, str, list, int]]:
+    """(kind, title, the rows listed, how many in all) of an upload's counts (`EnrollCounts.shown`)."""
+    return [(kind, title, shown.get(kind, []), shown.get(f"n_{kind}", 0)) for kind, title in ROW_KINDS]
+
+
+def dry_run(sequence: Sequence, parsed: Parsed, *,
+            allow_missing: bool = False) -> tuple[EnrollCounts, list[ContactRow]]:
+    """What enrolling the parsed rows would do (`EnrollCounts`), and the rows it would enroll; reads only."""
+    return enrollments_dry_run_counts(sequence_id=sequence.pk, rows=parsed.rows, rejected=parsed.rejected,
+                                      flagged=parsed.flagged, allow_missing=allow_missing)
 
 
 @ui_view(OPERATE, methods=("POST",))
@@ -538,21 +532,26 @@ def enroll_run(request, pk: int, token: str):
     if mapping is None or mapping_error(upload.header, mapping):
         return redirect("enroll_map", pk=pk, token=token)
     parsed = parse(upload, mapping)
+    allow_missing = request.POST.get("allow_missing") == "1"
     if request.POST.get("verify") == "1":
         # The verdicts of the dry run's background check; without them, back to the page that waits for it.
         check = _verify_job(token, rows_domains(parsed.rows), start=False)
         if check is None or check.get_status() != JobStatus.FINISHED:
-            return redirect(_map_url(pk, token, mapping, verify=True))
+            return redirect(_map_url(pk, token, mapping, verify=True, allow_missing=allow_missing))
         parsed.verify(verdicts_read(check.return_value()))
+    # The dry run again, as the page showed it: the run is given the rows it enrolls (the batches check them once
+    # more, for what changed since) and the refused ones by kind, so its progress counts up to the number on the
+    # button and its result repeats the dry run's counts.
+    counts, rows = dry_run(sequence, parsed, allow_missing=allow_missing)
     actor = request.user.get_username()
     try:
         job = _redis().enqueue(
             "sequences.tasks.enrollment_upload",
             sequence.pk,
-            [asdict(r) for r in parsed.rows],
-            parsed.rejected,
+            [asdict(r) for r in rows],
+            counts.plain(),
             actor,
-            allow_missing=request.POST.get("allow_missing") == "1",
+            allow_missing=allow_missing,
             source=upload.file,
             job_timeout=3600,
             result_ttl=7 * 86400,
@@ -561,7 +560,7 @@ def enroll_run(request, pk: int, token: str):
                 "kind": "enrollment_upload",
                 "sequence_id": sequence.pk,
                 "done": 0,
-                "total": len(parsed.rows),
+                "total": len(rows),
                 "file": upload.file,
                 "actor": actor,
             },
@@ -627,6 +626,7 @@ def enroll_status(request, pk: int, job_id: str):
     sequence = get_object_or_404(Sequence, pk=pk)
     job = _job(pk, job_id)
     progress = _progress(job)
+    result = _result(job.return_value()) if progress["finished"] else None
     return render(
         request,
         "ui/enroll_status.html",
@@ -635,10 +635,30 @@ def enroll_status(request, pk: int, job_id: str):
             "job": job,
             "meta": job.meta,
             **progress,
-            "result": job.return_value() if progress["finished"] else None,
+            "result": result,
+            "result_sections": row_sections(result) if result else [],
             "status_url": reverse("enroll_progress", args=[pk, job_id]),
+            "shown": ROWS_SHOWN,
         },
     )
+
+
+# The reasons the batch gives a row it refuses for being suppressed or already enrolled (`services.enrollments`).
+_LEGACY_KIND = ((" is suppressed (", "suppressed"), (" is already enrolled in ", "already"),
+                ("data was erased", "suppressed"))
+
+
+def _result(result: dict | None) -> dict | None:
+    """A run's result as the page shows it (`EnrollCounts.shown`). A run from before the counts were kept by kind
+    listed every row not enrolled together: its rows are sorted by their reason's words."""
+    if not isinstance(result, dict) or "n_rejected" in result:
+        return result
+    counts = EnrollCounts(enrolled=result.get("enrolled", 0))
+    for line, reason in result.get("rejected", []):
+        kind = next((kind for words, kind in _LEGACY_KIND if words in reason), "rejected")
+        getattr(counts, kind).append((line, reason))
+    return counts.shown() | {"contacts_created": result.get("contacts_created", 0),
+                             "contacts_kept": result.get("contacts_kept", 0)}
 
 
 @ui_view(OPERATE)

@@ -6,7 +6,7 @@ what they decided is read back from what they stored:
 - out of office: the job's last move back to scheduled is `job_held_out_of_office` (its `until`), and the
   person's `out_of_office_hold` event keeps the sentence of the auto-reply;
 - the reply view: the job's last move back to scheduled is the final check's deferral with reason
-  `reply_view` (its `until` is the next check, its `detail` the words of the view);
+  `reply_view` (its `detail` the words of the view; the job's time is its next check);
 - the mailbox: blocked or paused now (the mailbox row itself, as the final check reads it).
 
 "On hold until Tue 15 Dec (out of office: '…back on 14 December')".
@@ -103,8 +103,9 @@ def holds_of(jobs: list[SendJob]) -> dict[int, Hold]:
             until = _parsed(data.get("until")) or job.scheduled_at
             holds[pk] = Hold("out_of_office", out_of_office_words(until, sentences.get(job.enrollment_id, "")))
         elif kind == Event.JOB_DEFERRED and data.get("reason") == "reply_view":
+            # The job's own time is its next check: the re-checks that found the same hold wrote no event.
             holds[pk] = Hold("reply_view", reply_view_words(enrollment_mailbox(job.enrollment).name,
-                                                            _parsed(data.get("until")), data.get("detail", "")))
+                                                            job.scheduled_at, data.get("detail", "")))
     return holds
 
 

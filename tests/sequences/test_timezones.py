@@ -10,7 +10,7 @@ from io import StringIO
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 
 from db.sql import db_now
 from sequences.config.apply import config_apply
@@ -143,8 +143,8 @@ def test_an_unknown_zone_is_refused_at_enrollment_with_the_reason(mailbox, smtp_
         "bad@example.com,Bad,Acme,Moon/Base\n"
     )
     out, err = StringIO(), StringIO()
-    with pytest.raises(CommandError, match="2 rows rejected"):
-        call_command("enroll", "--sequence", sequence.name, str(path), stdout=out, stderr=err)
+    call_command("enroll", "--sequence", sequence.name, str(path), stdout=out, stderr=err)
+    assert "1 enrolled, 2 rejected" in out.getvalue()
     assert (
         "line 2: edited@example.com: timezone: the contact's time zone: unknown time zone 'Europe/Atlantis'"
         in err.getvalue()

@@ -125,7 +125,7 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     mapping = {"col0": "email", "col1": "first_name", "col2": "company", "col3": "field", "col4": "ignore"}
     dry = client.get(map_url, mapping)
     run = dry.context["dry_run"]
-    assert (run["valid"], run["n_rejected"], run["n_already"], run["n_suppressed"]) == (2, 2, 1, 1)
+    assert (run["enrolled"], run["n_rejected"], run["n_already"], run["n_suppressed"], run["rows"]) == (2, 2, 1, 1, 6)
     assert [line for line, _ in run["rejected"]] == [3, 6]
     assert "no@example.com is suppressed (unsubscribe, no@example.com)" in dry.content.decode()
     assert Enrollment.objects.filter(sequence=sequence).count() == 1, "a dry run writes nothing"
@@ -138,7 +138,7 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     waiting = client.get(status_url).content.decode()
     assert 'data-status-url="' in waiting and "enroll.js" in waiting and "<script>" not in waiting
     progress = client.get(status_url + "progress/").json()
-    assert (progress["done"], progress["total"], progress["finished"]) == (0, 4, False)  # rows to pass the batch
+    assert (progress["done"], progress["total"], progress["finished"]) == (0, 2, False)  # the dry run's "Enroll 2"
     # A second POST of the same upload (a double click, a replayed form) finds the job it started.
     assert client.post(run_url, mapping)["Location"] == status_url
     run_job(job_id)
@@ -146,7 +146,11 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     for _ in range(2):  # the result page can be reloaded: it shows the result again and enrolls nothing
         html = client.get(status_url).content.decode()
         assert "Enrolled: 2." in html
-        assert "Rejected rows: 2; already enrolled: 1; suppressed (never enrolled): 1." in html
+        assert "Rejected rows: 2; already enrolled: 1; suppressed (never enrolled): 1 — 6 rows in the file." in html
+        # Each count above the rows it lists, as the dry run listed them.
+        for kind, lines in (("rejected", ["3", "6"]), ("already", ["4"]), ("suppressed", ["5"])):
+            (table,) = re.findall(rf'id="enroll-{kind}">.*?</table>', html, re.S)
+            assert re.findall(r'data-label="Line">(\d+)<', table) == lines, kind
     assert client.get(status_url + "progress/").json()["finished"] is True
     enrolled = Enrollment.objects.filter(sequence=sequence).select_related("contact")
     assert sorted(e.contact.email for e in enrolled) == ["new1@example.com", "new2@example.com", "old@example.com"]
@@ -157,7 +161,7 @@ def test_enroll_upload_maps_columns_shows_a_dry_run_and_enrolls_once(client, use
     (logged,) = OperatorAction.objects.filter(action="enrollment_import")  # one row for the whole file
     assert (logged.actor, logged.target, logged.target_id) == (users["operator"].username, "sequence Upload",
                                                                sequence.pk)
-    assert logged.result == {"file": "people.csv", "enrolled": 2, "rejected": 4, "suppressed": 1,
+    assert logged.result == {"file": "people.csv", "enrolled": 2, "rejected": 2, "suppressed": 1,
                              "already enrolled": 1}
 
 
@@ -192,8 +196,9 @@ def test_column_names_mean_their_contact_field(header, field):
 def test_enroll_upload_whose_job_fails_says_why_in_plain_words(client, users):
     sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600), name="Gone")
     client.force_login(users["operator"])
-    map_url = upload_csv(client, sequence, "email\na@example.com\nb@example.com\n")
-    status_url = client.post(map_url.rstrip("/") + "/run/", {"col0": "email"})["Location"]
+    map_url = upload_csv(client, sequence, "email,first_name,company\na@example.com,Ann,Acme\nb@example.com,Bob,Beta\n")
+    mapping = {"col0": "email", "col1": "first_name", "col2": "company"}
+    status_url = client.post(map_url.rstrip("/") + "/run/", mapping)["Location"]
     sequence.steps.all().delete()  # between the run and its job
 
     run_job(status_url.rstrip("/").rsplit("/", 1)[-1])
@@ -201,11 +206,11 @@ def test_enroll_upload_whose_job_fails_says_why_in_plain_words(client, users):
     progress = client.get(status_url + "progress/").json()
     assert (progress["status"], progress["failed"], progress["finished"]) == ("failed", True, False)
     html = client.get(status_url).content.decode()
-    assert "Enrolling stopped after 0 of 2 rows: sequence &#x27;Gone&#x27; has no steps." in html
+    assert "Enrolling stopped with 0 of 2 rows enrolled: sequence &#x27;Gone&#x27; has no steps." in html
     assert "JobStatus" not in html and "enroll.js" not in html
     assert not Enrollment.objects.filter(sequence=sequence).exists()
     (logged,) = OperatorAction.objects.filter(action="enrollment_import")  # the stop is on record too
-    assert logged.result["failed"] == "stopped after 0 of 2 rows: sequence 'Gone' has no steps"
+    assert logged.result["failed"] == "stopped after 0 of 2 rows, 0 of them enrolled: sequence 'Gone' has no steps"
 
 
 def test_enroll_upload_refuses_a_file_it_cannot_read(client, users):

@@ -1,4 +1,10 @@
-"""Enroll a CSV: every row is validated completely before anything is written; a rejected row changes nothing."""
+"""Enroll a CSV: every row is validated completely before anything is written; a rejected row changes nothing.
+
+The summary counts every row once, as the browser's upload does (`EnrollCounts`): enrolled, rejected, already
+enrolled (a file enrolled again is not an error), suppressed. `--dry-run` checks every row and prints the same
+counts without writing anything. The exit code is non-zero only when the input is unusable (no such sequence, a
+file that cannot be read, a bad option) or no row could be enrolled although some were rejected or suppressed.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,13 @@ from mailboxes.address_check import rows_verify
 from sequences.contact_rows import FileRefused, decode, header_columns, row_check
 from sequences.models import Sequence
 from sequences.services.common import ServiceError
-from sequences.services.enrollments import BatchResult, ContactRow, enrollments_create_batch
+from sequences.services.enrollments import (
+    BatchResult,
+    ContactRow,
+    EnrollCounts,
+    enrollments_create_batch,
+    enrollments_dry_run_counts,
+)
 
 
 class Progress:
@@ -52,7 +64,10 @@ class Progress:
 class Command(BaseCommand):
     help = ("Enroll the contacts of a CSV file (header row with `email`, optional first_name, last_name, "
             "company, timezone; other columns are kept as fields) in a sequence. Every row is checked before "
-            "it is written; a rejected row changes nothing. Exits non-zero when any row was rejected.")
+            "it is written; a rejected row changes nothing. Each row not enrolled is listed on stderr with its "
+            "line; the summary counts enrolled, rejected, already enrolled and suppressed rows. Exits 0 when "
+            "rows were enrolled (or all were enrolled already), non-zero when no row could be enrolled or the "
+            "file or the options are unusable.")
 
     def add_arguments(self, parser):
         parser.add_argument("--sequence", required=True, help="sequence name")
@@ -68,10 +83,13 @@ class Command(BaseCommand):
                             help="check each address first: a domain that does not exist (or takes no mail) is "
                                  "refused with its line; role accounts (info@, sales@ …) and domains that could "
                                  "not be looked up are enrolled and listed")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="check every row as enrolling would and print the same counts, writing nothing "
+                                 "(the counts the browser's dry run shows for the same file)")
         parser.add_argument("file", help="CSV file (UTF-8)")
 
     def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, allow_missing,
-               verify=False, **options):
+               verify=False, dry_run=False, **options):
         seq = Sequence.objects.filter(name=sequence).first()
         if seq is None:
             raise CommandError(f"no sequence named {sequence!r}")
@@ -120,14 +138,27 @@ class Command(BaseCommand):
                 rows.append(row)
             line = reader.line_num + 1
 
+        flagged: list[tuple[int, str]] = []
         if verify:
             verified = rows_verify(rows)  # DNS, once per domain, before anything is written
             rows = verified.kept
             errors.extend(verified.refused)
-            for line_no, note in verified.flagged:
-                self.stdout.write(f"line {line_no}: {note}; not refused for this")
+            flagged = verified.flagged
 
+        if dry_run:
+            counts, _ = enrollments_dry_run_counts(sequence_id=seq.pk, rows=rows, rejected=errors, flagged=flagged,
+                                                   allow_missing=allow_missing, update_contacts=update_contacts)
+            for line_no, note in sorted(counts.flagged):  # enrolled all the same, as the run says
+                self.stdout.write(f"line {line_no}: {note}; not refused for this")
+            self._rows_write(counts)
+            self.stdout.write(f"dry run, nothing written: {counts.words(dry_run=True)}")
+            self._exit(counts, dry_run=True)
+            return
+
+        for line_no, note in flagged:
+            self.stdout.write(f"line {line_no}: {note}; not refused for this")
         progress = Progress(len(rows), self.stdout, self.stderr, tty=self.stdout.isatty(), every=progress_every)
+        counts = EnrollCounts(rejected=errors, flagged=flagged)
         total = BatchResult()
         fields: Counter = Counter()
         for start in range(0, len(rows), batch_size):
@@ -136,19 +167,17 @@ class Command(BaseCommand):
                                                   update_contacts=update_contacts, actor="command",
                                                   allow_missing=allow_missing)
             except ServiceError as exc:
-                raise CommandError(str(exc)) from None
-            total.enrolled += result.enrolled
+                raise CommandError(f"{exc}; {counts.enrolled} enrolled before it") from None
+            counts.add(result)
             total.contacts_created += result.contacts_created
             total.contacts_updated += result.contacts_updated
             total.contacts_kept += result.contacts_kept
             fields.update(result.fields_changed)
-            errors.extend(result.rejected)
             progress.update(min(start + batch_size, len(rows)))
         progress.finish()
 
-        for line_no, reason in sorted(errors):
-            self.stderr.write(f"line {line_no}: {reason}")
-        self.stdout.write(f"{total.enrolled} enrolled, {len(errors)} rejected")
+        self._rows_write(counts)
+        self.stdout.write(counts.words())
         contacts = f"contacts: {total.contacts_created} created, {total.contacts_updated} updated"
         if fields:
             contacts += " (" + ", ".join(f"{name} on {n}" for name, n in sorted(fields.items())) + ")"
@@ -156,6 +185,20 @@ class Command(BaseCommand):
             contacts += (f", {total.contacts_kept} existing kept as they were although the file differs "
                          "(--update-contacts to change them)")
         self.stdout.write(contacts)
-        if errors:
-            raise CommandError(f"{len(errors)} row{'s' if len(errors) != 1 else ''} rejected (see above); "
-                               f"{total.enrolled} enrolled")
+        self._exit(counts, dry_run=False)
+
+    def _rows_write(self, counts: EnrollCounts) -> None:
+        """Each row not enrolled, with its line and why, in line order (stderr)."""
+        for line_no, reason in sorted(counts.rejected + counts.already + counts.suppressed):
+            self.stderr.write(f"line {line_no}: {reason}")
+
+    def _exit(self, counts: EnrollCounts, *, dry_run: bool) -> None:
+        """Non-zero only when nothing could be enrolled: rows refused (rejected or suppressed) and none enrolled.
+        A file whose every row is in the sequence already, or enrolled beside refused rows, ends well."""
+        refused = len(counts.rejected) + len(counts.suppressed)
+        if counts.enrolled or not refused:
+            return
+        parts = [f"{len(counts.rejected)} rejected"] + ([f"{len(counts.suppressed)} suppressed"]
+                                                        if counts.suppressed else [])
+        raise CommandError(f"nothing {'would be ' if dry_run else ''}enrolled: {' and '.join(parts)} (see the "
+                           "lines above)")
