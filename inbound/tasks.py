@@ -7,8 +7,10 @@ import logging
 import django_rq
 from rq import Retry
 
+from mailboxes.imap.errors import ImapAuthError
 from mailboxes.models import Mailbox
 
+from .classify import learned
 from .ingest.poll import mailbox_poll
 from .ingest.retention import inbound_raw_purge as _raw_purge
 from .webhook_urls import event_converter
@@ -16,6 +18,12 @@ from .webhooks import webhook_batch_chunk_apply, webhook_batches_forget, webhook
 
 log = logging.getLogger("outreach.ingest")
 LOCK_TIMEOUT = 600  # seconds; a crashed poller's lock expires on its own
+
+
+def warm() -> None:
+    """Load the learned reply classifier (SciPy, scikit-learn, the weights: about a second) in the worker before
+    it forks its work horses, so no reply waits for it (outreach.worker.WARM)."""
+    learned.shipped()
 
 
 def poll_lock(mailbox_id: int):
@@ -56,6 +64,11 @@ def poll_mailbox(mailbox_id: int) -> dict:
             conn.delete(again)
             result = mailbox_poll(mailbox_id=mailbox_id)
             rounds, fetched = rounds + 1, fetched + result.fetched
+        except ImapAuthError as exc:
+            # The server refused the login: the poll recorded it on the mailbox and logged one line with the
+            # server's words. Not a failed job: RQ would log a traceback for it and retry a login that has to
+            # wait for its interval anyway (`inbound.ingest.login`).
+            return {"mailbox_id": mailbox_id, "login_refused": str(exc), "rounds": rounds + 1}
         finally:
             try:
                 lock.release()

@@ -93,8 +93,16 @@ def suggest(text: str) -> Suggestion:
 
 def model_reading(body: str) -> str:
     """What the model reads of the new text: without a footer line ("To unsubscribe from these emails, click
-    here"), which the phrase tables do not read either."""
-    return "\n".join(line for line in body.split("\n") if not FOOTER_LINE_RE.search(line))
+    here"), which the phrase tables do not read either, and without a mobile client's signature line ("Sent
+    from my iPhone"), which says nothing of what the person wants."""
+    return "\n".join(line for line in body.split("\n")
+                     if not FOOTER_LINE_RE.search(line) and not _MOBILE_SIGNATURE_RE.match(line))
+
+
+# Mail apps' own last line, in the languages of the tables and the model.
+_MOBILE_SIGNATURE_RE = re.compile(
+    r"\s*(sent from my|get outlook for|envoy[ée] de mon|von meinem .{1,40} gesendet|gesendet von meinem"
+    r"|enviado desde mi|inviato da(l mio)?|verzonden (vanaf|met) (mijn)?|enviado do meu|wys[łl]ane z)\b.{0,60}$", re.I)
 
 
 def stop_words_set_aside(body: str) -> bool:
@@ -129,6 +137,7 @@ def combine(table: Suggestion, model: learned.Prediction | None, body: str = "")
                        confidence=round(min(model.of(Category.UNSUBSCRIBE), 0.99), 2))
     if table.category is not Category.OTHER and (
         table.confidence >= learned.TABLE_SURE or model.probability < learned.MODEL_SURE
+        or model.category == Category.OTHER  # the model's Other is "nothing recognised": a phrase was
     ):
         return table
     return by_model if model.probability >= learned.MODEL_DECIDES or table.category is Category.OTHER else table

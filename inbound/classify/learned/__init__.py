@@ -35,8 +35,9 @@ MAX_CHARS = 2000  # the person's answer is at the top; a long letter's tail adds
 # chosen on the training data's held-back fifth, never on the evaluation splits.
 # - The replies inbox: an opt-out the tables read is decided by its words. Otherwise a reply the model gives
 #   OPTOUT_SUGGESTED or more for Unsubscribe is suggested Unsubscribe (fail safe). A table's phrase decides
-#   when it is sure (TABLE_SURE) or the model is unsure (below MODEL_SURE); where the tables found nothing,
-#   or the model is surer than MODEL_DECIDES, the model decides.
+#   when it is sure (TABLE_SURE), the model is unsure (below MODEL_SURE) or the model found nothing (Other);
+#   where the tables found nothing, or the model is surer than MODEL_DECIDES, the model decides. Words of
+#   stopping a rule set aside ("please don't remove me") are never read as an opt-out by the model.
 # - Ingestion: OPTOUT_SURE or more for Unsubscribe suppresses like a request the tables read; from OPTOUT_UNSURE
 #   the address is suppressed provisionally and the reply listed under Needs review. A reply the model reads
 #   as a person's away note (AWAY_SURE) and the tables as nothing else holds the person like an auto-reply.
