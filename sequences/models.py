@@ -329,6 +329,12 @@ class Suppression(models.Model):
         return f"{self.get_action_display()} {self.value}"
 
 
+# The reasons a person gives (the pages, the API, the command, a CSV import): a provisional opt-out is ingestion's
+# alone, decided under Replies → Needs review.
+GIVEN_REASONS = tuple(r.value for r in Suppression.Reason if r != Suppression.Reason.POSSIBLE_OPTOUT)
+GIVEN_REASON_CHOICES = [(value, label) for value, label in Suppression.Reason.choices if value in GIVEN_REASONS]
+
+
 class DataRequest(models.Model):
     """A data-protection demand read in a person's reply: erasure (GDPR Art. 17), access (Art. 15), objection
     (Art. 21) or where the address came from (Art. 14/15). The address is suppressed when it is read; this is

@@ -231,18 +231,19 @@ def format_report(result: dict[str, Any], *, show_misses: bool = False) -> str:
             part = result["split_languages"][name].get(language)
             line += f"   {part['agree']:>4}/{part['items']:<4} {_pct(part['agreement'])}" if part else f"   {'-':>16}"
         lines.append(line + ("" if language in COVERED_LANGUAGES else "   (no phrase table: the model reads it)"))
+    width = max(11, *(len(title) for title in result["ingestion"]))
     lines += ["", "Ingestion's unsubscribe decision (unsubscribe_request suppresses the address)",
-              f"  {'replies':<11} {'recall':>15}   {'precision':>15}   misses decided as / wrongly from"]
+              f"  {'replies':<{width}} {'recall':>15}   {'precision':>15}   misses decided as / wrongly from"]
     for title, row in result["ingestion"].items():
         recall = f"{row['agree']:>4}/{row['labelled']:<4} {_pct(row['recall'])}"
         precision = f"{row['agree']:>4}/{row['decided']:<4} {_pct(row['precision'])}"
         misses = ", ".join(f"{got} {n}" for got, n in row["misses_as"].items()) or "-"
         wrong = ", ".join(f"{got} {n}" for got, n in row["wrongly_from"].items()) or "-"
-        lines.append(f"  {title:<11} {recall}   {precision}   {misses} / {wrong}")
+        lines.append(f"  {title:<{width}} {recall}   {precision}   {misses} / {wrong}")
     lines += ["", "With the provisional suppressions (may be asking to stop: held until an operator decides)",
-              f"  {'replies':<11} {'provisional':>11}   {'recall':>7}   {'precision':>9}"]
+              f"  {'replies':<{width}} {'provisional':>11}   {'recall':>7}   {'precision':>9}"]
     for title, row in result["ingestion"].items():
-        lines.append(f"  {title:<11} {row['provisional']:>11}   {_pct(row['stopped_recall']):>7}   "
+        lines.append(f"  {title:<{width}} {row['provisional']:>11}   {_pct(row['stopped_recall']):>7}   "
                      f"{_pct(row['stopped_precision']):>9}")
     if show_misses:
         lines += ["", f"Disagreements ({len(result['misses'])})"]

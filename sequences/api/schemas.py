@@ -181,7 +181,8 @@ class SequenceActionOut(Schema):
 
 class SuppressionIn(In):
     value: str = Field(description="an address or an @domain")
-    reason: str = Field("manual", description="unsubscribe, complaint, hard_bounce, soft_bounces or manual")
+    reason: str = Field("manual", description="unsubscribe, complaint, hard_bounce, soft_bounces or manual "
+                                              "(possible_optout is ingestion's alone)")
     note: str = ""
 
 

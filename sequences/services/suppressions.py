@@ -18,7 +18,7 @@ from django.db import transaction
 from sequences.stop_summary import StopSummary
 
 from ..locks import enrollments_lock, person_enrollments_lock
-from ..models import Enrollment, GuardrailSignal, Suppression
+from ..models import GIVEN_REASONS, Enrollment, GuardrailSignal, Suppression
 from ..selectors import enrollments_for_value, suppression_key, suppression_latest
 from ..storable import unstorable
 from ..timeline import Event, event_record
@@ -57,8 +57,11 @@ def suppression_add(
     """Suppress an address or @domain and stop its enrollments; durable transaction.
 
     Idempotent: an address already suppressed gets no second entry, but any
-    enrollment of it still active is stopped.
+    enrollment of it still active is stopped. A person gives one of GIVEN_REASONS (a provisional opt-out is
+    ingestion's, in its own transaction).
     """
+    if reason not in GIVEN_REASONS:
+        raise ServiceError(f"unknown suppression reason {reason!r} (use {', '.join(GIVEN_REASONS)})")
     with transaction.atomic(durable=True):
         return suppression_add_in_transaction(value=value, reason=reason, note=note, source=source, actor=actor)
 

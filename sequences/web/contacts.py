@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 
 from mailboxes.models import InboundMessage
 
-from ..models import Contact, Sequence, Suppression
+from ..models import GIVEN_REASON_CHOICES, Contact, Sequence, Suppression
 from ..permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW_ENROLLMENT
 from ..selectors import jobs_with_labels, normalize_email, suppression_active_for
 from . import rows
@@ -90,6 +90,6 @@ def contact_detail(request, pk: int):
             "can_operate": request.user.has_perm(OPERATE),
             "can_suppress": request.user.has_perm(MANAGE_SUPPRESSIONS),
             "sequences": Sequence.objects.exclude(enrollments__contact=contact).order_by("name"),
-            "reasons": Suppression.Reason.choices,
+            "reasons": GIVEN_REASON_CHOICES,
         },
     )

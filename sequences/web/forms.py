@@ -13,7 +13,7 @@ from django.core.validators import validate_email
 from mailboxes.models import Mailbox
 
 from ..config.parse import DurationTooLong, parse_duration
-from ..models import Suppression
+from ..models import GIVEN_REASON_CHOICES, GIVEN_REASONS, Suppression
 from ..selectors import suppression_key
 from ..services.suppressions import ImportRow
 
@@ -48,7 +48,7 @@ def validate_suppression_value(raw: str) -> str:
 class SuppressionAddForm(forms.Form):
     value = forms.CharField(max_length=320, label="Address or @domain",
                             help_text="e.g. jane@example.com, or @example.com for a whole domain")
-    reason = forms.ChoiceField(choices=Suppression.Reason.choices, initial=Suppression.Reason.MANUAL)
+    reason = forms.ChoiceField(choices=GIVEN_REASON_CHOICES, initial=Suppression.Reason.MANUAL)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
 
     def clean_value(self) -> str:
@@ -88,7 +88,7 @@ class SuppressionImportForm(forms.Form):
     file = forms.FileField(
         label="CSV file",
         help_text="UTF-8 CSV with a header row: value (or email/address/domain), and optional reason and note "
-                  f"columns. Reasons: {', '.join(Suppression.Reason.values)}; empty means manual.",
+                  f"columns. Reasons: {', '.join(GIVEN_REASONS)}; empty means manual.",
     )
 
     def clean_file(self):
@@ -148,8 +148,8 @@ def parse_suppression_csv(text: str) -> tuple[list[ImportRow], list[dict]]:
             except ValidationError as exc:
                 error = exc.messages[0]
             else:
-                if reason not in Suppression.Reason.values:
-                    error = f"unknown reason {reason!r} (use {', '.join(Suppression.Reason.values)})"
+                if reason not in GIVEN_REASONS:
+                    error = f"unknown reason {reason!r} (use {', '.join(GIVEN_REASONS)})"
                 elif value in seen:
                     error = f"duplicate of line {seen[value]}"
                 else:

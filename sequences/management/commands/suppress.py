@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from sequences.labels import stop_summary_text
-from sequences.models import Suppression
+from sequences.models import GIVEN_REASONS
 from sequences.services.common import ServiceError
 from sequences.services.suppressions import suppression_add
 
@@ -11,7 +11,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("value", help="address@example.com or @example.com")
-        parser.add_argument("--reason", required=True, choices=Suppression.Reason.values)
+        parser.add_argument("--reason", required=True, choices=GIVEN_REASONS)
         parser.add_argument("--note", default="")
 
     def handle(self, *args, value, reason, note, **options):
