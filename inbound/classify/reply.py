@@ -88,7 +88,7 @@ def check_human(mail: Inbound) -> Classification:
         optout = model.of(Category.UNSUBSCRIBE)
         if optout >= learned.OPTOUT_SURE:
             kind, rule = Kind.UNSUBSCRIBE_REQUEST, MODEL_OPTOUT
-            reason = f"reply reads as asking to stop (model {model.probability:.0%} sure)"
+            reason = f"reply reads as asking to stop (model {optout:.0%} sure)"
         elif optout >= learned.OPTOUT_UNSURE:
             rule = POSSIBLE_OPTOUT
             reason = (f"person's mail; may be asking to stop (model {optout:.0%}): suppressed until an operator "

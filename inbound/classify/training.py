@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +38,28 @@ def default_sources() -> list[Path]:
     return sources + ([corpus] if corpus.is_file() else [])
 
 
+def labelled_lines(path: Path, error: type[Exception]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, item) of each reply of a JSON Lines file of labelled replies (the corpus's format), with
+    a "text" and an "expected" category; `error` names the line of one that is not (bench_replies reads the
+    same way)."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise error(f"{path}:{number}: needs a \"text\"")
+        if item.get("expected") not in CATEGORIES:
+            raise error(f"{path}:{number}: \"expected\" must be one of {', '.join(CATEGORIES)}")
+        yield number, item
+
+
 def read_items(sources: list[Path]) -> list[dict[str, Any]]:
     items = []
     for path in sources:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TrainingError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if item.get("expected") not in CATEGORIES or not isinstance(item.get("text"), str):
-                raise TrainingError(f"{path}:{number}: needs \"text\" and an \"expected\" category")
+        for number, item in labelled_lines(path, TrainingError):
             if item.get("split", "train") not in TRAINABLE_SPLITS:
                 raise TrainingError(f"{path}:{number}: split {item.get('split')!r} is for evaluation, not training")
             items.append(item | {"id": item.get("id") or f"{path.name}:{number}"})

@@ -28,6 +28,7 @@ from typing import Any
 from inbound.classify import classify, learned
 from inbound.classify.intent import Category, suggest
 from inbound.classify.reply import POSSIBLE_OPTOUT
+from inbound.classify.training import labelled_lines
 from mailboxes.kinds import Kind
 
 CATEGORIES = tuple(c.value for c in Category)
@@ -44,17 +45,7 @@ def load_corpus(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise CorpusError(f"corpus file not found: {path}")
     items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-            raise CorpusError(f"{path}:{number}: needs a \"text\"")
-        if item.get("expected") not in CATEGORIES:
-            raise CorpusError(f"{path}:{number}: \"expected\" must be one of {', '.join(CATEGORIES)}")
+    for number, item in labelled_lines(path, CorpusError):
         item.setdefault("id", f"line {number}")
         items.append(item)
     if not items:
