@@ -125,12 +125,18 @@ def followups_waiting(*, mailbox: Mailbox, count: int, tag: str) -> list[SendJob
 
 
 def release(jobs: list[SendJob]) -> list[int]:
-    """Make the follow-ups due now and run one dispatcher pass: all of them queued on `send`, in order."""
-    SendJob.objects.filter(pk__in=[j.pk for j in jobs]).update(scheduled_at=db_now())
-    queued = dispatch()["queued"]
-    if queued != len(jobs):
-        raise DrillError(f"the dispatcher queued {queued} of {len(jobs)} follow-ups")
-    return [j.pk for j in jobs]
+    """Make the follow-ups due now and run one dispatcher pass: all of them queued on `send`, in order.
+
+    The scheduler's own dispatcher runs meanwhile (rqcron, every OUTREACH_DISPATCH_INTERVAL): a pass of its that
+    starts between the update and this pass queues them instead, as it would in production; what counts is that
+    every follow-up left `scheduled`."""
+    ids = [j.pk for j in jobs]
+    SendJob.objects.filter(pk__in=ids).update(scheduled_at=db_now())
+    dispatch()
+    waiting = SendJob.objects.filter(pk__in=ids, state=S.SCHEDULED).count()
+    if waiting:
+        raise DrillError(f"the dispatcher queued {len(jobs) - waiting} of {len(jobs)} follow-ups")
+    return ids
 
 
 def submitted(jobs: list[SendJob]) -> int:
