@@ -169,11 +169,11 @@ def access_token(config: OAuth2Config, *, rejected: str = "") -> str:
     """A valid access token: the cached one, or a new one when it is close to expiry or the server just
     refused it (`rejected`). One refresh at a time per client: threads that wait reuse its answer."""
     if not config.refresh_token:
-        where = config.refresh_token_env or "refresh_token_env"
-        raise TokenRefused(
-            f"no OAuth2 refresh token: the environment variable {where} is not set",
-            hint="set it in the environment of the worker",
-        )
+        if config.refresh_token_env:
+            raise TokenRefused(f"no OAuth2 refresh token: the environment variable {config.refresh_token_env} "
+                               "is not set", hint="set it where the workers run, or sign in again")
+        raise TokenRefused("no OAuth2 refresh token: the mailbox is not signed in",
+                           hint="sign in from the mailbox's Edit page")
     entry = _entry(config)
     with entry.lock:
         margin = min(REFRESH_MARGIN, entry.lifetime / 2)

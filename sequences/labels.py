@@ -233,7 +233,7 @@ REASON_SENTENCES: dict[str, str] = {
     "previous_step_submitted": "The previous step was sent.",
     "outside_sending_window": "Outside the mailbox's sending window.",
     "daily_cap_reached": "The mailbox reached its daily cap.",
-    "min_gap": "The mailbox spaces its messages.",
+    "min_gap": "The mailbox keeps its minimum gap between two messages.",
     "stopped_during_hand_off": "Stopped while the message was being handed off.",
     "resumed": "The enrollment was resumed.",
     "replied": "The person replied.",

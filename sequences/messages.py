@@ -424,9 +424,8 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     seed = job.enrollment_id
     thread = thread_of(job) if job.step.thread else []
     try:
-        subject = " ".join(render(subject_text, context, seed=seed).split())
+        subject = _subject_line(subject_text, thread, context, seed=seed)
         body = render(body_text, context, seed=seed)
-        first = " ".join(render(thread[0][1], context, seed=seed).split()) if thread and not subject else ""
     except (TemplateSyntaxError, TemplateFailed) as exc:  # a template saved around the validation (straight into
         # the table), a filter failing on this contact's values, or a rendering over its budget: the job ends
         # with the reason, never a crash (nor a worker that runs out of memory and is brought back by the sweeper)
@@ -439,11 +438,6 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
         ("From", sender), ("To", to), ("Date", format_datetime(timezone.now())), ("Message-ID", job.message_id)]
     if thread:
         headers += [("In-Reply-To", thread[-1][0]), ("References", " ".join(mid for mid, _ in thread))]
-        if not subject:
-            subject = "Re: " + REPLY_PREFIX.sub("", first) if first else ""
-    else:
-        # Not a reply to anything of ours that left: a "Re:" in the step's own subject would fake one.
-        subject = REPLY_PREFIX.sub("", subject)
     url = unsubscribe_url(job_id=job.pk, email=contact.email)
     mailto = f"mailto:{sender.addr_spec}?subject={quote('unsubscribe')}"
     headers += [
@@ -455,6 +449,31 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     ]
     return PreparedMessage(job_id=job.pk, sender=sender.addr_spec, recipient=to.addr_spec,
                            message_id=job.message_id, data=message_bytes(headers, body, email=contact.email))
+
+
+def _subject_line(subject_text: str, thread: list[tuple[str, str]], context: dict, *, seed: int) -> str:
+    """The Subject header a job carries: its template rendered on one line; in a thread, "Re: <the thread's first
+    subject>" when it has none of its own."""
+    subject = " ".join(render(subject_text, context, seed=seed).split())
+    if not thread:
+        # Not a reply to anything of ours that left: a "Re:" in the step's own subject would fake one.
+        return REPLY_PREFIX.sub("", subject)
+    if subject:
+        return subject
+    first = " ".join(render(thread[0][1], context, seed=seed).split())
+    return "Re: " + REPLY_PREFIX.sub("", first) if first else ""
+
+
+def subject_sent(job: SendJob) -> str:
+    """The Subject a job that left carried, written again as `message_prepare` wrote it: its variant's or step's
+    subject for its contact, "Re: …" in a thread. The text of a message is not kept, so a step or contact edited
+    since shows as it reads now; '' when it no longer renders. Reads the job's step, variant and contact."""
+    try:
+        subject_text, _ = step_texts(job)
+        thread = thread_of(job) if job.step.thread else []
+        return _subject_line(subject_text, thread, contact_context(job.enrollment.contact), seed=job.enrollment_id)
+    except (PrepareError, TemplateSyntaxError, TemplateFailed):
+        return ""
 
 
 def message_bytes(headers: list[tuple[str, Address | str]], body: str, *, email: str) -> bytes:

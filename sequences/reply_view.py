@@ -72,8 +72,8 @@ def hold_reason(mailbox: Mailbox, facts: Facts) -> str:
     views, now = facts.views, facts.now
     view = view_of(mailbox, views, now=now)
     if view == View.NOT_READ:
-        return ("this mailbox reads no replies (no IMAP): follow-ups wait; connect its inbox, or allow "
-                "follow_ups_without_reply_view")
+        return ("this mailbox reads no replies (no IMAP): follow-ups wait; connect its inbox, or tick "
+                "\"Follow-ups without reply view\" on its Edit page")
     if view == View.REFUSED:
         return f"waiting to read replies: {refused_words(mailbox)}"
     if view == View.UNREAD:
@@ -97,7 +97,7 @@ def hand_off_words(seconds: float | None, *, first_message: bool) -> str:
     through (its event's `replies_read_seconds_before`)."""
     if seconds is None:
         return ("no reply view needed: a first message to this person" if first_message
-                else "sent without reading replies (follow_ups_without_reply_view)")
+                else "sent without reading replies (the mailbox allows follow-ups without reply view)")
     if seconds < 120:
         return f"replies read up to {seconds:.1f} s before the hand-off"
     return f"replies read up to {_ago(timedelta(seconds=seconds))} before the hand-off"
@@ -131,6 +131,12 @@ class ViewStatus:
 
     text: str
     holding: bool
+    risky: bool = False  # follow-ups leave without anything read of the replies: the pages show it as a warning
+
+    @property
+    def tone(self) -> str:
+        """The label's colour: amber while held or sent blind, green when replies are read."""
+        return "unknown" if self.holding else "stale-view" if self.risky else "sent"
 
 
 def view_status(mailbox: Mailbox, cursors: list[ImapCursor], *, now: datetime) -> ViewStatus:
@@ -140,7 +146,7 @@ def view_status(mailbox: Mailbox, cursors: list[ImapCursor], *, now: datetime) -
     view = view_of(mailbox, views, now=now)
     holding = view in HOLDING
     if view == View.NOT_READ_ALLOWED:
-        return ViewStatus("reads no replies: follow-ups are sent without reading replies", holding)
+        return ViewStatus("reads no replies: follow-ups are sent without reading replies", holding, risky=True)
     if view == View.NOT_READ:
         return ViewStatus("reads no replies: follow-ups held (connect its inbox)", holding)
     if view == View.REFUSED:

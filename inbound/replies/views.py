@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from mailboxes.models import Mailbox
+from sequences.messages import subject_sent
 from sequences.models import DataRequest, SendJob, Sequence
 from sequences.permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW_INBOUND
 from sequences.services.common import ServiceError, T, operator_log
@@ -60,9 +61,9 @@ def reply_list(request):
 def _thread(conversation: Conversation) -> list[dict]:
     """Our messages that left, their replies and our answers, oldest first."""
     items = [{"kind": "ours", "at": j.submitted_at, "title": f"Step {j.step.position}", "job": j,
-              "text": j.step.subject}
+              "text": subject_sent(j)}
              for j in SendJob.objects.filter(enrollment_id=conversation.enrollment_id, submitted_at__isnull=False)
-             .select_related("step").order_by("submitted_at")]
+             .select_related("step", "variant", "enrollment__contact").order_by("submitted_at")]
     items += [{"kind": "theirs", "at": r.internaldate or r.committed_at, "inbound": r, "text": r.reply_text,
                "suggested": LABELS[suggestion_for(r).category]}
               for r in conversation_replies(conversation)]

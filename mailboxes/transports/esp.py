@@ -261,7 +261,7 @@ class EspTransport(Transport):
     def check(self, *, sender: str) -> list[CheckStep]:
         """No provider API here checks a key without sending: the next message is the check."""
         if not self.config.api_key:
-            return [CheckStep("API key", False, "no API key: the mailbox's api_key_env variable is not set")]
+            return [CheckStep("API key", False, "no API key: the mailbox's API key variable is not set")]
         return [CheckStep("API key", True, f"set; {self.esp} confirms it with the next message")]
 
     def cancel(self, *, schedule_id: str) -> CancelAnswer:

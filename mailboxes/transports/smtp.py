@@ -189,9 +189,14 @@ class SmtpTransport(Transport):
         record = steps.append if steps is not None else (lambda step: None)
         if cfg.username and not cfg.password and cfg.oauth2 is None:
             # Found before any login attempt: a missing secret must not cost a failed AUTH at the server.
-            where = f"the environment variable {cfg.password_env}" if cfg.password_env else "password_env"
-            raise MailboxRefused(f"no password for {cfg.username}: {where} is not set",
-                                 hint="set it in the environment of the worker")
+            if cfg.password_env:
+                raise MailboxRefused(f"no password for {cfg.username}: the environment variable {cfg.password_env} "
+                                     "is not set (the mailbox's SMTP password variable)",
+                                     hint="set it where the workers run, or type the SMTP password on the "
+                                          "mailbox's Edit page")
+            raise MailboxRefused(f"no password for {cfg.username}: no SMTP password is stored",
+                                 hint="type the SMTP password on the mailbox's Edit page, or leave the SMTP "
+                                      "username empty for a server that needs no login")
         if problem := cleartext_login_problem(protocol="SMTP", host=cfg.host, security=cfg.security,
                                               logs_in=bool(cfg.username)):
             # Before connecting: no configuration may put a password on the wire in clear text.

@@ -50,7 +50,7 @@ SECRET_OF = {column: field for field, (column, _label) in SECRET_FIELDS.items()}
 # Set by admins only: what names a secret of the install, or where a secret is sent.
 ADMIN_FIELDS = ("smtp_password_env", "imap_password_env", "oauth2_authorize_url", "oauth2_token_url",
                 "oauth2_userinfo_url")
-SECURITY_CHOICES = [(Security.NONE, "none"), (Security.STARTTLS, "STARTTLS"), (Security.TLS, "TLS")]
+SECURITY_CHOICES = [(Security.NONE, "no encryption"), (Security.STARTTLS, "STARTTLS"), (Security.TLS, "TLS")]
 # The columns the form writes (besides the sealed secrets).
 FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "smtp_security", "smtp_username",
           "smtp_password_env", "imap_host", "imap_port", "imap_security", "imap_username", "imap_password_env",

@@ -105,6 +105,24 @@ def send_when_rows(jobs, *, limit: int = 50) -> tuple[list[SendWhen], int]:
     return rows, total
 
 
+def next_send_words(job: SendJob, rows: list[SendWhen]) -> str:
+    """The next send time of `job` in the words of its row in "What will send when" ("on hold", "now" or a time),
+    so a page that shows both says one time; '' when it has no row there."""
+    return next((row.when for row in rows if row.job.pk == job.pk), "")
+
+
+def scheduled_labels_agree(job_rows: list, rows: list[SendWhen]) -> list:
+    """A scheduled job's label gives the time its "What will send when" row gives (the window, the daily cap and
+    the minimum gap counted), not its bare scheduled time."""
+    when = {row.job.pk: row.when for row in rows}
+    words = {"on hold": "On hold", "now": "Due now"}
+    for job_row in job_rows:
+        moment = when.get(job_row.job.pk)
+        if job_row.job.state == S.SCHEDULED and moment:
+            job_row.label = f"{words.get(moment) or f'Next send {moment}'} — not sent yet"
+    return job_rows
+
+
 def _row(job: SendJob, *, now: datetime, sent_before: datetime | None,
          cap: tuple[int, int, datetime | None], hold: Hold | None = None) -> SendWhen:
     details = f"job {job.pk}, version {job.version}" + (f", worker {job.worker_id}" if job.worker_id else "")
@@ -148,8 +166,8 @@ def _row(job: SendJob, *, now: datetime, sent_before: datetime | None,
         due = max(due, free)
     gap = daily_cap.gap_wait(mailbox, due)
     if gap is not None:
-        reasons.append(f"{reason_sentence('min_gap')} ({duration_words(mailbox.min_gap)} apart): the next may leave "
-                       f"at {stamp(gap)}.")
+        reasons.append(f"The mailbox keeps at least {duration_words(mailbox.min_gap)} between two messages (its "
+                       f"minimum gap): the next may leave at {stamp(gap)}.")
         due = gap
     if not reasons:
         reasons.append(

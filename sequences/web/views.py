@@ -230,17 +230,20 @@ def enrollment_detail(request, pk: int):
     jobs = jobs_with_labels().filter(enrollment=enrollment).order_by("step__position", "id")
     result = summary.result_kept(request, _result_key("enrollment", pk))
     upcoming = next((job for job in jobs if job.state in CANCELABLE), None)
+    send_when = sendwhen.send_when_rows(SendJob.objects.filter(enrollment=enrollment))
+    job_rows = sendwhen.scheduled_labels_agree(rows.with_reply_view_at_hand_off(rows.job_rows(jobs)), send_when[0])
+    next_send = sendwhen.next_send_words(upcoming, send_when[0]) if upcoming is not None else ""
     return render(request, "ui/enrollment_detail.html", {
         "enrollment": enrollment, "contact": enrollment.contact,
-        "job_rows": rows.with_reply_view_at_hand_off(rows.job_rows(jobs)), "mailbox": enrollment_mailbox(enrollment),
-        "next_send": send_time_words(upcoming) if upcoming is not None else None,
+        "job_rows": job_rows, "mailbox": enrollment_mailbox(enrollment),
+        "next_send": next_send or (send_time_words(upcoming).text if upcoming is not None else ""),
         "hold": hold_words.enrollment_hold(enrollment, upcoming),
         "events": rows.event_rows(rows.enrollment_events(enrollment)),
         "inbound": enrollment.inbound.select_related("mailbox").order_by("committed_at", "id"),
         "stop": rows.stop_summary_of(enrollment), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "blocked": suppression_active_for(enrollment.contact.email),
-        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(enrollment=enrollment)),
+        "send_when": send_when,
         "empty_why": sendwhen.idle_reason(sequence=enrollment.sequence, enrollment=enrollment),
     })
 

@@ -78,7 +78,7 @@ def test_allowing_follow_ups_without_a_reply_view_releases_the_held_ones_at_once
     mailbox.save()
     jobs = held(["ada@example.com", "bob@example.com", "cy@example.com"], mailbox, smtp_server)
     words = holds_of(list(jobs.values()))
-    assert "allow follow_ups_without_reply_view" in words[jobs["ada@example.com"].pk].text
+    assert "tick \"Follow-ups without reply view\" on its Edit page" in words[jobs["ada@example.com"].pk].text
     # Cy's auto-reply says she is away: her follow-up waits for her return, whatever the mailbox's settings.
     now = db_now()
     with transaction.atomic():

@@ -131,9 +131,9 @@ class Command(BaseCommand):
             return
         call_command("add_user", "admin", "--role", "admin", "--email", DEMO_ADMIN_EMAIL, stdout=self.stdout)
         login = settings.OUTREACH_PUBLIC_URL.rstrip("/") + "/login/"
-        self.stdout.write(f"log in at {login} ; forgot it? `.venv/bin/python manage.py "
-                          "changepassword admin`; add more people with `.venv/bin/python manage.py add_user NAME "
-                          "--role operator|staff|admin`")
+        self.stdout.write(f"log in at {login} with the username admin and the password above; forgot it? "
+                          "`.venv/bin/python manage.py changepassword admin`; add more people with "
+                          "`.venv/bin/python manage.py add_user NAME --role operator|staff|admin`")
 
     def _enroll(self, sequence: Sequence, email: str, first_name: str, company: str) -> Enrollment:
         contact = contact_upsert(email=email, first_name=first_name, company=company)
