@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from functools import cache
+from functools import cache, cached_property
 
 from . import intent_phrases as phrases
 from . import learned
@@ -88,7 +88,7 @@ PHRASES, MODEL = "phrases", "model"
 def suggest(text: str) -> Suggestion:
     """The category a reply's new text suggests, what decided it (a phrase, or the model) and how sure it is."""
     body = new_text(text or "")
-    return combine(from_phrases(body), learned.predict(model_reading(body)) if body else None, body)
+    return combine(read_phrases(body), learned.predict(model_reading(body)) if body else None, body)
 
 
 def model_reading(body: str) -> str:
@@ -105,14 +105,6 @@ _MOBILE_SIGNATURE_RE = re.compile(
     r"|enviado desde mi|inviato da(l mio)?|verzonden (vanaf|met) (mijn)?|enviado do meu|wys[łl]ane z)\b.{0,60}$", re.I)
 
 
-def stop_words_set_aside(body: str) -> bool:
-    """Whether a rule read the new text's words of stopping as no request: a table's phrase voided by a negation
-    ("please don't remove me"), or ingestion's wording set aside (optout.stop_set_aside). The model's reading
-    of those words is then not used: the rule that set them aside, and says why, stands."""
-    voided = any(m.category is Category.UNSUBSCRIBE and _weigh(body, m) is None for m in _matches(body))
-    return voided or stop_set_aside(body)
-
-
 def _without_optout(model: learned.Prediction) -> learned.Prediction:
     """The model's answer when a rule set its words of stopping aside: its best other category."""
     others = {name: p for name, p in model.probabilities.items() if name != Category.UNSUBSCRIBE}
@@ -120,11 +112,12 @@ def _without_optout(model: learned.Prediction) -> learned.Prediction:
     return learned.Prediction(best, others[best], others)
 
 
-def combine(table: Suggestion, model: learned.Prediction | None, body: str = "") -> Suggestion:
+def combine(reading: PhraseReading, model: learned.Prediction | None, body: str = "") -> Suggestion:
     """The phrase tables' suggestion or the model's, whichever may decide (the rules in learned/__init__.py)."""
+    table = reading.suggestion
     if model is None or table.category is Category.UNSUBSCRIBE:
         return table  # an opt-out the tables read is decided by its words
-    if stop_words_set_aside(body):
+    if reading.stop_words_set_aside:
         model = _without_optout(model)  # "please don't remove me": the rule that set the words aside stands
     if model.category == table.category:
         return replace(table, confidence=max(table.confidence, round(min(model.probability, 0.99), 2)))
@@ -143,9 +136,31 @@ def combine(table: Suggestion, model: learned.Prediction | None, body: str = "")
     return by_model if model.probability >= learned.MODEL_DECIDES or table.category is Category.OTHER else table
 
 
-def from_phrases(body: str) -> Suggestion:
-    """The phrase tables' suggestion for a reply's new text: the phrase that decided and how sure it is."""
-    found = [weighed for match in _matches(body) if (weighed := _weigh(body, match)) is not None]
+class PhraseReading:
+    """What the phrase tables make of a reply's new text, each phrase found and weighed once (`read_phrases`):
+    their suggestion, and whether a rule read words of stopping in it as no request."""
+
+    def __init__(self, body: str, suggestion: Suggestion, voided: bool) -> None:
+        self.body = body
+        self.suggestion = suggestion
+        self.voided = voided  # a table's stop phrase voided by a negation ("please don't remove me")
+
+    @cached_property
+    def stop_words_set_aside(self) -> bool:
+        """Whether a rule read the words of stopping as no request: a table's phrase voided by a negation, or
+        ingestion's wording set aside (optout.stop_set_aside). The model's reading of those words is then not
+        used: the rule that set them aside, and says why, stands."""
+        return self.voided or stop_set_aside(self.body)
+
+
+def read_phrases(body: str) -> PhraseReading:
+    """The phrase tables' reading of a reply's new text: the phrase that decided and how sure it is."""
+    weighed = [(match, _weigh(body, match)) for match in _matches(body)]
+    voided = any(match.category is Category.UNSUBSCRIBE and w is None for match, w in weighed)
+    return PhraseReading(body, _suggestion(body, [w for _, w in weighed if w is not None]), voided)
+
+
+def _suggestion(body: str, found: list[Weighed]) -> Suggestion:
     if not found:
         return Suggestion(Category.OTHER, language=language_of(body))
     best = max(found, key=_rank)

@@ -2,8 +2,9 @@
 
 The wording that makes a reply an unsubscribe request, and what does not (negated requests, questions about
 someone else, footers), is in stop_wording.py and optout.py: the replies inbox reads the same. Where no phrase
-decides and no words of stopping were set aside by a rule (intent.stop_words_set_aside: "please don't remove
-me", "how do I unsubscribe my team from X?"), the learned model (learned/) is asked how likely the reply asks to stop:
+decides and no words of stopping were set aside by a rule (intent.PhraseReading.stop_words_set_aside:
+"please don't remove me", "how do I unsubscribe my team from X?"), the learned model (learned/) is asked how
+likely the reply asks to stop:
 
 - sure (learned.OPTOUT_SURE): an unsubscribe request, as if a phrase had said it;
 - unsure (from learned.OPTOUT_UNSURE): a human reply with the rule ``possible_optout``: it stops the sequence
@@ -24,7 +25,7 @@ from mailboxes.kinds import Kind
 from . import learned
 from .evidence import own_reply_ids
 from .inbound import Inbound
-from .intent import Category, from_phrases, model_reading, new_text, stop_words_set_aside
+from .intent import Category, model_reading, new_text, read_phrases
 from .mime import header_of
 from .optout import data_request
 from .result import Classification
@@ -71,7 +72,7 @@ def check_human(mail: Inbound) -> Classification:
     ids = tuple(own_reply_ids(msg))
     subject = header_of(msg, "Subject")
     rule = reason = ""
-    if demand := data_request(text) or data_request(subject):
+    if demand := demand_words(text, subject):
         # Read as an opt-out: the address is suppressed; the words say a legal deadline runs.
         rule, reason = DATA_REQUEST, f"data-protection request (erasure, access or objection): {demand!r}"
     elif UNSUBSCRIBE_SUBJECT_RE.search(subject):
@@ -84,7 +85,8 @@ def check_human(mail: Inbound) -> Classification:
         )
     kind, rule, reason = Kind.HUMAN_REPLY, HUMAN, "person's mail"
     body = new_text(text)
-    if not stop_words_set_aside(body) and (model := learned.predict(model_reading(body))) is not None:
+    phrases = read_phrases(body)
+    if not phrases.stop_words_set_aside and (model := learned.predict(model_reading(body))) is not None:
         optout = model.of(Category.UNSUBSCRIBE)
         if optout >= learned.OPTOUT_SURE:
             kind, rule = Kind.UNSUBSCRIBE_REQUEST, MODEL_OPTOUT
@@ -94,11 +96,16 @@ def check_human(mail: Inbound) -> Classification:
             reason = (f"person's mail; may be asking to stop (model {optout:.0%}): suppressed until an operator "
                       "confirms or lifts it")
         elif model.category == Category.OUT_OF_OFFICE and model.probability >= learned.AWAY_SURE and (
-            from_phrases(body).category in (Category.OUT_OF_OFFICE, Category.OTHER)
+            phrases.suggestion.category in (Category.OUT_OF_OFFICE, Category.OTHER)
         ):
             kind, rule = Kind.AUTO_REPLY, AWAY_NOTE
             reason = f"the person's own away note (model {model.probability:.0%} sure)"
     return Classification(kind=kind, original_message_ids=ids, reason=reason, reply_text=text, rule=rule)
+
+
+def demand_words(text: str, subject: str) -> str:
+    """The words of a data-protection demand in a person's new text or subject, or "" (rule DATA_REQUEST)."""
+    return data_request(text) or data_request(subject)
 
 
 HUMAN, MODEL_OPTOUT, POSSIBLE_OPTOUT, AWAY_NOTE = "human", "model_optout", "possible_optout", "away_note"

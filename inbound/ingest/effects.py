@@ -28,7 +28,7 @@ from ..classify import Classification
 from ..classify.mime import parse_for_classify
 from ..classify.quoted import Evidence
 from ..classify.quotes import extract_reply_text
-from ..classify.reply import AWAY_NOTE, DATA_REQUEST, POSSIBLE_OPTOUT
+from ..classify.reply import AWAY_NOTE, DATA_REQUEST, POSSIBLE_OPTOUT, demand_words
 from ..classify.return_date import return_date
 from ..classify.text import body_text
 from .colleague import QUOTED_TEXT
@@ -105,10 +105,10 @@ def _suppress(row: InboundMessage, correlation: Correlation, c: Classification |
     done = _describe(f"suppressed ({SUPPRESS_FOR_KIND[row.kind]})", summary)
     if c is not None and c.rule == DATA_REQUEST:
         received = row.internaldate or db_now()
+        words = demand_words(c.reply_text, row.subject) or c.reason
         for address in correlation.addresses:
-            request, created = data_request_open_in_transaction(
-                address=address, words=c.reason.split(": ", 1)[-1].strip("'\""), inbound_id=row.pk,
-                received_at=received)
+            request, created = data_request_open_in_transaction(address=address, words=words, inbound_id=row.pk,
+                                                                received_at=received)
             done += (f"; data-protection request #{request.pk} "
                      f"{'opened' if created else 'already open'}, due {request.due_on:%Y-%m-%d}")
     return done
