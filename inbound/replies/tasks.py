@@ -12,12 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import transaction
-
 from db.sql import db_now
 from mailboxes.models import InboundMessage
 from sequences.models import DataRequest, Suppression
-from sequences.selectors import suppressions_current
+from sequences.selectors import data_requests_open, optouts_waiting
 from sequences.services.suppressions import optout_review
 
 from ..classify.intent import Category
@@ -36,7 +34,7 @@ class Review:
 
 def optouts_to_review(limit: int = 50) -> tuple[list[Review], int]:
     """The provisional opt-outs still waiting (oldest first, at most `limit`) and how many there are."""
-    waiting = suppressions_current().filter(action=Suppression.Action.ADD, reason=Suppression.Reason.POSSIBLE_OPTOUT)
+    waiting = optouts_waiting()
     total = waiting.count()
     entries = list(waiting.order_by("id")[:limit])
     ids = {_inbound_id(e.source) for e in entries} - {None}
@@ -59,16 +57,13 @@ def _inbound_id(source: str) -> int | None:
 def review_decide(*, address: str, confirm: bool, actor: str, category: str = "") -> Suppression:
     """Confirm or lift a provisional opt-out (the ledger's service) and keep the decision as a labelled example:
     Unsubscribe when confirmed; when lifted, the category the operator gave (else the conversation's)."""
-    entry = optout_review(value=address, confirm=confirm, actor=actor)
-    latest = (Suppression.objects.filter(value=entry.value, reason=Suppression.Reason.POSSIBLE_OPTOUT)
-              .order_by("-id").values_list("source", flat=True).first())
-    row = InboundMessage.objects.filter(pk=_inbound_id(latest or "")).first()
+    entry, provisional = optout_review(value=address, confirm=confirm, actor=actor)
+    row = InboundMessage.objects.filter(pk=_inbound_id(provisional.source)).first()
     if row is not None and row.reply_text:
         conversation = Conversation.objects.filter(enrollment_id=row.enrollment_id).first()
         label = Category.UNSUBSCRIBE.value if confirm else _lifted_label(category, conversation)
-        with transaction.atomic():
-            ReplyLabel.objects.create(inbound=row, category=label, origin=ReplyLabel.Origin.REVIEW, actor=actor,
-                                      suggested=conversation.suggested if conversation else "")
+        ReplyLabel.objects.create(inbound=row, category=label, origin=ReplyLabel.Origin.REVIEW, actor=actor,
+                                  suggested=conversation.suggested if conversation else "")
     return entry
 
 
@@ -91,9 +86,9 @@ class DueRequest:
         return -self.days_left
 
 
-def data_requests_open(limit: int = 50) -> tuple[list[DueRequest], int, int]:
+def data_requests_due(limit: int = 50) -> tuple[list[DueRequest], int, int]:
     """Open requests, earliest deadline first (at most `limit`), how many are open and how many overdue."""
     today: date = db_now().date()
-    open_ = DataRequest.objects.filter(done_at__isnull=True)
+    open_ = data_requests_open()
     rows = [DueRequest(r, r.due_on < today, (r.due_on - today).days) for r in open_.order_by("due_on", "id")[:limit]]
     return rows, open_.count(), open_.filter(due_on__lt=today).count()

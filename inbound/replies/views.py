@@ -27,7 +27,7 @@ from ..models import Answer, Conversation
 from .answer import answer_check, answer_label, answer_send
 from .selectors import Filters, conversation_replies, conversations, neighbours, page_of
 from .services import conversation_assign, conversation_categorize, conversation_handled_set, suggestion_for
-from .tasks import data_requests_open, optouts_to_review, review_decide
+from .tasks import data_requests_due, optouts_to_review, review_decide
 
 # The keyboard's 1–7, in this order.
 CATEGORIES = [(str(n), c.value, LABELS[c]) for n, c in enumerate(Category, start=1)]
@@ -46,7 +46,7 @@ def reply_list(request):
     reviews, reviews_total = optouts_to_review()
     tasks = {}
     if request.user.has_perm(MANAGE_SUPPRESSIONS):
-        rows, open_total, overdue = data_requests_open()
+        rows, open_total, overdue = data_requests_due()
         tasks = {"data_requests": rows, "data_requests_open": open_total, "data_requests_overdue": overdue}
     return render(request, "ui/replies_list.html", {
         **tasks, "reviews": reviews, "reviews_total": reviews_total,

@@ -117,10 +117,11 @@ def suppression_lift(*, value: str, note: str, actor: str = "", source: str = ""
         return entry
 
 
-def optout_review(*, value: str, confirm: bool, actor: str, note: str = "") -> Suppression:
+def optout_review(*, value: str, confirm: bool, actor: str, note: str = "") -> tuple[Suppression, Suppression]:
     """An operator's decision on a provisional opt-out (reason POSSIBLE_OPTOUT): confirm it (a new UNSUBSCRIBE
     entry: the webhook says the person unsubscribed) or lift it (sending to the address is allowed again).
-    Refused when the address's latest entry is not a provisional opt-out (decided already, or never one)."""
+    Refused when the address's latest entry is not a provisional opt-out (decided already, or never one).
+    Returns the new entry and the provisional one it decides."""
     value, _ = suppression_key(value)
     with transaction.atomic(durable=True):
         latest = Suppression.objects.select_for_update().filter(value=value).order_by("-id").first()
@@ -143,7 +144,7 @@ def optout_review(*, value: str, confirm: bool, actor: str, note: str = "") -> S
                          entry=entry.pk)
         operator_log(actor=actor, action="optout_confirm" if confirm else "optout_lift", target=value,
                      kind=T.SUPPRESSION, result={"entry": entry.pk, "provisional": latest.pk, "note": entry.note})
-        return entry
+        return entry, latest
 
 
 def _validate_suppression_value(value: str, is_domain: bool, **texts: str) -> None:

@@ -35,16 +35,14 @@ from ..models import (
     FINAL_CHECK_CANCEL,
     HELD_BY_MAILBOX,
     HOLD,
-    DataRequest,
     Enrollment,
     ProviderCancel,
     SendJob,
     Sequence,
     Step,
-    Suppression,
     TimelineEvent,
 )
-from ..selectors import suppressions_current
+from ..selectors import data_requests_open, optouts_waiting
 from .hold_words import TO_SCHEDULED
 
 S = SendJob.State
@@ -233,7 +231,6 @@ def unhandled_replies() -> int:
 def reply_tasks() -> dict[str, int]:
     """The dashboard's task counts: provisional opt-outs waiting for review, open and overdue data-protection
     requests (the lists themselves are on the Replies page)."""
-    waiting = suppressions_current().filter(action=Suppression.Action.ADD, reason=Suppression.Reason.POSSIBLE_OPTOUT)
-    open_ = DataRequest.objects.filter(done_at__isnull=True)
-    return {"optouts_to_review": waiting.count(), "data_requests_open": open_.count(),
+    open_ = data_requests_open()
+    return {"optouts_to_review": optouts_waiting().count(), "data_requests_open": open_.count(),
             "data_requests_overdue": open_.filter(due_on__lt=db_now().date()).count()}
