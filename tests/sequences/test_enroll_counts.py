@@ -5,17 +5,16 @@ error; the command fails only when nothing could be enrolled (or the file is unu
 from __future__ import annotations
 
 import re
-from io import StringIO
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from sequences.models import Contact, Enrollment, SendJob, Step, TimelineEvent
 from sequences.services.suppressions import suppression_add
 from sequences.web.enroll_upload import _result
 from tests.factories import MailboxFactory, enroll, make_sequence
+from tests.sequences.test_import_needs import enroll_csv
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,17 +41,6 @@ def sequence(db):
     return sequence
 
 
-def enroll_command(tmp_path, sequence, text: str, *args: str) -> tuple[str, str, CommandError | None]:
-    path = tmp_path / "people.csv"
-    path.write_text(text)
-    out, err = StringIO(), StringIO()
-    try:
-        call_command("enroll", "--sequence", sequence.name, *args, str(path), stdout=out, stderr=err)
-    except CommandError as exc:
-        return out.getvalue(), err.getvalue(), exc
-    return out.getvalue(), err.getvalue(), None
-
-
 def written() -> tuple[int, ...]:
     return (Contact.objects.count(), Enrollment.objects.count(), SendJob.objects.count(),
             TimelineEvent.objects.count())
@@ -61,7 +49,7 @@ def written() -> tuple[int, ...]:
 def test_the_dry_run_writes_nothing_and_prints_the_counts_of_the_browser_dry_run(tmp_path, sequence, client,
                                                                                    django_user_model, redis_conn):
     before = written()
-    out, err, exc = enroll_command(tmp_path, sequence, TEXT, "--dry-run")
+    out, err, exc = enroll_csv(tmp_path, sequence, TEXT, "--dry-run")
     assert exc is None
     assert out.splitlines()[-1] == ("dry run, nothing written: 3 would be enrolled, 3 rejected, 1 already enrolled, "
                                     "1 suppressed (8 rows)")
@@ -87,12 +75,12 @@ def test_the_dry_run_writes_nothing_and_prints_the_counts_of_the_browser_dry_run
     assert [line for line, _ in run["rejected"] + run["already"] + run["suppressed"]] == [4, 5, 6, 7, 9]
 
     # With the missing value allowed, the row of line 6 counts as enrolled, in both.
-    out, _, exc = enroll_command(tmp_path, sequence, TEXT, "--dry-run", "--allow-missing")
+    out, _, exc = enroll_csv(tmp_path, sequence, TEXT, "--dry-run", "--allow-missing")
     assert exc is None and "4 would be enrolled, 2 rejected, 1 already enrolled, 1 suppressed (8 rows)" in out
     assert "line 6: cy@example.com: no value for city, used by step 2 without a fallback; enrolled anyway" in out
 
     # The run then does what the dry run said, and ends well.
-    out, _, exc = enroll_command(tmp_path, sequence, TEXT)
+    out, _, exc = enroll_csv(tmp_path, sequence, TEXT)
     assert exc is None, exc
     assert "3 enrolled, 3 rejected, 1 already enrolled, 1 suppressed (8 rows)" in out
     assert Enrollment.objects.filter(sequence=sequence).count() == 4
@@ -100,8 +88,8 @@ def test_the_dry_run_writes_nothing_and_prints_the_counts_of_the_browser_dry_run
 
 def test_a_file_enrolled_again_counts_its_rows_as_already_enrolled_and_ends_well(tmp_path, sequence):
     text = "email,first_name,company,city\nann@example.com,Ann,Acme,Oslo\nbob@example.com,Bob,Beta,Rome\n"
-    assert enroll_command(tmp_path, sequence, text)[2] is None
-    out, err, exc = enroll_command(tmp_path, sequence, text)
+    assert enroll_csv(tmp_path, sequence, text)[2] is None
+    out, err, exc = enroll_csv(tmp_path, sequence, text)
     assert exc is None
     assert "0 enrolled, 0 rejected, 2 already enrolled, 0 suppressed (2 rows)" in out
     assert "rejected" not in err and err.count("is already enrolled in 'Counted'") == 2
@@ -111,7 +99,7 @@ def test_a_file_enrolled_again_counts_its_rows_as_already_enrolled_and_ends_well
 def test_nothing_enrolled_because_every_row_was_refused_is_an_error(tmp_path, sequence, dry_run):
     text = "email,first_name,company,city\nnot-an-address,Bad,,\nno@example.com,No,Acme,Lima\n"
     before = written()
-    out, err, exc = enroll_command(tmp_path, sequence, text, *(["--dry-run"] if dry_run else []))
+    out, err, exc = enroll_csv(tmp_path, sequence, text, *(["--dry-run"] if dry_run else []))
     would = "would be " if dry_run else ""
     assert exc is not None and str(exc) == f"nothing {would}enrolled: 1 rejected and 1 suppressed (see the lines above)"
     assert f"0 {would}enrolled, 1 rejected, 0 already enrolled, 1 suppressed (2 rows)" in out
