@@ -93,6 +93,7 @@ YEAR_SLACK = timedelta(days=7)
 class ReturnDate:
     date: date
     sentence: str  # the sentence the date came from, as written
+    quote: str = ""  # from the words that announce the return to the date: "bis zum 14. Dezember"
 
 
 def return_date(text: str, *, received: date) -> ReturnDate | None:
@@ -101,7 +102,8 @@ def return_date(text: str, *, received: date) -> ReturnDate | None:
         found = _date_after(text, trigger.end(), received)
         if found is not None:
             moment, end = found
-            return ReturnDate(moment, _sentence(text, trigger.start(), end))
+            return ReturnDate(moment, _sentence(text, trigger.start(), end),
+                              " ".join(text[trigger.start():end].split()))
     return None
 
 

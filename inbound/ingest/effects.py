@@ -142,7 +142,7 @@ def _auto_reply(row: InboundMessage, correlation: Correlation, c: Classification
     if settings.OUTREACH_AUTO_REPLY_ACTION != "pause":
         received = row.internaldate or db_now()
         found = return_date(answer_text(row.subject, raw), received=received.date())
-        stated = ReturnStated(date=found.date, sentence=found.sentence) if found else None
+        stated = ReturnStated(date=found.date, sentence=found.sentence, quote=found.quote) if found else None
         what = "the person's away note" if c is not None and c.rule == AWAY_NOTE else "auto-reply"
         return person_hold_for_auto_reply(addresses=correlation.addresses, received=received, found=stated,
                                           source=source, what=what)

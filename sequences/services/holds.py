@@ -32,10 +32,12 @@ HOLDABLE = (S.SCHEDULED, S.QUEUED, S.CLAIMED)  # not past the final check; each 
 
 @dataclass(frozen=True)
 class ReturnStated:
-    """The return date an auto-reply states, and the sentence that states it."""
+    """The return date an auto-reply states, the sentence that states it, and the words from the return to the
+    date within it ("bis zum 14. Dezember"), which the hold quotes."""
 
     date: date
     sentence: str
+    quote: str = ""
 
 
 def person_hold_for_auto_reply(*, addresses: list[str], received: datetime, found: ReturnStated | None,
@@ -59,6 +61,7 @@ def person_hold_for_auto_reply(*, addresses: list[str], received: datetime, foun
             version_seen=enrollment.version,
             return_date=found.date.isoformat() if found else "",
             sentence=found.sentence if found else "",
+            quote=found.quote if found else "",
             until=iso(until),
             held=held,
             source=source,

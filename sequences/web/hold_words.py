@@ -28,7 +28,9 @@ S = SendJob.State
 TO_SCHEDULED = (Event.JOB_SCHEDULED, Event.JOB_DEFERRED, Event.JOB_RETRY_SCHEDULED, Event.JOB_HELD,
                 Event.JOB_HELD_OUT_OF_OFFICE)
 SHOWN_CHARS = 40  # of the auto-reply's sentence
-_RETURN_WORDS = re.compile(r"\b(back|return|returning|zurück|retour|de retour)\b", re.IGNORECASE)
+# Words that announce a return or the end of an absence, for holds recorded without the quote itself.
+_RETURN_WORDS = re.compile(r"\b(back|return|returning|until|till|zurück|bis|retour|de retour|jusqu|hasta|"
+                           r"volveré|regreso)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -41,20 +43,34 @@ def _day(moment: datetime) -> str:
     return f"{moment:%a %-d %b}"
 
 
-def quoted_tail(sentence: str) -> str:
-    """The part of an auto-reply's sentence that says when: "…back on 14 December" (from the return words)."""
+def quoted_tail(sentence: str, quote: str = "") -> str:
+    """The part of an auto-reply's sentence that says when: "…back on 14 December", "…bis zum 14. Dezember nicht im
+    Büro…". From the recorded quote (the words from the return to the date), else from the last return word, else
+    the sentence's last words; whole words only."""
     sentence = " ".join(sentence.split()).rstrip(" .!")
-    found = list(_RETURN_WORDS.finditer(sentence))
-    start = found[-1].start() if found else max(len(sentence) - SHOWN_CHARS, 0)
+    quote = " ".join(quote.split())
+    start = sentence.find(quote) if quote else -1
+    if start < 0:
+        found = list(_RETURN_WORDS.finditer(sentence))
+        start = found[-1].start() if found else _word_start(sentence, max(len(sentence) - SHOWN_CHARS, 0))
     tail = sentence[start:]
     if len(tail) > SHOWN_CHARS + 20:
-        tail = tail[: SHOWN_CHARS + 20].rsplit(" ", 1)[0] + "…"
+        cut = tail[: SHOWN_CHARS + 20].rsplit(" ", 1)[0]
+        tail = (cut if len(cut) >= len(quote) else quote) + "…"
     return ("…" if start else "") + tail
 
 
-def out_of_office_words(until: datetime, sentence: str) -> str:
+def _word_start(sentence: str, at: int) -> int:
+    """`at`, moved forward to the start of a word."""
+    if at == 0 or sentence[at - 1] == " ":
+        return at
+    space = sentence.find(" ", at)
+    return space + 1 if space >= 0 else at
+
+
+def out_of_office_words(until: datetime, sentence: str, quote: str = "") -> str:
     if sentence:
-        return f"On hold until {_day(until)} (out of office: '{quoted_tail(sentence)}')"
+        return f"On hold until {_day(until)} (out of office: '{quoted_tail(sentence, quote)}')"
     return f"On hold until {_day(until)} (out of office; the auto-reply gave no return date)"
 
 
@@ -91,17 +107,17 @@ def holds_of(jobs: list[SendJob]) -> dict[int, Hold]:
     for job_id, kind, data in moves:
         last[job_id] = (kind, data or {})
     away = {waiting[pk].enrollment_id for pk, (kind, _) in last.items() if kind == Event.JOB_HELD_OUT_OF_OFFICE}
-    sentences: dict[int, str] = {}
+    sentences: dict[int, tuple[str, str]] = {}
     if away:
         for enrollment_id, data in (TimelineEvent.objects.filter(enrollment_id__in=away, kind=Event.OUT_OF_OFFICE_HOLD)
                                     .order_by("at", "id").values_list("enrollment_id", "data")):
-            sentences[enrollment_id] = (data or {}).get("sentence", "")
+            sentences[enrollment_id] = ((data or {}).get("sentence", ""), (data or {}).get("quote", ""))
     holds = {}
     for pk, (kind, data) in last.items():
         job = waiting[pk]
         if kind == Event.JOB_HELD_OUT_OF_OFFICE:
             until = _parsed(data.get("until")) or job.scheduled_at
-            holds[pk] = Hold("out_of_office", out_of_office_words(until, sentences.get(job.enrollment_id, "")))
+            holds[pk] = Hold("out_of_office", out_of_office_words(until, *sentences.get(job.enrollment_id, ("", ""))))
         elif kind == Event.JOB_DEFERRED and data.get("reason") == "reply_view":
             # The job's own time is its next check: the re-checks that found the same hold wrote no event.
             holds[pk] = Hold("reply_view", reply_view_words(enrollment_mailbox(job.enrollment).name,

@@ -10,9 +10,11 @@ from django.db import transaction
 from django.urls import reverse
 
 from db.sql import db_now
+from inbound.classify.return_date import return_date
 from mailboxes.models import Mailbox
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
 from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
+from sequences.web.hold_words import quoted_tail
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui.test_operations import submit
 
@@ -69,3 +71,35 @@ def test_a_blocked_mailbox_holds_its_emails_and_says_until_when_it_looks_again(c
              "(535 authentication failed)")
     assert f'id="hold">{words}; the next connection check is at ' in enrollment_page
     assert words in sequence_page
+
+
+GERMAN_MONTHS = ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober",
+                 "November", "Dezember")
+
+
+def test_a_german_out_of_office_hold_quotes_the_date_in_whole_words(client, users):
+    """The quote starts at the words that announce the end of the absence, never mid-word without the date."""
+    sequence = make_sequence(mailbox=MailboxFactory(), steps=2, waits=(0, 3600))
+    ada = enroll(sequence, "ada@example.com")
+    submit(dispatch_due()[0])
+    now = db_now()
+    back = (now + timedelta(days=10)).date()
+    month = GERMAN_MONTHS[back.month - 1]
+    text = (f"Vielen Dank für Ihre Nachricht. Ich bin bis zum {back.day}. {month} nicht im Büro und lese meine "
+            "E-Mails nicht. In dringenden Fällen wenden Sie sich bitte an meine Kollegin.")
+    found = return_date(text, received=now.date())
+    assert found is not None and found.date == back
+    with transaction.atomic():
+        person_hold_for_auto_reply(addresses=["ada@example.com"], received=now, source="inbound:1",
+                                   found=ReturnStated(date=found.date, sentence=found.sentence, quote=found.quote))
+    client.force_login(users["staff"])
+    enrollment_page, _ = _pages(client, ada)
+    quoted = enrollment_page.split("(out of office: '", 1)[1].split("')", 1)[0]
+    assert quoted.startswith(f"…bis zum {back.day}. {month} nicht im Büro")
+    assert quoted.endswith("…") and all(word in text for word in quoted.strip("…").split())
+
+
+def test_a_quote_recorded_without_its_words_is_cut_at_a_word_never_inside_one():
+    sentence = "Ich bin diese Woche nicht im Büro und lese meine E-Mails nicht"
+    tail = quoted_tail(sentence)
+    assert tail.startswith("…") and tail.removeprefix("…").split()[0] in sentence.split()
