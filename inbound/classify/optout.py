@@ -274,6 +274,9 @@ _DEMAND = (
 _SOURCE = (
     r"\b(where|how) did you (get|find|obtain|source)\b.{0,30}\b(my|our) (e-?mail|address|details|contact|data|info)"
     r"|\bwho (gave|sold|passed|provided|shared) you (my|our)\b"
+    # "how did my address end up on your list", "how on earth did it end up in a sales tool"
+    r"|\bhow (on earth |the hell )?did (it|this|my (e-?mail|address|email address|details|data|name)) "
+    r"(end up|get|land) (in|on|into)\b"
     r"|\bwhere (do|did) you have (my|our) (e-?mail|address|data)"
     r"|\bwoher (haben|hast|habt) (sie|du|ihr) (meine|unsere)\b"
     r"|\bou avez-vous (trouve|obtenu|eu|recupere)\b.{0,20}\b(mon|mes|notre|nos)\b"
