@@ -64,7 +64,7 @@ class MailboxAdmin(SelectionChecked, admin.ModelAdmin):
     # Passwords are never stored: the *_env fields name an environment variable.
     readonly_fields = ("paused", "version", "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
                        "imap_login_refused_at", "imap_login_refused_error", "created_at", "guardrail_paused_at",
-                       "guardrail_reason", "guardrail_silenced_until")
+                       "guardrail_reason", "guardrail_silenced_until", "sent_copy_failed_at", "sent_copy_error")
     fieldsets = (
         (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
         ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
@@ -78,7 +78,7 @@ class MailboxAdmin(SelectionChecked, admin.ModelAdmin):
             "guardrail_complaint_min_deliveries", "guardrail_silence_seconds", "guardrail_paused_at",
             "guardrail_reason", "guardrail_silenced_until")}),
         ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
-                             "imap_folders")}),
+                             "imap_folders", "save_to_sent", "sent_copy_failed_at", "sent_copy_error")}),
         ("Poll health", {"fields": ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
                                     "imap_login_refused_at", "imap_login_refused_error", "created_at")}),
     )

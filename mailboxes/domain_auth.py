@@ -18,6 +18,7 @@ class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"  # missing or broken: counts toward the grace period
     UNKNOWN = "unknown"  # could not check (time-out, SERVFAIL, no resolver): never a failure
+    RESERVED = "reserved"  # a reserved test domain (`reserved_domain`): can never pass, never a failure
 
 
 class Answer(StrEnum):
@@ -55,6 +56,8 @@ class DomainAuth:
     @property
     def verdict(self) -> Verdict:
         verdicts = {c.verdict for c in self.checks}
+        if Verdict.RESERVED in verdicts:
+            return Verdict.RESERVED
         if Verdict.FAIL in verdicts:
             return Verdict.FAIL
         return Verdict.UNKNOWN if Verdict.UNKNOWN in verdicts else Verdict.PASS
@@ -73,6 +76,26 @@ def could_not_check(record: str, name: str, lookup: Lookup) -> RecordCheck:
     return RecordCheck(record, Verdict.UNKNOWN,
                        f"could not check — the DNS lookup of {name} failed ({lookup.detail or 'no answer'}); "
                        "this is not counted as a failure and is tried again at the next check")
+
+
+# --- reserved names ---------------------------------------------------------------------------------
+
+# Names reserved for tests and documentation (RFC 2606, RFC 6761): the public DNS answers NXDOMAIN for each, so
+# their SPF, DKIM and DMARC can never pass there. The demo mailbox (sales@demo.outreach.test) is one.
+RESERVED_SUFFIXES = ("test", "example", "invalid", "localhost", "example.com", "example.net", "example.org")
+
+
+def reserved_domain(domain: str) -> bool:
+    """Whether `domain` is, or is under, a name reserved for tests and documentation."""
+    name = domain.strip().rstrip(".").lower()
+    return any(name == suffix or name.endswith("." + suffix) for suffix in RESERVED_SUFFIXES)
+
+
+def reserved_report(domain: str) -> DomainAuth:
+    """The one line said for a reserved domain, instead of three records "missing" that nobody can add."""
+    return DomainAuth(domain, (RecordCheck("SPF, DKIM and DMARC", Verdict.RESERVED,
+                                           f"cannot be checked — {domain} is a reserved test domain, which no "
+                                           "public DNS server answers for"),))
 
 
 # --- SPF -------------------------------------------------------------------------------------------

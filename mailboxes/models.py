@@ -23,6 +23,17 @@ class Auth(models.TextChoices):
     OAUTH2 = "oauth2", "OAuth2 (XOAUTH2 / OAUTHBEARER)"
 
 
+class SaveToSent(models.TextChoices):
+    """Whether a copy of each message sent is appended to the mailbox's Sent folder over IMAP (sequences.sent_copies).
+
+    "auto": unless the server keeps one itself (SMTP through Gmail / Google Workspace) or there is no IMAP Sent
+    folder to keep it in (an ESP transport, no IMAP settings)."""
+
+    AUTO = "auto", "automatic: unless the server keeps a copy itself"
+    ALWAYS = "always", "always"
+    NEVER = "never", "never"
+
+
 class Mailbox(models.Model):
     """A sending identity. A secret is either named (an allow-listed environment variable, `*_env`) or entered in
     the browser and kept sealed (`*_sealed`: a Fernet token, mailboxes.sealed); a sealed one wins when both are set.
@@ -115,7 +126,7 @@ class Mailbox(models.Model):
     # for OUTREACH_DOMAIN_AUTH_GRACE_HOURS pauses the mailbox; "could not check" neither starts nor ends that.
     dkim_selector = models.CharField(max_length=63, blank=True)
     auth_checked_at = models.DateTimeField(null=True, blank=True)
-    auth_verdict = models.CharField(max_length=10, blank=True)  # pass | fail | unknown ("" never checked)
+    auth_verdict = models.CharField(max_length=10, blank=True)  # pass | fail | unknown | reserved ("" never checked)
     auth_summary = models.TextField(blank=True)  # one line per record, in words
     auth_failing_since = models.DateTimeField(null=True, blank=True)
     # Only a mailbox marked as a drill target may be used by `manage.py drill`.
@@ -135,6 +146,13 @@ class Mailbox(models.Model):
     # OUTREACH_REPLY_VIEW_MAX_AGE). A mailbox that reads no replies sends follow-ups only when this says so.
     reply_view_max_age = models.PositiveIntegerField(null=True, blank=True)
     follow_ups_without_reply_view = models.BooleanField(default=False)
+    # A copy of each message handed off, appended to the IMAP Sent folder with \Seen after the hand-off is recorded,
+    # by a job of its own that never delays the send (sequences.sent_copies). The last copy that failed for good
+    # (or is waiting for its next try), in words; cleared by the next copy saved.
+    save_to_sent = models.CharField(max_length=10, choices=SaveToSent.choices, default=SaveToSent.AUTO,
+                                    help_text="copy each message sent to the IMAP Sent folder")
+    sent_copy_failed_at = models.DateTimeField(null=True, blank=True)
+    sent_copy_error = models.TextField(blank=True)
 
     # Health of the poller, shown to operators.
     last_poll_at = models.DateTimeField(null=True, blank=True)
@@ -219,7 +237,8 @@ class Mailbox(models.Model):
             return "not checked yet"
         if self.auth_failing_since is not None:
             return f"failing since {self.auth_failing_since:%Y-%m-%d %H:%M} UTC"
-        return {"pass": "SPF, DKIM and DMARC pass", "unknown": "not every record could be checked"}.get(
+        return {"pass": "SPF, DKIM and DMARC pass", "unknown": "not every record could be checked",
+                "reserved": "cannot be checked: a reserved test domain"}.get(
             self.auth_verdict, self.auth_verdict)
 
     @property
@@ -386,6 +405,9 @@ class ProviderEvent(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [models.UniqueConstraint(fields=["provider", "event_id"], name="providerevent_once")]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.event_type} {self.recipient or self.event_id}"
 
 
 class RefusalSignal(models.Model):

@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 
 from inbound.replies import api as replies_api
@@ -13,6 +15,9 @@ urlpatterns = [
     path("healthz/live", health.live, name="healthz-live"),
     # Prometheus (a bearer token, OUTREACH_METRICS_TOKEN; off without it).
     path("metrics", metrics.metrics, name="metrics"),
+    # Browsers ask for /favicon.ico whatever a page's <link rel="icon"> says (the admin, the API docs, a download):
+    # sent once, permanently, to the one icon, so no request of it is a "Not Found" warning in the log.
+    path("favicon.ico", lambda request: redirect(static("favicon.svg"), permanent=True), name="favicon"),
     path("admin/rq/", rq_admin_urls()),
     path("admin/", admin.site.urls),
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.

@@ -14,7 +14,8 @@ from .selectors import normalize_email
 def address_digest(email: str) -> str:
     """The keyed hash (HMAC-SHA256) of a normalized address: what stays of an erased person.
 
-    The key is OUTREACH_ERASURE_KEY (or its earlier name OUTREACH_SECRET_ERASURE_KEY), or one derived from SECRET_KEY for this purpose only.
+    The key is OUTREACH_ERASURE_KEY (or its earlier name OUTREACH_SECRET_ERASURE_KEY), or one derived from SECRET_KEY
+    for this purpose only.
     """
     key = settings.OUTREACH_ERASURE_KEY or f"outreach.erasure:{settings.SECRET_KEY}"
     return hmac.new(key.encode(), normalize_email(email).encode(), hashlib.sha256).hexdigest()

@@ -30,7 +30,7 @@ from django.template.base import Lexer, Node, TokenType, Variable, VariableDoesN
 from django.utils import timezone
 
 from . import loads
-from .models import Contact, SendJob
+from .models import Contact, SendJob, Sequence
 from .sending_mailbox import enrollment_mailbox
 from .template_budget import OverBudget, charged, instrument, joined_size, nesting_check, render_within
 from .tokens import unsubscribe_url
@@ -409,8 +409,14 @@ def step_texts(job: SendJob) -> tuple[str, str]:
     return job.step.subject, job.step.body
 
 
+# The sequence's unsubscribe style "line" (Sequence.UnsubscribeStyle.LINE): the one-click link on the last line
+# of the text instead of in List-* headers. The link opens the same page as the header's (a confirm button).
+UNSUBSCRIBE_LINE = "To unsubscribe: {url}"
+
+
 def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessage:
-    """Render subject and body, thread it under earlier steps, add List-Unsubscribe; PrepareError says why not.
+    """Render subject and body, thread it under earlier steps, offer the unsubscribe link (List-Unsubscribe
+    headers, or a line at the end of the text: the sequence's `unsubscribe_style`); PrepareError says why not.
 
     `job`: the job as its claim read it, with its enrollment, contact, sequence, mailbox and step loaded
     (the pipeline passes it, so they are not read twice).
@@ -439,14 +445,18 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
     if thread:
         headers += [("In-Reply-To", thread[-1][0]), ("References", " ".join(mid for mid, _ in thread))]
     url = unsubscribe_url(job_id=job.pk, email=contact.email)
-    mailto = f"mailto:{sender.addr_spec}?subject={quote('unsubscribe')}"
-    headers += [
-        ("Subject", subject),
-        # RFC 2369 + RFC 8058 one-click: mail clients POST "List-Unsubscribe=One-Click" to the URL.
-        ("List-Unsubscribe", f"<{url}>, <{mailto}>"),
-        ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
-        ("X-Outreach-Job", str(job.pk)),
-    ]
+    headers.append(("Subject", subject))
+    if job.enrollment.sequence.unsubscribe_style == Sequence.UnsubscribeStyle.LINE:
+        # No List-* header: Sieve vacation (and other auto-responders that skip list mail) then answers.
+        body = f"{body.rstrip()}\n\n{UNSUBSCRIBE_LINE.format(url=url)}\n"
+    else:
+        mailto = f"mailto:{sender.addr_spec}?subject={quote('unsubscribe')}"
+        headers += [
+            # RFC 2369 + RFC 8058 one-click: mail clients POST "List-Unsubscribe=One-Click" to the URL.
+            ("List-Unsubscribe", f"<{url}>, <{mailto}>"),
+            ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
+        ]
+    headers.append(("X-Outreach-Job", str(job.pk)))
     return PreparedMessage(job_id=job.pk, sender=sender.addr_spec, recipient=to.addr_spec,
                            message_id=job.message_id, data=message_bytes(headers, body, email=contact.email))
 

@@ -50,10 +50,20 @@ class Sequence(models.Model):
         PERSON = "person", "The person, everywhere"
         DOMAIN = "domain", "Everyone at the company's domain"
 
+    class UnsubscribeStyle(models.TextChoices):
+        # How each message offers to unsubscribe (sequences.messages). HEADERS: List-Unsubscribe and
+        # List-Unsubscribe-Post (RFC 8058 one-click), which Gmail's and Yahoo's bulk-sender rules ask for; Sieve
+        # `vacation` and other auto-responders that skip list mail never answer such a message, so no
+        # out-of-office hold starts. LINE: no List-* headers, the same link on a plain line at the end of the text.
+        HEADERS = "headers", "One-click unsubscribe headers"
+        LINE = "line", "A plain unsubscribe line at the end of the text"
+
     name = models.CharField(max_length=200, unique=True)
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="sequences")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     stop_on_reply = models.CharField(max_length=10, choices=StopOnReply.choices, default=StopOnReply.PERSON)
+    unsubscribe_style = models.CharField(max_length=10, choices=UnsubscribeStyle.choices,
+                                         default=UnsubscribeStyle.HEADERS)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
 
@@ -311,7 +321,8 @@ class Suppression(models.Model):
     action = models.CharField(max_length=4, choices=Action.choices)
     reason = models.CharField(max_length=20, choices=Reason.choices, blank=True)
     note = models.TextField(blank=True)
-    source = models.CharField(max_length=200, blank=True)  # "inbound:42", "operator", "command", "unsubscribe-link:job 7"
+    # "inbound:42", "operator", "command", "unsubscribe-link:job 7"
+    source = models.CharField(max_length=200, blank=True)
     actor = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
 
@@ -450,6 +461,9 @@ class OperatorAction(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.actor}: {self.action} {self.target}"
 
 
 class ReplyMatch(models.Model):

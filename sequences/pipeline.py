@@ -26,6 +26,7 @@ from . import checkpoints
 from .messages import PrepareError, message_prepare
 from .models import SendJob
 from .sending_mailbox import enrollment_mailbox
+from .sent_copies import sent_copy_enqueue
 from .services.mailbox_health import send_job_record_mailbox_refused, send_job_record_unreachable
 from .services.provider_cancel import provider_send_at_for
 from .services.sending import (
@@ -103,9 +104,12 @@ def send_job_process(*, job_id: int, worker_id: str, authorize: Authorize = send
         return Outcome(job_id, SendJob.State.UNKNOWN, str(exc))
     checkpoints.reach("submitted", job_id)
     schedule = submission.schedule  # an ESP's ProviderSchedule for a scheduled send
-    send_job_record_submitted(
+    recorded = send_job_record_submitted(
         job_id=job_id, worker_id=worker_id, smtp_reply=submission.reply,
         provider_message_id=submission.provider_message_id, provider_request_id=submission.provider_request_id,
         provider_schedule=schedule.as_fields() if schedule else None,
     )
+    if recorded and not schedule:
+        # A copy in the mailbox's Sent folder, by a job of its own (never one that a provider may still cancel).
+        sent_copy_enqueue(mailbox=mailbox, job_id=job_id, message=prepared.data)
     return Outcome(job_id, SendJob.State.SUBMITTED, submission.reply)

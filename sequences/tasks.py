@@ -104,8 +104,17 @@ def domain_auth() -> dict[str, int]:
     """Periodic: each mailbox's SPF, DKIM and DMARC once a day (a failing one hourly); pauses after the grace."""
     counts = domain_auth_sweep()
     if counts["failing"] or counts["paused"]:
-        log.warning("domain authentication: %s", counts)
+        log.warning("domain authentication: %s", domain_auth_words(counts))
     return counts
+
+
+def domain_auth_words(counts: dict[str, int]) -> str:
+    """A sweep's counts as the terminal says them: '1 of the 3 mailboxes checked fails SPF, DKIM or DMARC (…)'."""
+    failing, checked, paused = counts["failing"], counts["checked"], counts["paused"]
+    mailboxes = "mailbox" if checked == 1 else "mailboxes"
+    words = (f"{failing} of the {checked} {mailboxes} checked {'fails' if failing == 1 else 'fail'} SPF, DKIM or "
+             "DMARC (the Mailboxes page says which record and what to publish)")
+    return words + (f"; {paused} paused for it, past the grace period" if paused else "; none paused for it yet")
 
 
 def mailbox_probe(mailbox_id: int) -> str:

@@ -58,6 +58,13 @@ Pitfalls found while building this (keep them next to the code they explain):
   and the next SELECT fails with ``[SERVERBUG]`` ("duplicate transaction log
   sequence"). After the change, a re-SELECT in the already-open session
   omitted HIGHESTMODSEQ once (so FolderStatus.highestmodseq may be None).
+- Sieve (Pigeonhole, Debian's dovecot-sieve): ``sieve_submission_port`` turns on local delivery with Sieve.
+  ``deliver`` runs dovecot-lda as root; it drops to the userdb's uid (nobody), so the user's home and
+  script are chowned to nobody (the script is compiled next to itself). Vacation answers only when the
+  recipient's address is in To/Cc: name the user by its full address. It sends through
+  ``submission_host`` (SMTP, synchronously: the reply has been handed over when dovecot-lda exits) and
+  logs each decision to the same log ("sent vacation response to <x>", "discarding vacation response
+  to mailinglist recipient <x>" for mail with List-* headers).
 """
 
 from __future__ import annotations
@@ -81,6 +88,8 @@ from imapclient import IMAPClient
 from proving.harness.stack import free_port
 
 DOVECOT_BIN = "dovecot"
+LDA_BIN = "/usr/lib/dovecot/dovecot-lda"
+SIEVE_PLUGIN = "/usr/lib/dovecot/modules/lib90_sieve_plugin.so"
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 
@@ -116,6 +125,19 @@ username_attribute = email
 active_attribute = active
 active_value = true
 force_introspection = yes
+"""
+
+# Local delivery with Sieve (`deliver`): each user's active script is ~/.dovecot.sieve; what Sieve sends
+# (vacation replies) goes over SMTP to the test's server.
+_SIEVE = """\
+postmaster_address = postmaster@harness.test
+submission_host = 127.0.0.1:{port}
+protocol lda {{
+  mail_plugins = $mail_plugins sieve
+}}
+plugin {{
+  sieve = file:~/sieve;active=~/.dovecot.sieve
+}}
 """
 
 _CONFIG = """\
@@ -182,10 +204,16 @@ class Dovecot:
 
     def __init__(self, users: dict[str, str], extra_config: str = "", *, separator: str = "/",
                  certificates=None, oauth2_introspection_url: str = "",
-                 oauth2_mechanisms: tuple[str, ...] = ("xoauth2", "oauthbearer")):
+                 oauth2_mechanisms: tuple[str, ...] = ("xoauth2", "oauthbearer"), sieve_submission_port: int = 0):
         """`separator = "."` serves folders as Cyrus does (INBOX.Bounces: prefix "INBOX."); `certificates`
         (proving.harness.tls.Certificates) turn on STARTTLS with that certificate; `oauth2_introspection_url`
-        (proving.harness.oauth.OAuthServer) adds AUTHENTICATE XOAUTH2 and OAUTHBEARER, validated there."""
+        (proving.harness.oauth.OAuthServer) adds AUTHENTICATE XOAUTH2 and OAUTHBEARER, validated there;
+        `sieve_submission_port` turns on delivery through Sieve (`deliver`, `sieve_script`), which sends its
+        messages (vacation replies) to the SMTP server on 127.0.0.1 at that port."""
+        self.sieve_submission_port = sieve_submission_port
+        if sieve_submission_port and not Path(SIEVE_PLUGIN).exists():
+            raise RuntimeError("Pigeonhole is not installed (apt-get install -y dovecot-sieve); the Sieve tests "
+                               "need it")
         self.oauth2_introspection_url = oauth2_introspection_url
         self.oauth2_mechanisms = " ".join(oauth2_mechanisms)
         if not dovecot_available():
@@ -233,8 +261,9 @@ class Dovecot:
             (self.root / "dovecot-oauth2.conf.ext").write_text(_OAUTH2_EXT.format(url=self.oauth2_introspection_url))
             oauth2 = {"oauth2_mechanisms": f" {self.oauth2_mechanisms}",
                       "oauth2_passdb": _OAUTH2_PASSDB.format(root=self.root, mechanisms=self.oauth2_mechanisms)}
+        sieve = _SIEVE.format(port=self.sieve_submission_port) if self.sieve_submission_port else ""
         self.config_path.write_text(_CONFIG.format(root=self.root, port=self.port, ssl=ssl, separator=self.separator,
-                                                   prefix=prefix, **oauth2) + self.extra_config + "\n")
+                                                   prefix=prefix, **oauth2) + sieve + self.extra_config + "\n")
         mail = self.root / "mail"
         mail.mkdir(exist_ok=True)
         _chown_nobody(mail)
@@ -385,6 +414,27 @@ class Dovecot:
         if not m:
             raise RuntimeError(f"no APPENDUID in APPEND response: {resp!r}")
         return int(m.group(1))
+
+    # -- local delivery through Sieve (with sieve_submission_port) -------
+
+    def sieve_script(self, user: str, script: str) -> None:
+        """Make *script* the user's active Sieve script."""
+        home = self.root / "mail" / user
+        home.mkdir(exist_ok=True)
+        path = home / ".dovecot.sieve"
+        path.write_text(script)
+        for owned in (home, path):
+            _chown_nobody(owned)  # dovecot-lda runs as nobody and compiles the script beside it
+
+    def deliver(self, user: str, raw: bytes, *, sender: str) -> None:
+        """Deliver *raw* to *user* as the MTA would (envelope sender *sender*), through the user's Sieve script."""
+        if not self.sieve_submission_port:
+            raise RuntimeError("deliver needs Dovecot(..., sieve_submission_port=PORT)")
+        done = subprocess.run([LDA_BIN, "-c", str(self.config_path), "-d", user, "-f", sender], input=raw,
+                              capture_output=True, timeout=30)
+        if done.returncode != 0:
+            raise RuntimeError(f"dovecot-lda exited with {done.returncode}: {done.stderr.decode(errors='replace')}"
+                               f"\n{self.log()}")
 
     def create_folder(self, user: str, folder: str) -> None:
         with self.client(user) as c:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from mailboxes.models import InboundMessage
 from sequences.models import Enrollment, SendJob, Sequence
-from sequences.services.stops import enrollment_pause
+from sequences.services.enrollments import contact_upsert, enrollment_create
+from sequences.services.stops import enrollment_pause, enrollment_resume
 
 from .data import enroll, mailbox_create, sequence_create
 
@@ -50,6 +51,34 @@ def long_names_create(*, smtp_port: int, actor: str = "tour") -> dict:
         enrollment=first, correlation_rule="in_reply_to",
     )
     return {"mailbox": mailbox, "sequence": sequence, "enrollments": enrollments, "inbound": inbound}
+
+
+# Parts of the 50 people's names: with the number, each name is 60 to 80 characters, each address about 80.
+GIVEN = ("Maximilian Alexander Friedrich", "Anna-Katharina Josephine Elisabeth", "Jean-Baptiste Emmanuel Olivier")
+FAMILY = ("von Hohenzollern-Sigmaringen-Veringen", "Oberhausen-Wintergarten-Schwarzenberg",
+          "de la Rochefoucauld-Montmorency")
+
+
+def long_names_people(data: dict, *, count: int = 50, actor: str = "tour") -> list[Enrollment]:
+    """*count* more people in the sequence, each with a 60-80-character name and a long address and company, step 1
+    scheduled for each: what makes "What will send when", the enrollments and the contacts long. Each is paused
+    and resumed once (two operator-log entries a person, a longer timeline), and the first enrollment of
+    `long_names_create` six times more, so its own page has a long timeline (some thirty events)."""
+    made = []
+    for i in range(count):
+        given, family = GIVEN[i % len(GIVEN)], FAMILY[i % len(FAMILY)]
+        email = (f"{given.split()[0].lower()}.{family.split()[-1].lower()}.{i:02d}"
+                 "@procurement-department.example-enterprise.de")
+        contact = contact_upsert(email=email, first_name=f"{given} {i:02d}", last_name=family,
+                                 company=f"{CONTACTS[0][3]} Niederlassung {i:02d}")
+        made.append(enrollment_create(sequence_id=data["sequence"].pk, contact_id=contact.pk, actor=actor))
+    for enrollment in made:
+        enrollment_pause(enrollment_id=enrollment.pk, actor=actor)
+        enrollment_resume(enrollment_id=enrollment.pk, actor=actor)
+    for _ in range(6):
+        enrollment_pause(enrollment_id=data["enrollments"][0].pk, actor=actor)
+        enrollment_resume(enrollment_id=data["enrollments"][0].pk, actor=actor)
+    return made
 
 
 def long_names_pages(data: dict) -> dict[str, str]:

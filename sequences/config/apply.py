@@ -143,10 +143,13 @@ def config_apply(plan: Plan) -> ApplyResult:
             if created:
                 sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
                                                    stop_on_reply=entry.get("stop_on_reply") or "person",
+                                                   unsubscribe_style=entry.get("unsubscribe_style") or "headers",
                                                    status=entry.get("status") or Sequence.Status.ACTIVE)
             else:
                 changed |= _status_update(sequence, entry.get("status"), what, result)
                 if entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
+                    changed = True
+                if entry.get("unsubscribe_style") and _update(sequence, entry, {"unsubscribe_style"}, what, result):
                     changed = True
             if not created and sequence.mailbox_id != mailbox.pk:
                 result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")

@@ -90,6 +90,7 @@ def sequence_export_toml(sequence: Sequence) -> str:
     else:
         lines.append(f"mailbox = {_toml_string(sequence.mailbox.name)}")
     lines.append(f"stop_on_reply = {_toml_string(sequence.stop_on_reply)}")
+    lines.append(f"unsubscribe_style = {_toml_string(sequence.unsubscribe_style)}")
     if sequence.status == Sequence.Status.DRAFT:
         lines.append('status = "draft"  # nothing is sent until it is launched')
     for step in sequence.steps.order_by("position").prefetch_related("variants"):

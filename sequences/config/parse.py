@@ -15,7 +15,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from mailboxes.models import Mailbox
+from mailboxes.models import Mailbox, SaveToSent
 from mailboxes.secrets import mailbox_config_problems
 from mailboxes.tls import mailbox_connection_problems
 
@@ -97,6 +97,7 @@ MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
     "address": ("address",), "display_name": ("display_name",), "daily_cap": ("daily_cap",),
     "is_drill_target": ("drill_target",), "ca_file": ("ca_file",), "dkim_selector": ("dkim_selector",),
     "reply_view_max_age": ("reply_view_max_age",), "follow_ups_without_reply_view": ("follow_ups_without_reply_view",),
+    "save_to_sent": ("save_to_sent",),
     "min_gap": ("min_gap",), "gap_jitter": ("gap_jitter",), "ramp_start": ("ramp", "start"),
     "ramp_step": ("ramp", "step"),
     "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
@@ -210,7 +211,7 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
                                  "transport", "drill_target", "ca_file", "dkim_selector", "auth", "oauth2", "guardrail",
                                  "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter",
-                                 "ramp"})
+                                 "ramp", "save_to_sent"})
     out: dict[str, Any] = {}
     out["name"] = reader.get(table, path, "name", str, required=True)
     if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
@@ -235,6 +236,10 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
         except ValueError as exc:
             reader.error(f"{path}.reply_view_max_age", str(exc), max_age)
     out["follow_ups_without_reply_view"] = reader.get(table, path, "follow_ups_without_reply_view", bool, False)
+    # A copy of each message sent in the IMAP Sent folder (sequences.sent_copies): "auto" unless the server keeps one.
+    out["save_to_sent"] = reader.get(table, path, "save_to_sent", str, SaveToSent.AUTO.value)
+    if out["save_to_sent"] not in SaveToSent.values:
+        reader.error(f"{path}.save_to_sent", f"must be one of {', '.join(SaveToSent.values)}", out["save_to_sent"])
     # The pace (sequences.daily_cap): messages at least min_gap apart, plus a random extra up to gap_jitter; a
     # ramp-up from `start` messages on the first sending day, `step` more each day, up to daily_cap.
     for key in ("min_gap", "gap_jitter"):
@@ -399,7 +404,8 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
-    reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply", "status"})
+    reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply", "status",
+                                 "unsubscribe_style"})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
     # "draft": people may be enrolled, nothing is sent until it is launched; "active" (the default) sends. A file
     # launches a draft by saying "active"; it never makes a launched sequence a draft again.
@@ -412,6 +418,12 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
     if out["stop_on_reply"] is not None and out["stop_on_reply"] not in Sequence.StopOnReply.values:
         reader.error(f"{path}.stop_on_reply", f"must be one of {', '.join(Sequence.StopOnReply.values)}",
                      out["stop_on_reply"])
+    # "headers" (the default): List-Unsubscribe one-click headers, which Gmail's and Yahoo's bulk-sender rules ask
+    # for; "line": none, the link on the last line of the text, so Sieve vacation auto-replies come back.
+    out["unsubscribe_style"] = reader.get(table, path, "unsubscribe_style", str, None)
+    if out["unsubscribe_style"] is not None and out["unsubscribe_style"] not in Sequence.UnsubscribeStyle.values:
+        reader.error(f"{path}.unsubscribe_style", f"must be one of {', '.join(Sequence.UnsubscribeStyle.values)}",
+                     out["unsubscribe_style"])
     out["mailbox"], out["pool"] = _sequence_mailboxes(reader, path, table, mailboxes)
     steps = reader.get(table, path, "step", list, [])
     if not steps:

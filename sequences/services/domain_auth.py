@@ -10,6 +10,11 @@ stated period); a later passing check does not resume it by itself.
 
 It runs in the mailbox's connection check (the form, "Check connection", `manage.py mailbox_check`) and in a
 periodic job (`domain_auth_due`: each mailbox once a day, a failing one every hour).
+
+A domain reserved for tests (`mailboxes.domain_auth.reserved_domain`: .test, .example, example.com, …) is not
+looked up in the public DNS, where it can never pass: it is recorded as "reserved", one line, never failing. With
+a resolver of its own (OUTREACH_DNS_RESOLVER names one, which may serve a private test zone) it is checked like
+any other domain.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from django.db.models import Q
 
 from db.sql import db_now
 from mailboxes.checks import domain_auth_for
-from mailboxes.domain_auth import DomainAuth, Verdict
+from mailboxes.dns_lookup import OFF
+from mailboxes.domain_auth import DomainAuth, Verdict, domain_of, reserved_domain, reserved_report
 from mailboxes.models import Mailbox
 
 from ..locks import mailbox_lock
@@ -38,9 +44,19 @@ def grace() -> timedelta:
     return timedelta(hours=settings.OUTREACH_DOMAIN_AUTH_GRACE_HOURS)
 
 
+def public_dns_reserved(domain: str) -> bool:
+    """A reserved test domain checked through the public DNS (the system's resolver, or none at all), where its
+    records can never be found; a resolver named in OUTREACH_DNS_RESOLVER may serve it, so it is checked there."""
+    spec = settings.OUTREACH_DNS_RESOLVER.strip().lower()
+    return spec in ("", OFF) and reserved_domain(domain)
+
+
 def mailbox_domain_auth_lookup(mailbox: Mailbox) -> DomainAuth:
     """The sending domain's records for this mailbox's settings (saved or not); network I/O, nothing written."""
     assert not connection.in_atomic_block, "never hold a transaction across DNS lookups"
+    domain = domain_of(mailbox.address)
+    if public_dns_reserved(domain):
+        return reserved_report(domain)
     return domain_auth_for(mailbox)
 
 
@@ -54,12 +70,16 @@ def mailbox_domain_auth_check(*, mailbox_id: int, actor: str = "") -> DomainAuth
 def mailbox_domain_auth_record(*, mailbox_id: int, report: DomainAuth, actor: str = "") -> str:
     """Record a check's result on the mailbox; pause it when its records have failed for the grace period.
     One durable transaction; returns why the mailbox was paused, or ''."""
+    if public_dns_reserved(report.domain):
+        report = reserved_report(report.domain)  # a form's check looked it up: recorded as what it is
     with transaction.atomic(durable=True):
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         now = db_now()
         verdict = report.verdict
         since = mailbox.auth_failing_since
-        if verdict == Verdict.FAIL and since is None:
+        if verdict == Verdict.RESERVED:
+            since = None  # can never pass, so it never counts toward a pause (nor does an earlier "failing")
+        elif verdict == Verdict.FAIL and since is None:
             since = now
             event_record(kind=Event.MAILBOX_DOMAIN_AUTH_FAILING, mailbox=mailbox.name, domain=report.domain,
                          failing=report.failing)

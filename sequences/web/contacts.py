@@ -20,6 +20,8 @@ from . import rows
 from .access import page_of, query_without_page, ui_view
 from .forms import SearchForm
 
+LIST_PAGE = 20  # contacts a page: on a phone each is a card of five lines or more
+
 
 def contacts_search(q: str) -> QuerySet[Contact]:
     """Contacts matching `q`: `@domain` matches the domain; anything else a part of address, name or company."""
@@ -49,7 +51,7 @@ def contacts_search(q: str) -> QuerySet[Contact]:
 def contact_list(request):
     form = SearchForm(request.GET)
     q = form.cleaned_data["q"].strip() if form.is_valid() else ""
-    page = page_of(request, contacts_search(q))
+    page = page_of(request, contacts_search(q), per_page=LIST_PAGE)
     counts = dict(
         Contact.objects.filter(pk__in=[c.pk for c in page]).annotate(n=Count("enrollments")).values_list("pk", "n")
     )

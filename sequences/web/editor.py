@@ -21,6 +21,8 @@ from ..services import campaigns
 from ..services.campaigns import StepInvalid, sequence_create, sequence_update, step_jobs_refusal, step_save
 from ..services.common import ServiceError
 from ..services.enrollments import people_lacking
+from ..services.unsubscribe_style import sequence_unsubscribe_style_set
+from ..services.variants import variant_running_names
 from .access import ui_view
 from .forms import SequenceForm, StepForm
 from .variants import step_variant_rows
@@ -102,6 +104,9 @@ def sequence_new(request):
             sequence = sequence_create(
                 name=form.cleaned_data["name"], mailbox_id=form.cleaned_data["mailbox"].pk, actor=_actor(request)
             )
+            if form.cleaned_data["unsubscribe_style"]:  # a form posted without it leaves it as it is
+                sequence_unsubscribe_style_set(sequence_id=sequence.pk, style=form.cleaned_data["unsubscribe_style"],
+                                               actor=_actor(request))
         except ServiceError as exc:
             form.add_error("name", str(exc))
         else:
@@ -113,7 +118,7 @@ def sequence_new(request):
 @ui_view(OPERATE, methods=("GET", "POST"))
 def sequence_edit(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
-    initial = {"name": sequence.name, "mailbox": sequence.mailbox}
+    initial = {"name": sequence.name, "mailbox": sequence.mailbox, "unsubscribe_style": sequence.unsubscribe_style}
     form = SequenceForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -123,6 +128,9 @@ def sequence_edit(request, pk: int):
                 mailbox_id=form.cleaned_data["mailbox"].pk,
                 actor=_actor(request),
             )
+            if form.cleaned_data["unsubscribe_style"]:  # a form posted without it leaves it as it is
+                sequence_unsubscribe_style_set(sequence_id=pk, style=form.cleaned_data["unsubscribe_style"],
+                                               actor=_actor(request))
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
@@ -131,8 +139,20 @@ def sequence_edit(request, pk: int):
     return _sequence_form_page(request, form, sequence, status=200 if request.method == "GET" else 400)
 
 
+def _step_form(step: Step | None, *args, **kwargs) -> StepForm:
+    """The step form. While a variant of the step runs, every job of the step is given a variant and nothing of
+    the step's own text is sent (`services.scheduling.schedule_next`), so its own body is not asked for; it is
+    sent only to people who reach the step after every variant is stopped (`messages.step_texts`)."""
+    form = StepForm(*args, **kwargs)
+    if step is not None and variant_running_names(step.pk):
+        form.fields["body"].required = False
+    return form
+
+
 def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, status: int = 200, lacking=""):
     position = step.position if step else sequence.steps.count() + 1
+    variant_rows = step_variant_rows(step) if step else []
+    running = [r["variant"] for r in variant_rows if r["variant"].stopped_at is None]
     return render(
         request,
         "ui/sequence_step_form.html",
@@ -143,7 +163,11 @@ def _step_page(request, sequence: Sequence, step: Step | None, form: StepForm, s
             "position": position,
             "impact": edit_impact(sequence, step),
             "refusal": step_jobs_refusal(step) if step else "",
-            "variant_rows": step_variant_rows(step) if step else [],
+            "variant_rows": variant_rows,
+            # The step's own text is folded away while it is not what the step sends.
+            "running_variants": running,
+            "stopped_variants": [r["variant"] for r in variant_rows if r["variant"].stopped_at is not None],
+            "own_text_fields": ("subject", "body") if running else (),
             "lacking": lacking,
         },
         status=status,
@@ -211,8 +235,9 @@ def step_new(request, pk: int):
 def step_edit(request, pk: int):
     step = get_object_or_404(Step.objects.select_related("sequence__mailbox"), pk=pk)
     if request.method == "POST":
-        return _step_save(request, step.sequence, step, StepForm(request.POST))
-    form = StepForm(
+        return _step_save(request, step.sequence, step, _step_form(step, request.POST))
+    form = _step_form(
+        step,
         initial={
             "subject": step.subject,
             "body": step.body,

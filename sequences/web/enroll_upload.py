@@ -21,16 +21,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
-import secrets
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from urllib.parse import urlencode
 
-import django_rq
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from redis.exceptions import RedisError
 from rq.exceptions import NoSuchJobError
@@ -43,18 +38,23 @@ from ..models import Sequence
 from ..permissions import OPERATE
 from ..services.common import ServiceError
 from ..services.enrollments import ROWS_SHOWN, ContactRow, EnrollCounts, enrollments_dry_run_counts
+from . import upload_store
 from .access import ui_view
+from .upload_store import (
+    MAX_UPLOAD_BYTES,
+    MIN_CHARGE_BYTES,
+    UPLOAD_TTL,
+    QuotaFull,
+    Upload,
+    hours_words,
+    redis_queue,
+    upload_discard,
+    upload_keep,
+    upload_key,
+    upload_release,
+    uploads_usage,
+)
 
-# An upload not enrolled within six hours is forgotten: mapping and the dry run take minutes, and a short stay
-# frees the quota sooner than a day would.
-UPLOAD_TTL = 6 * 3600
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
-# What uploads waiting to be enrolled may keep in Redis, counted as stored (the file's text as JSON):
-USER_QUOTA_BYTES = 50 * 1024 * 1024  # each person's: two files of the largest size
-TOTAL_QUOTA_BYTES = 200 * 1024 * 1024  # everyone's together, well below what the queues need to keep running
-# The least an upload counts: bounds how many are kept (TOTAL / this), so reading them all stays cheap.
-MIN_CHARGE_BYTES = 64 * 1024
-KEPT = "outreach:enroll-uploads"  # sorted set: a JSON member per kept upload, scored by when Redis forgets it
 VERIFY_BUDGET_SECONDS = 60.0  # the background address check's time in all; domains not reached are "not checked"
 IGNORE = "ignore"
 FIELD = "field"  # kept as a custom field under the column's own name
@@ -71,34 +71,6 @@ SAMPLES = 3  # values shown under each column of the mapping page
 SAMPLE_LENGTH = 60
 
 
-def _redis():
-    # The job carries its rows: nothing waits for a database commit.
-    return django_rq.get_queue("default", commit_mode="auto")
-
-
-def _key(token: str) -> str:
-    return f"outreach:enroll-upload:{token}"
-
-
-@dataclass
-class Upload:
-    sequence_id: int
-    file: str
-    header: list[str]
-    text: str
-
-    @classmethod
-    def load(cls, token: str, sequence_id: int) -> Upload:
-        raw = _redis().connection.get(_key(token)) if token.isalnum() else None
-        if raw is None:
-            raise Http404(f"This upload is no longer kept (uploads are kept for {_hours(UPLOAD_TTL)}, until they "
-                          "are enrolled or discarded); upload the file again.")
-        upload = cls(**json.loads(raw))
-        if upload.sequence_id != sequence_id:
-            raise Http404("no such upload")
-        return upload
-
-
 @dataclass
 class Parsed:
     rows: list[ContactRow] = field(default_factory=list)
@@ -112,153 +84,6 @@ class Parsed:
         self.rows, self.flagged = verified.kept, verified.flagged
         self.rejected = sorted(self.rejected + verified.refused)
         return self
-
-
-# --- the quota of kept uploads ----------------------------------------------------------------------
-
-
-def _hours(seconds: float) -> str:
-    hours = seconds / 3600
-    return f"{hours:g} hour{'s' if hours != 1 else ''}"
-
-
-@dataclass(frozen=True)
-class Kept:
-    """An upload kept for enrolling, as its owner's quota and everyone's count it."""
-
-    member: str  # its entry in KEPT
-    token: str
-    user: int
-    sequence: int
-    file: str
-    bytes: int  # what it counts: its stored size, at least MIN_CHARGE_BYTES
-    expires: float  # when Redis forgets it, in seconds since the epoch by Redis's own clock
-
-    @property
-    def expires_at(self) -> datetime:
-        return datetime.fromtimestamp(self.expires, tz=UTC)
-
-
-def _now(conn) -> float:
-    """Redis's clock, the one its expiry follows, whichever web process asks."""
-    seconds, micros = conn.time()
-    return seconds + micros / 1_000_000
-
-
-def _kept(conn, now: float) -> list[Kept]:
-    """The uploads Redis still keeps, the first to be forgotten first."""
-    return [
-        Kept(member=member.decode(), expires=score, **json.loads(member))
-        for member, score in conn.zrangebyscore(KEPT, f"({now}", "+inf", withscores=True)
-    ]
-
-
-def _room_at(kept: list[Kept], over: int) -> datetime | None:
-    """When enough of `kept` (the first to be forgotten first) is forgotten to free `over` bytes."""
-    freed = 0
-    for upload in kept:
-        freed += upload.bytes
-        if freed >= over:
-            return upload.expires_at
-    return None
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What the kept uploads count: one person's (`mine`) and everyone's, the first to be forgotten first."""
-
-    mine: list[Kept]
-    everyone: list[Kept]
-
-    @property
-    def mine_bytes(self) -> int:
-        return sum(upload.bytes for upload in self.mine)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(upload.bytes for upload in self.everyone)
-
-    def refusal(self, need: int) -> str:
-        """Why an upload counting `need` bytes cannot be kept now, in words; "" when it fits."""
-        size = filesizeformat
-        if need > min(USER_QUOTA_BYTES, TOTAL_QUOTA_BYTES):
-            return (f"This file takes {size(need)} once read, more than the "
-                    f"{size(min(USER_QUOTA_BYTES, TOTAL_QUOTA_BYTES))} uploads may keep; split it or use the enroll "
-                    "command.")
-        discard = "discard the uploads listed below that you will not enroll"
-        if self.mine_bytes + need > USER_QUOTA_BYTES:
-            room = _room_at(self.mine, self.mine_bytes + need - USER_QUOTA_BYTES)
-            return (f"Uploads waiting to be enrolled may keep {size(USER_QUOTA_BYTES)} per person; yours keep "
-                    f"{size(self.mine_bytes)} in {len(self.mine)} upload{'s' if len(self.mine) != 1 else ''} and "
-                    f"this file needs {size(need)}. There is room for it by {room:%Y-%m-%d %H:%M} UTC, when "
-                    f"your older uploads are forgotten (each is kept {_hours(UPLOAD_TTL)}), or at once if you "
-                    f"{discard}.")
-        if self.total_bytes + need > TOTAL_QUOTA_BYTES:
-            room = _room_at(self.everyone, self.total_bytes + need - TOTAL_QUOTA_BYTES)
-            return (f"Uploads waiting to be enrolled may keep {size(TOTAL_QUOTA_BYTES)} for everyone together; "
-                    f"{size(self.total_bytes)} are in use and this file needs {size(need)}. There is room for it "
-                    f"by {room:%Y-%m-%d %H:%M} UTC, when older uploads are forgotten, or sooner as uploads are "
-                    f"enrolled or discarded{'; ' + discard if self.mine else ''}.")
-        return ""
-
-
-class QuotaFull(Exception):
-    """An upload that does not fit its owner's quota or everyone's; the message says so in words."""
-
-
-def uploads_usage(*, user_id: int) -> Usage:
-    conn = _redis().connection
-    everyone = _kept(conn, _now(conn))
-    return Usage(mine=[upload for upload in everyone if upload.user == user_id], everyone=everyone)
-
-
-def upload_keep(*, user_id: int, upload: Upload) -> str:
-    """Keep the upload for UPLOAD_TTL under a new token, counted in the quota; QuotaFull when it does not fit.
-
-    One Redis transaction under WATCH of KEPT: what was counted is what is written, so two uploads at once
-    (any processes) cannot both take the last room; a lost race reads the set again."""
-    data = json.dumps(asdict(upload), ensure_ascii=False).encode()
-    token = secrets.token_hex(12)
-    charged = max(len(data), MIN_CHARGE_BYTES)
-    member = json.dumps({"token": token, "user": user_id, "sequence": upload.sequence_id, "file": upload.file,
-                         "bytes": charged})
-
-    def keep(pipe) -> None:
-        now = _now(pipe)
-        everyone = _kept(pipe, now)
-        refusal = Usage(mine=[k for k in everyone if k.user == user_id], everyone=everyone).refusal(charged)
-        if refusal:
-            raise QuotaFull(refusal)
-        pipe.multi()
-        pipe.zremrangebyscore(KEPT, "-inf", now)  # the forgotten ones leave the count
-        pipe.zadd(KEPT, {member: now + UPLOAD_TTL})
-        pipe.expire(KEPT, UPLOAD_TTL)  # the set outlives none of its members
-        pipe.set(_key(token), data, ex=UPLOAD_TTL)
-
-    _redis().connection.transaction(keep, KEPT)
-    return token
-
-
-def _forget(uploads: list[Kept]) -> int:
-    conn = _redis().connection
-    with conn.pipeline() as pipe:
-        for upload in uploads:
-            pipe.zrem(KEPT, upload.member)
-            pipe.delete(_key(upload.token))
-        pipe.execute()
-    return len(uploads)
-
-
-def upload_discard(*, user_id: int, token: str = "") -> int:
-    """Forget one of the person's kept uploads (all of theirs when `token` is empty); how many were forgotten."""
-    mine = uploads_usage(user_id=user_id).mine
-    return _forget([upload for upload in mine if upload.token == token or not token])
-
-
-def upload_release(token: str) -> None:
-    """After its run started: the rows travel with the job, the upload no longer needs keeping or counting."""
-    conn = _redis().connection
-    _forget([upload for upload in _kept(conn, _now(conn)) if upload.token == token])
 
 
 # --- columns and rows ---------------------------------------------------------------------------
@@ -384,9 +209,9 @@ def enroll_upload(request, pk: int):
             "error": error,
             "usage": usage,
             "kept": [(upload, sequences.get(upload.sequence)) for upload in usage.mine],
-            "user_quota": USER_QUOTA_BYTES,
-            "total_quota": TOTAL_QUOTA_BYTES,
-            "kept_for": _hours(UPLOAD_TTL),
+            "user_quota": upload_store.USER_QUOTA_BYTES,
+            "total_quota": upload_store.TOTAL_QUOTA_BYTES,
+            "kept_for": hours_words(UPLOAD_TTL),
         },
         status=400 if error else 200,
     )
@@ -400,7 +225,7 @@ def _mapping_from(data, header: list[str]) -> list[str] | None:
 
 def _started(token: str) -> str | None:
     """The id of the run this upload started, if it did."""
-    started = _redis().connection.get(_key(token) + ":job")
+    started = redis_queue().connection.get(upload_key(token) + ":job")
     return started.decode() if started is not None else None
 
 
@@ -408,8 +233,8 @@ def _verify_job(token: str, domains: list[str], *, start: bool) -> Job | None:
     """The background check of these domains: the one kept for the upload if it checks them, else (with `start`)
     a new one. One check per upload at a time: a waiting check of other domains (another email column) is
     canceled, so reloading the page with each column in turn cannot fill the queue."""
-    queue = _redis()
-    key = _key(token) + ":verify"
+    queue = redis_queue()
+    key = upload_key(token) + ":verify"
     digest = hashlib.sha256("\n".join(domains).encode()).hexdigest()[:32]
     kept = queue.connection.get(key)
     if kept is not None:
@@ -484,7 +309,7 @@ def enroll_map(request, pk: int, token: str):
         checking = _progress(job)
         if not checking["finished"]:
             if checking["failed"]:  # said once: the next load starts a new check
-                _redis().connection.delete(_key(token) + ":verify")
+                redis_queue().connection.delete(upload_key(token) + ":verify")
             context["checking"] = checking
             context["unverified_url"] = _map_url(pk, token, mapping, verify=False)
             return render(request, "ui/enroll_map.html", context)
@@ -545,7 +370,7 @@ def enroll_run(request, pk: int, token: str):
     counts, rows = dry_run(sequence, parsed, allow_missing=allow_missing)
     actor = request.user.get_username()
     try:
-        job = _redis().enqueue(
+        job = redis_queue().enqueue(
             "sequences.tasks.enrollment_upload",
             sequence.pk,
             [asdict(r) for r in rows],
@@ -576,14 +401,14 @@ def enroll_run(request, pk: int, token: str):
             },
             status=503,
         )
-    _redis().connection.set(_key(token) + ":job", job.id, ex=UPLOAD_TTL)
+    redis_queue().connection.set(upload_key(token) + ":job", job.id, ex=UPLOAD_TTL)
     upload_release(token)
     return redirect("enroll_status", pk=pk, job_id=job.id)
 
 
 def _job(pk: int, job_id: str) -> Job:
     try:
-        job = Job.fetch(job_id, connection=_redis().connection)
+        job = Job.fetch(job_id, connection=redis_queue().connection)
     except NoSuchJobError:
         raise Http404("no such enrollment run (results are kept for a week)") from None
     if job.meta.get("kind") != "enrollment_upload" or job.meta.get("sequence_id") != pk:

@@ -13,7 +13,7 @@ from django.core.validators import validate_email
 from mailboxes.models import Mailbox
 
 from ..config.parse import DurationTooLong, parse_duration
-from ..models import GIVEN_REASON_CHOICES, GIVEN_REASONS, Suppression
+from ..models import GIVEN_REASON_CHOICES, GIVEN_REASONS, Sequence, Suppression
 from ..selectors import suppression_key
 from ..services.suppressions import ImportRow
 
@@ -164,10 +164,27 @@ def parse_suppression_csv(text: str) -> tuple[list[ImportRow], list[dict]]:
 # --- the sequence editor ---------------------------------------------------------------------------------------
 
 
+# The trade-off of Sequence.UnsubscribeStyle, in the words the operator reads where it is chosen.
+UNSUBSCRIBE_STYLE_HELP = (
+    "One-click headers (the default): mail apps show an “Unsubscribe” button beside the sender, and Gmail and "
+    "Yahoo require this one-click unsubscribe of anyone who sends their users more than about 5,000 emails a day "
+    "(their 2024 bulk-sender rules). But many automatic out-of-office replies are never sent to mail that carries "
+    "these headers (Sieve “vacation”, used by Dovecot and other mail servers, treats it as list mail), so people "
+    "on such a server who are away are not held: their follow-ups go out anyway. "
+    "A plain line: no such headers; the same unsubscribe link is the last line of every email. Out-of-office "
+    "replies then come back and hold the person until their return, but mail apps show no unsubscribe button "
+    "(someone who wants out may press “Report spam” instead), and at Gmail or Yahoo volume the mail may be "
+    "filtered or refused. Changing it applies to every email not yet prepared."
+)
+
+
 class SequenceForm(forms.Form):
     name = forms.CharField(max_length=200)
     mailbox = forms.ModelChoiceField(queryset=None, empty_label=None,
                                      help_text="The address every step of this sequence is sent from.")
+    unsubscribe_style = forms.ChoiceField(choices=Sequence.UnsubscribeStyle.choices, required=False,
+                                          initial=Sequence.UnsubscribeStyle.HEADERS, widget=forms.RadioSelect,
+                                          label="How people unsubscribe", help_text=UNSUBSCRIBE_STYLE_HELP)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

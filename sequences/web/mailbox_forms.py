@@ -13,7 +13,7 @@ from zoneinfo import available_timezones
 from django import forms
 
 from mailboxes.bound import WORDS, bound_problem, endpoint
-from mailboxes.models import Auth, Mailbox, Security
+from mailboxes.models import Auth, Mailbox, SaveToSent, Security
 from mailboxes.oauth2 import token_url_problem
 from mailboxes.secrets import validate_secret_env_name
 from mailboxes.tls import mailbox_connection_problems
@@ -57,9 +57,19 @@ FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "
           "imap_folders", "ca_file", "dkim_selector", "daily_cap", "window_days", "window_start", "window_end",
           "window_timezone",
           "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter", "ramp_start", "ramp_step",
-          "oauth2_provider", "oauth2_client_id",
+          "save_to_sent", "oauth2_provider", "oauth2_client_id",
           "oauth2_token_url", "oauth2_authorize_url", "oauth2_userinfo_url", "oauth2_scope")
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# Fields that one way of logging in uses and the other does not: the page hides them while the other is chosen
+# (static/mailbox_form.js; without JavaScript every field shows, and the server ignores those of the other way).
+LOGIN_ONLY = {
+    **dict.fromkeys(("smtp_password", "smtp_password_env", "imap_password", "imap_password_env"), Auth.PASSWORD),
+    **dict.fromkeys(("oauth2_provider", "oauth2_client_id", "oauth2_client_secret", "oauth2_authorize_url",
+                     "oauth2_token_url", "oauth2_userinfo_url", "oauth2_scope"), Auth.OAUTH2),
+}
+# Short fields: two share a row on a phone (the page's stylesheet, .field.short).
+SHORT = ("smtp_port", "smtp_security", "imap_port", "imap_security", "window_start", "window_end", "min_gap",
+         "gap_jitter", "ramp_start", "ramp_step")
 
 
 def _secret_input() -> forms.CharField:
@@ -124,7 +134,8 @@ class MailboxForm(forms.Form):
                                       help_text='an IANA zone such as Europe/Berlin, or "recipient"')
     min_gap = forms.CharField(max_length=40, required=False, label="Minimum gap",
                               help_text='at least this long between two messages of this mailbox, e.g. "3m" '
-                                        '(empty: no spacing)')
+                                        '(empty: no spacing); the next one leaves at the first dispatcher pass '
+                                        'after the gap (every 10 s), so 30 s gives 30 to 40 s')
     gap_jitter = forms.CharField(max_length=40, required=False, label="Gap jitter",
                                  help_text='a random extra up to this long on each gap, e.g. "1m"')
     ramp_start = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Ramp-up start",
@@ -137,6 +148,12 @@ class MailboxForm(forms.Form):
     follow_ups_without_reply_view = forms.BooleanField(
         required=False, label="Follow-ups without reply view",
         help_text="send follow-ups from a mailbox that reads no replies (no IMAP)")
+
+    save_to_sent = forms.ChoiceField(
+        choices=[(SaveToSent.AUTO, "automatic"), (SaveToSent.ALWAYS, "always"), (SaveToSent.NEVER, "never")],
+        initial=SaveToSent.AUTO, required=False, label="Copy to the Sent folder",
+        help_text="each message sent, marked read, in the IMAP Sent folder your mail program shows; automatic: not "
+                  "through Gmail (which keeps its own copy) or an ESP")
 
     oauth2_provider = forms.ChoiceField(
         choices=[("", "—"), ("google", "Google"), ("microsoft", "Microsoft"), ("generic", "OAuth2 provider")],
@@ -167,6 +184,10 @@ class MailboxForm(forms.Form):
         chosen = list(self.data.getlist("imap_folders")) if self.is_bound else []
         names = list(dict.fromkeys([*(listed or []), *current, *chosen, "INBOX"]))
         self.fields["imap_folders"].choices = [(n, n) for n in names]
+        for name, login in LOGIN_ONLY.items():
+            self.fields[name].login = login  # the template marks the field's block with it (data-login)
+        for name in SHORT:
+            self.fields[name].short = True
         for field, (_column, label) in SECRET_FIELDS.items():
             if self.secret_is_set(field):
                 self.fields[field].label = f"{label} (set — replace)"
@@ -208,6 +229,9 @@ class MailboxForm(forms.Form):
     def clean_gap_jitter(self) -> int:
         return self._seconds("gap_jitter")
 
+    def clean_save_to_sent(self) -> str:
+        return self.cleaned_data["save_to_sent"] or SaveToSent.AUTO  # a form sent without it: the default
+
     def clean_ramp_step(self) -> int:
         return self.cleaned_data["ramp_step"] or 0
 
@@ -240,6 +264,9 @@ class MailboxForm(forms.Form):
         more = [f.strip() for f in data.pop("imap_folders_more", "").split(",") if f.strip()]
         data["imap_folders"] = list(dict.fromkeys([*data["imap_folders"], *more])) or ["INBOX"]
         data["window_days"] = ",".join(d for d in DAYS if d in data["window_days"])
+        if data["save_to_sent"] == SaveToSent.ALWAYS and not data["imap_host"]:
+            self.add_error("save_to_sent", "a copy goes to the Sent folder over IMAP: tick \"Read replies over IMAP\" "
+                                           "and give its server, or choose automatic or never")
         if bool(data["window_start"]) != bool(data["window_end"]):
             self.add_error("window_end", "give both ends of the sending window, or neither")
         for name, problem in mailbox_connection_problems(data).items():  # never a password in clear text
@@ -296,7 +323,7 @@ def initial_for(mailbox: Mailbox | None, preset: str) -> dict[str, Any]:
                 "smtp_security": chosen.smtp[2],
                 "imap_host": "" if "{domain}" in chosen.imap[0] else chosen.imap[0], "imap_port": chosen.imap[1],
                 "imap_security": chosen.imap[2], "imap_folders": ["INBOX"], "daily_cap": 200, "imap_enabled": True,
-                "window_timezone": "UTC"}
+                "window_timezone": "UTC", "save_to_sent": SaveToSent.AUTO}
     values = {name: getattr(mailbox, name) for name in FIELDS}
     values["preset"] = mailbox.oauth2_provider if mailbox.oauth2_provider in PRESETS else "other"
     values["window_days"] = [d for d in mailbox.window_days.split(",") if d]

@@ -105,6 +105,17 @@ def send_when_rows(jobs, *, limit: int = 50) -> tuple[list[SendWhen], int]:
     return rows, total
 
 
+SHOWN = 3  # rows of "What will send when" a page shows open, the soonest; the others are folded under them
+
+
+def send_when_parts(rows: list[SendWhen]) -> list[tuple[list[SendWhen], bool]]:
+    """The rows as the pages show them: (the soonest SHOWN, open) and (the rest, folded) when there are more.
+
+    With 50 people on their way the list alone was metres long on a phone; folded, every row is one click away.
+    """
+    return [(rows[:SHOWN], False)] + ([(rows[SHOWN:], True)] if len(rows) > SHOWN else [])
+
+
 def next_send_words(job: SendJob, rows: list[SendWhen]) -> str:
     """The next send time of `job` in the words of its row in "What will send when" ("on hold", "now" or a time),
     so a page that shows both says one time; '' when it has no row there."""

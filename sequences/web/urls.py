@@ -6,6 +6,7 @@ from django.urls import path
 from . import (
     bulk,
     contact_actions,
+    contact_add,
     contacts,
     editor,
     enroll_upload,
@@ -52,6 +53,7 @@ urlpatterns = [
     path("sequences/<int:pk>/enrolling/<slug:job_id>/progress/", enroll_upload.enroll_progress,
          name="enroll_progress"),
     path("contacts/", contacts.contact_list, name="contact_list"),
+    path("contacts/new/", contact_add.contact_add_page, name="contact_add"),
     path("contacts/<int:pk>/", contacts.contact_detail, name="contact_detail"),
     path("contacts/<int:pk>/edit/", contact_actions.contact_edit_page, name="contact_edit"),
     path("contacts/<int:pk>/enroll/", contact_actions.contact_enroll_action, name="contact_enroll"),

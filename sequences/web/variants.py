@@ -31,8 +31,9 @@ class VariantForm(forms.Form):
 
 
 def _page(request, step: Step, variant: StepVariant | None, form: VariantForm, status: int = 200):
+    others = step.variants.exclude(pk=variant.pk) if variant else step.variants.all()
     return render(request, "ui/variant_form.html", {"step": step, "sequence": step.sequence, "variant": variant,
-                                                    "form": form}, status=status)
+                                                    "form": form, "others": others.order_by("id")}, status=status)
 
 
 def _save(request, step: Step, variant: StepVariant | None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import secrets
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict
 from urllib.parse import urlencode
 
@@ -19,6 +19,7 @@ from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -27,7 +28,7 @@ from rq.job import Job, JobStatus
 
 from .. import tasks
 from ..labels import send_time_words, stop_summary_text
-from ..models import Enrollment, OperatorAction, SendJob, Sequence, Suppression
+from ..models import Enrollment, OperatorAction, SendJob, Sequence, StepVariant, Suppression
 from ..permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW, VIEW_ENROLLMENT, VIEW_INCIDENT, VIEW_LEDGER, VIEW_LOG
 from ..selectors import (
     jobs_with_labels,
@@ -59,6 +60,9 @@ E = Enrollment.Status
 # Imports up to this many rows run inside the request; larger ones in an RQ job with a progress page.
 INLINE_IMPORT_ROWS = 200
 INLINE_IMPORT_PREFIX = "inline-"  # an import done inside the request; its result lives in the session
+# Entries a page of the operator log: on a phone each is a card of six lines or more, and 20 keep a page a
+# few screens long.
+LIST_PAGE = 20
 
 
 def _actor(request) -> str:
@@ -144,8 +148,9 @@ def sequence_detail(request, pk: int):
         )
     if status in E.values:
         enrollments = enrollments.filter(status=status)
-    # 25 people a page: the list sits under the steps, the results and what will send when.
-    page = page_of(request, enrollments, per_page=25)
+    # 10 people a page: the list sits under the steps, the results and what will send when, and on a phone
+    # a person is a card a third of a screen high.
+    page = page_of(request, enrollments, per_page=10)
     latest = rows.latest_job_rows([e.pk for e in page], brief=True)
     result = summary.result_kept(request, _result_key("sequence", pk))
     return render(request, "ui/sequence_detail.html", {
@@ -154,12 +159,48 @@ def sequence_detail(request, pk: int):
         "statuses": E.choices, "query": query_without_page(request), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
-        "step_rows": editor.step_rows(sequence), "results": results.step_results(sequence),
+        "step_rows": _with_variants(editor.step_rows(sequence)), "results": results.step_results(sequence),
         "variant_results": variant_results(sequence),
         # By step (an index of step and state), not through the enrollments.
-        "send_when": sendwhen.send_when_rows(SendJob.objects.filter(step__in=sequence.steps.values("pk"))),
+        **_send_when(SendJob.objects.filter(step__in=sequence.steps.values("pk"))),
         "empty_why": sendwhen.idle_reason(sequence=sequence),
     })
+
+
+def _with_variants(step_rows: list[dict]) -> list[dict]:
+    """Each step row with its variants in words ("2 variants: A, B"), '' for a step that sends its own text."""
+    running, stopped = defaultdict(list), defaultdict(list)
+    for variant in StepVariant.objects.filter(step__in=[r["step"] for r in step_rows]).order_by("id"):
+        (stopped if variant.stopped_at else running)[variant.step_id].append(variant.name)
+    for row in step_rows:
+        names, halted = running[row["step"].pk], stopped[row["step"].pk]
+        words = f"{len(names)} variant{pluralize(len(names))}: {', '.join(names)}" if names else ""
+        if halted:
+            words += f"{'; ' if words else ''}{', '.join(halted)} stopped"
+        row["variants"] = words
+    return step_rows
+
+
+def _blind_mailboxes(sequence: Sequence) -> tuple[list, str]:
+    """The sequence's mailboxes whose follow-ups would all be held (they read no replies: no IMAP, and no
+    `follow_ups_without_reply_view`, the reply view's NOT_READ), and its follow-up steps in words."""
+    positions = list(sequence.steps.filter(position__gt=1).order_by("position").values_list("position", flat=True))
+    if not positions:
+        return [], ""
+    blind = [m for m in sequence_pool(sequence) if not m.has_imap and not m.follow_ups_without_reply_view]
+    if len(positions) == 1:
+        steps = f"step {positions[0]}"
+    elif len(positions) == 2:
+        steps = f"steps {positions[0]} and {positions[1]}"
+    else:
+        steps = f"steps {positions[0]} to {positions[-1]}"
+    return blind, steps
+
+
+def _send_when(jobs) -> dict:
+    """"What will send when" for a page: the rows, how many in all, and the rows as shown (the rest folded)."""
+    send_when = sendwhen.send_when_rows(jobs)
+    return {"send_when": send_when, "send_when_parts": sendwhen.send_when_parts(send_when[0])}
 
 
 @ui_view(OPERATE, methods=("GET", "POST"))
@@ -192,10 +233,12 @@ def sequence_launch(request, pk: int):
             messages.success(request, f"Launched “{sequence.name}”: {waiting} email{'' if waiting == 1 else 's'} "
                                       "waiting to be sent, each through the final check.")
             return redirect("sequence_detail", pk=pk)
+    blind, follow_up_steps = _blind_mailboxes(sequence)
     return render(request, "ui/confirm.html", {
         "kind": "sequence_launch", "object": sequence, "title": f"Launch sequence “{sequence.name}”?",
         "active_enrollments": sequence.enrollments.filter(status=E.ACTIVE).count(), "error": error,
         "mailbox_paused": any(m.paused for m in sequence_pool(sequence)),
+        "blind": blind, "follow_up_steps": follow_up_steps, "pooled": sequence.pool.count() > 1,
         "already": sequence.status != Sequence.Status.DRAFT,
         "back": reverse("sequence_detail", args=[pk]), "button": "Launch sequence",
     }, status=400 if error else 200)
@@ -243,7 +286,7 @@ def enrollment_detail(request, pk: int):
         "stop": rows.stop_summary_of(enrollment), "result": result,
         "can_operate": request.user.has_perm(OPERATE),
         "blocked": suppression_active_for(enrollment.contact.email),
-        "send_when": send_when,
+        "send_when": send_when, "send_when_parts": sendwhen.send_when_parts(send_when[0]),
         "empty_why": sendwhen.idle_reason(sequence=enrollment.sequence, enrollment=enrollment),
     })
 
@@ -504,7 +547,7 @@ def suppression_export(request):
 def operator_log(request):
     q = _search(request)
     action = request.GET.get("action", "")
-    page = page_of(request, operator_actions(q, action))
+    page = page_of(request, operator_actions(q, action), per_page=LIST_PAGE)
     return render(request, "ui/operator_log.html", {
         "page": page, "rows": rows.log_rows(page), "q": q, "action": action, "query": query_without_page(request),
         "actions": OperatorAction.objects.order_by("action").values_list("action", flat=True).distinct(),

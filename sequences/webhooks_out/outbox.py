@@ -1,8 +1,8 @@
 """The outbox: one delivery row per subscribed endpoint, written in the transaction of the timeline event.
 
 A listener of the timeline (`sequences.timeline.listener_add`, registered by this app's `ready`), so every
-event the product records is considered and none is sent from inside a transaction: the rows are enqueued for delivery only after commit, and a lost
-RQ job is picked up again by the periodic `webhooks_due` pass (the row, not
+event the product records is considered and none is sent from inside a transaction: the rows are enqueued for
+delivery only after commit, and a lost RQ job is picked up again by the periodic `webhooks_due` pass (the row, not
 Redis, is the record).
 """
 

@@ -11,18 +11,13 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from proving.harness.stack import free_port, wait_for
+from tests.ops.procfile_run import HONCHO, ProcfileInstall
 
-ROOT = Path(__file__).resolve().parents[2]
-HONCHO = Path(sys.executable).with_name("honcho")
 pytestmark = [
     pytest.mark.one_database("the processes run on a SQLite file of their own"),
     pytest.mark.slow,
@@ -52,25 +47,10 @@ def _everyone_reports(port: int) -> dict | None:
 
 def test_honcho_starts_every_process_of_the_procfile_and_sigterm_stops_them(redis_conn, tmp_path):
     port = free_port()
-    env = {
-        "DJANGO_SECRET_KEY": "procfile-test-key-0123456789-abcdefghijklmnop",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'outreach.sqlite3'}",
-        "REDIS_URL": settings.REDIS_URL,
-        "OUTREACH_WEB_ADDR": f"127.0.0.1:{port}",
-        "WEB_CONCURRENCY": "1",
-        "OUTREACH_HTTPS": "0",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "OUTREACH_DNS_RESOLVER": "off",
-        "OUTREACH_HEALTH_TOKEN": HEALTH_TOKEN,
-        "PYTHONUNBUFFERED": "1",
-    }
-    (tmp_path / ".env").write_text("".join(f"{key}={value}\n" for key, value in env.items()))
-    base = {key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "OUTREACH_"))}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=base | env, check=True,
-                   timeout=120)
+    install = ProcfileInstall(tmp_path, port, OUTREACH_HEALTH_TOKEN=HEALTH_TOKEN)
+    install.manage("migrate", "-v0")
     log = (tmp_path / "honcho.log").open("w")
-    honcho = subprocess.Popen([str(HONCHO), "-f", "Procfile", "-e", str(tmp_path / ".env"), "-d", str(ROOT), "start"],
-                              cwd=ROOT, env=base, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    honcho = install.start(log)
     try:
         report = wait_for(lambda: _everyone_reports(port), timeout=60, what="every Procfile process in /healthz",
                           interval=0.5)

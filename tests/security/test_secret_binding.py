@@ -142,8 +142,9 @@ def test_an_admin_names_a_variable_for_the_servers_it_is_named_with(client, user
     monkeypatch.setenv("OUTREACH_SECRET_SALES_SMTP", SMTP_PASSWORD)
     monkeypatch.setenv("OUTREACH_SECRET_SALES_IMAP", IMAP_PASSWORD)
     admin = login(client, users, "admin")
-    saved = submit(admin, "/mailboxes/new/", form_data(smtp_auth, dovecot, smtp_password_env="OUTREACH_SECRET_SALES_SMTP",
-                                                    imap_password_env="OUTREACH_SECRET_SALES_IMAP", action="save"))
+    data = form_data(smtp_auth, dovecot, smtp_password_env="OUTREACH_SECRET_SALES_SMTP",
+                     imap_password_env="OUTREACH_SECRET_SALES_IMAP", action="save")
+    saved = submit(admin, "/mailboxes/new/", data)
     assert saved.status_code == 302, saved.content.decode()[:3000]
     mailbox = Mailbox.objects.get(name="sales")
     assert mailbox_secret(mailbox, "smtp_password") == SMTP_PASSWORD

@@ -14,8 +14,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from sequences.web import enroll_upload
-from sequences.web.enroll_upload import QuotaFull, Upload, upload_keep
+from sequences.web import upload_store
+from sequences.web.upload_store import QuotaFull, Upload, upload_keep
 from tests.factories import MailboxFactory, make_sequence
 
 pytestmark = pytest.mark.django_db
@@ -29,8 +29,8 @@ def people(tag: str) -> str:
 
 @pytest.fixture
 def small_quota(monkeypatch):
-    monkeypatch.setattr(enroll_upload, "USER_QUOTA_BYTES", 300 * KB)
-    monkeypatch.setattr(enroll_upload, "TOTAL_QUOTA_BYTES", 400 * KB)
+    monkeypatch.setattr(upload_store, "USER_QUOTA_BYTES", 300 * KB)
+    monkeypatch.setattr(upload_store, "TOTAL_QUOTA_BYTES", 400 * KB)
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_everyone_together_cannot_keep_more_than_the_total(small_quota, sequence
 
 
 def test_a_forgotten_upload_frees_its_room(small_quota, monkeypatch, sequence, users, rq_default):
-    monkeypatch.setattr(enroll_upload, "UPLOAD_TTL", 1)
+    monkeypatch.setattr(upload_store, "UPLOAD_TTL", 1)
     operator = client_of(users["operator"])
     assert upload(operator, sequence, "a").status_code == 302
     assert upload(operator, sequence, "b").status_code == 302
@@ -131,7 +131,7 @@ def test_uploads_at_the_same_moment_cannot_pass_the_quota_together(small_quota, 
     """Rounds of sixteen small uploads from sixteen connections, released together by a barrier, each round one
     person's: each counts 64 KB, so the quota of 300 KB keeps four of a round whatever the order (a count read
     before another upload's write is read again), and refuses each of the others in words."""
-    monkeypatch.setattr(enroll_upload, "TOTAL_QUOTA_BYTES", 100 * 1024 * KB)
+    monkeypatch.setattr(upload_store, "TOTAL_QUOTA_BYTES", 100 * 1024 * KB)
     for person in range(1001, 1006):
         barrier = threading.Barrier(16)
         kept, refused = [], []

@@ -18,7 +18,8 @@ GOOD = """
 name = "sales"
 address = "sales@acme.test"
 display_name = "Acme Sales"
-smtp = { host = "127.0.0.1", port = 2525, username = "u", password_env = "OUTREACH_SECRET_SALES_SMTP", security = "none" }
+smtp = { host = "127.0.0.1", port = 2525, username = "u", password_env = "OUTREACH_SECRET_SALES_SMTP", \
+security = "none" }
 daily_cap = 50
 window = { days = "mon,tue,wed,thu,fri", start = "09:00", end = "17:00", timezone = "Europe/Berlin" }
 follow_ups_without_reply_view = true
@@ -133,7 +134,8 @@ def test_pause_resume_suppress_and_timeline(tmp_path):
     assert list(Suppression.objects.order_by("id").values_list("action", flat=True)) == ["add", "lift"]
     with pytest.raises(CommandError, match="is not suppressed"):
         run("unsuppress", "@example.com", "--note", "again")
-    assert "enrollment ada@example.com is active" in run("resume", "enrollment", "ada@example.com", "--sequence", "Intro")
+    resumed = run("resume", "enrollment", "ada@example.com", "--sequence", "Intro")
+    assert "enrollment ada@example.com is active" in resumed
 
     lines = run("timeline", "ada@example.com", "--json").strip().splitlines()
     events = [json.loads(line) for line in lines]

@@ -52,8 +52,8 @@ def test_an_unknown_esp_is_an_error_and_an_unset_secret_variable_a_warning(tmp_p
         run("load_sequences", write(tmp_path, "bad.toml", text))
     out, err = StringIO(), StringIO()
     call_command("load_sequences", write(tmp_path, "a.toml", GOOD), stdout=out, stderr=err)
-    assert "warning: mailbox[0].smtp.password_env (line 6): environment variable OUTREACH_SECRET_SALES_SMTP is not set" in (
-        err.getvalue())
+    assert ("warning: mailbox[0].smtp.password_env (line 6): environment variable OUTREACH_SECRET_SALES_SMTP is not "
+            "set") in err.getvalue()
     assert Mailbox.objects.filter(name="sales").exists()
 
 

@@ -39,7 +39,7 @@ def test_variants_are_added_listed_and_stopped_from_the_step_editor(operator):
                                                                     "weight": "1"})
     assert broken.status_code == 400 and "{{ without its }}" in broken.content.decode()
     page = operator.get(reverse("step_edit", args=[step.pk])).content.decode()
-    assert 'id="variant-list"' in page and "Its own subject and body above are not used" in page
+    assert 'id="variant-list"' in page and "This step sends its A/B variants:" in page
     for i in range(4):
         enroll(sequence, f"ed{i}@example.com")
     b = StepVariant.objects.get(step=step, name="B")

@@ -89,6 +89,7 @@ TABLE = [
      {A: (LOGIN, LOGIN), ST: (403, 403), OP: (400, 405), AD: (400, 405)}),
     ("job_retry", lambda w: reverse("job_retry", args=[w["job"].pk]), OPERATE_POST),
     ("contact_edit", lambda w: reverse("contact_edit", args=[w["active"].contact_id]), OPERATE_FORM),
+    ("contact_add", lambda w: reverse("contact_add"), OPERATE_FORM),
     ("contact_enroll", lambda w: reverse("contact_enroll", args=[w["active"].contact_id]), OPERATE_POST),
     ("contact_suppress", lambda w: reverse("contact_suppress", args=[w["active"].contact_id]),
      {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (405, 302)}),
@@ -137,7 +138,7 @@ def test_the_table_covers_every_ui_route():
     # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py.
     names = {p.name for p in ui_urls.urlpatterns if not str(p.pattern).startswith("outbound-webhooks/")}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8
 
 
 def test_every_ui_view_checks_a_permission():

@@ -38,7 +38,8 @@ class Command(BaseCommand):
         g = parser.add_argument_group("guard / ceiling")
         g.add_argument("--workers", type=_ints, help="worker counts, e.g. 1,2,4,8")
         g.add_argument("--worker-classes", type=_words,
-                       help="simple (SimpleWorker) and/or fork (the product's forking worker, as scripts/run starts it)")
+                       help="simple (SimpleWorker) and/or fork (the product's forking worker, as scripts/run "
+                            "starts it)")
         g.add_argument("--sends", type=int, help="messages per measured run")
         g.add_argument("--repeat", type=int, help="runs per (variant, workers); the median is reported")
         g.add_argument("--mailboxes", type=int, help="sending mailboxes the jobs are spread over")

@@ -1,9 +1,10 @@
 """The screenshot tour (docs/tour.md): the operator's pages on a desktop (1366 px) and a phone (390 px).
 
 On an empty database (scripts/screenshots gives it a temporary one): the demo data of `setup_demo`, sent to
-an in-process capture server, plus the longest names an operator meets (proving.harness.long_names); then
-the pages are served in-process and Debian's Chromium takes each one at both widths. The PNGs are cut to
-a page's first screens and reduced to a 256-colour palette, so the tour stays a few hundred kilobytes.
+an in-process capture server, plus the longest names an operator meets and 50 people in one sequence
+(proving.harness.long_names); then the pages are served in-process and Debian's Chromium takes each one at
+both widths. The PNGs are cut to a page's first screens and reduced to a 256-colour palette, so the tour
+stays a few hundred kilobytes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.test.testcases import LiveServerThread
 
 from proving.harness.browser import CHROMIUM, CHROMIUM_ARGS
-from proving.harness.long_names import long_names_create
+from proving.harness.long_names import long_names_create, long_names_people
 from proving.harness.smtp import SmtpServer
 from sequences.models import Enrollment, Sequence
 
@@ -76,7 +77,7 @@ class Command(BaseCommand):
         with SmtpServer(keep_messages=False) as capture:
             os.environ["OUTREACH_CAPTURE_PORT"] = str(capture.port)
             call_command("setup_demo", stdout=io.StringIO())
-            long_names_create(smtp_port=capture.port)
+            long_names_people(long_names_create(smtp_port=capture.port))  # and 50 people in its sequence
         password = secrets.token_urlsafe(16)
         user = get_user_model().objects.create_user("tour", password=password, is_staff=True)
         user.groups.add(Group.objects.get(name="admins"))
