@@ -67,6 +67,8 @@ LOGIN_ONLY = {
     **dict.fromkeys(("oauth2_provider", "oauth2_client_id", "oauth2_client_secret", "oauth2_authorize_url",
                      "oauth2_token_url", "oauth2_userinfo_url", "oauth2_scope"), Auth.OAUTH2),
 }
+# The fields of an SMTP login: hidden while "No login to send" is ticked (static/mailbox_form.js).
+SMTP_LOGIN = ("smtp_username", "smtp_password", "smtp_password_env")
 # Short fields: two share a row on a phone (the page's stylesheet, .field.short).
 SHORT = ("smtp_port", "smtp_security", "imap_port", "imap_security", "window_start", "window_end", "min_gap",
          "gap_jitter", "ramp_start", "ramp_step")
@@ -95,6 +97,8 @@ def _server_fields(part: str, *, username_help: str) -> tuple[forms.Field, ...]:
 
 
 class MailboxForm(forms.Form):
+    no_login = False  # clean(): the mailbox sends without an SMTP login ("No login to send")
+
     preset = forms.ChoiceField(choices=[(k, p.label) for k, p in PRESETS.items()], label="Provider",
                                widget=forms.HiddenInput)
     name = forms.SlugField(max_length=100, label="Name", help_text="a short name: letters, digits, - and _")
@@ -103,6 +107,10 @@ class MailboxForm(forms.Form):
     auth = forms.ChoiceField(choices=[(Auth.PASSWORD, "Password"), (Auth.OAUTH2, "OAuth sign-in")],
                              label="Log in with")
 
+    smtp_no_login = forms.BooleanField(
+        required=False, label="No login to send",
+        help_text="the SMTP server takes mail from this host without a login: a local relay (Postfix), a smarthost, "
+                  "the local run's capture server")
     smtp_host, smtp_port, smtp_security, smtp_username, smtp_password, smtp_password_env = _server_fields(
         "SMTP", username_help="empty: the address when a password is given; no login at all without one "
                               "(a relay that needs none)")
@@ -188,6 +196,8 @@ class MailboxForm(forms.Form):
             self.fields[name].login = login  # the template marks the field's block with it (data-login)
         for name in SHORT:
             self.fields[name].short = True
+        for name in SMTP_LOGIN:
+            self.fields[name].smtp_login = True
         for field, (_column, label) in SECRET_FIELDS.items():
             if self.secret_is_set(field):
                 self.fields[field].label = f"{label} (set — replace)"
@@ -257,9 +267,12 @@ class MailboxForm(forms.Form):
         data["smtp_host"] = data["smtp_host"].strip() or preset.smtp[0].format(domain=domain)
         data["imap_host"] = (data["imap_host"].strip() or preset.imap[0].format(domain=domain)
                              if data.pop("imap_enabled") else "")
-        logs_in = data["auth"] == Auth.OAUTH2 or bool(
-            data["smtp_password"] or data["smtp_password_env"] or self.secret_is_set("smtp_password"))
-        data["smtp_username"] = data["smtp_username"].strip() or (data["address"] if logs_in else "")
+        if self.sends_without_login(data):
+            data["smtp_username"] = data["smtp_password"] = data["smtp_password_env"] = ""
+        else:
+            logs_in = data["auth"] == Auth.OAUTH2 or bool(
+                data["smtp_password"] or data["smtp_password_env"] or self.secret_is_set("smtp_password"))
+            data["smtp_username"] = data["smtp_username"].strip() or (data["address"] if logs_in else "")
         data["imap_username"] = data["imap_username"].strip() or data["smtp_username"] or data["address"]
         more = [f.strip() for f in data.pop("imap_folders_more", "").split(",") if f.strip()]
         data["imap_folders"] = list(dict.fromkeys([*data["imap_folders"], *more])) or ["INBOX"]
@@ -285,6 +298,22 @@ class MailboxForm(forms.Form):
                     self.add_error("oauth2_token_url", problem)
         return data
 
+    def sends_without_login(self, data: dict[str, Any]) -> bool:
+        """Whether "No login to send" is ticked and may be: not with OAuth (it logs in), not over a password
+        variable an admin named when an operator saves (an admin drops it)."""
+        if not data.pop("smtp_no_login", False):
+            return False
+        if data["auth"] == Auth.OAUTH2:
+            self.add_error("smtp_no_login", "OAuth sign-in logs in to send: choose \"Password\" under Log in with "
+                                            "to send without a login")
+            return False
+        if data["smtp_password_env"] and self.fields["smtp_password_env"].disabled:
+            self.add_error("smtp_no_login", f"an admin named this mailbox's SMTP password "
+                                            f"({data['smtp_password_env']}): only an admin can drop it")
+            return False
+        self.no_login = True
+        return True
+
     def secrets_asked_again(self, candidate: Mailbox) -> list[str]:
         """Errors on each secret the candidate would use but may not: stored, or typed on an earlier round, for
         other settings than the form's. Nothing may connect with it."""
@@ -304,8 +333,12 @@ class MailboxForm(forms.Form):
         return [error for errors in self.errors.values() for error in errors]
 
     def column_values(self) -> dict[str, Any]:
-        """The Mailbox columns this form sets (no secret among them)."""
-        return {name: self.cleaned_data[name] for name in FIELDS}
+        """The Mailbox columns this form sets (no secret among them, but a stored SMTP password dropped when the
+        mailbox sends without a login: nothing keeps a secret no connection uses)."""
+        values = {name: self.cleaned_data[name] for name in FIELDS}
+        if self.no_login:
+            values["smtp_password_sealed"] = ""
+        return values
 
     def typed_secrets(self) -> dict[str, str]:
         """Sealed column -> the plain secret typed this round (only those typed)."""
@@ -328,6 +361,7 @@ def initial_for(mailbox: Mailbox | None, preset: str) -> dict[str, Any]:
     values["preset"] = mailbox.oauth2_provider if mailbox.oauth2_provider in PRESETS else "other"
     values["window_days"] = [d for d in mailbox.window_days.split(",") if d]
     values["imap_enabled"] = bool(mailbox.imap_host)
+    values["smtp_no_login"] = mailbox.auth == Auth.PASSWORD and not mailbox.smtp_username
     if mailbox.reply_view_max_age is not None:
         values["reply_view_max_age"] = duration_text(mailbox.reply_view_max_age)
     for name in ("min_gap", "gap_jitter"):

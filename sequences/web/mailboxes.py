@@ -171,6 +171,8 @@ def _mailbox_form(request, mailbox: Mailbox | None):
     form = MailboxForm(request.POST, mailbox=mailbox, listed=listed, pending=pending, admin=admin)
     if not form.is_valid():
         return _form_page(request, form, mailbox)
+    if form.no_login:
+        pending.pop("smtp_password_sealed", None)  # a password typed before "No login to send" was ticked
     candidate = unsaved_mailbox(mailbox, form.column_values())
     if typed := form.typed_secrets():
         if problem := encryption_ready():
@@ -264,8 +266,8 @@ def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: Co
         sources = {which: secret_source(mailbox, which) for which in ("smtp_password", "imap_password")}
     groups = [
         ("Mailbox", ["name", "address", "display_name", "auth"]),
-        ("Sending (SMTP)", ["smtp_host", "smtp_port", "smtp_security", "smtp_username", "smtp_password",
-                            "smtp_password_env"]),
+        ("Sending (SMTP)", ["smtp_host", "smtp_port", "smtp_security", "smtp_no_login", "smtp_username",
+                            "smtp_password", "smtp_password_env"]),
         ("Reading replies (IMAP)", ["imap_enabled", "imap_host", "imap_port", "imap_security", "imap_username",
                                     "imap_password", "imap_password_env", "imap_folders", "imap_folders_more"]),
         ("TLS", ["ca_file"]),
@@ -276,9 +278,14 @@ def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: Co
         ("OAuth sign-in", ["oauth2_provider", "oauth2_client_id", "oauth2_client_secret", "oauth2_authorize_url",
                            "oauth2_token_url", "oauth2_userinfo_url", "oauth2_scope"]),
     ]
+    # Settings most mailboxes leave as they are: folded (a phone's page stays short), open where one has an error.
+    folded = {"TLS", "Domain authentication", "Pace"}
+    shown = [(title, [form[name] for name in names]) for title, names in groups]
     return render(request, "ui/mailbox_form.html", {
         "form": form, "mailbox": mailbox, "presets": PRESETS, "preset_chosen": preset_chosen,
-        "groups": [(title, [form[name] for name in names]) for title, names in groups],
+        "groups": [(title, fields, title in folded and not any(field.errors for field in fields))
+                   for title, fields in shown],
+        "sent_folded": not (form["save_to_sent"].errors or (mailbox and mailbox.sent_copy_error)),
         "check": check, "check_steps": _steps(check) if check else [], "offer_anyway": offer_anyway,
         "waiting": waiting, "no_worker": waiting is not None and waiting.waited > NO_WORKER_SECONDS,
         "listed": "\n".join(listed or []), "sources": sources,
