@@ -1,1 +1,2 @@
-"""The database layer under every app: `db.sql` holds the few statements the ORM cannot say."""
+"""The database layer under every app: `db.clock` is the database's wall clock, `db.sql` the few other statements
+the ORM cannot say; no other module branches on the database vendor."""

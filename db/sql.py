@@ -1,13 +1,9 @@
-"""Every statement the Django ORM cannot say, and every branch on the database vendor: here and nowhere else.
+"""Every statement the Django ORM cannot say, and every branch on the database vendor, besides the database's
+clock (`db.clock`): here and nowhere else.
 
 The product runs the same code on SQLite (the local run's embedded default) and PostgreSQL (production),
 through the ORM. What is left here:
 
-- `DbClock`: the database's wall clock as an ORM expression. PostgreSQL's `clock_timestamp()` (not `now()`,
-  which is frozen at the start of the transaction) orders events inside one transaction and across
-  workers by when they happened; SQLite's `strftime('%f')` gives milliseconds. One clock for every host.
-- `db_now()`: that clock read on its own (the ORM has no SELECT without a table); `db_clock_written()`: that
-  clock as a value to write where later queries compare with parameters.
 - `EmailDomain`: the part of an address after its "@", with the "@" written into the statement: the ORM's
   `Substr`/`StrIndex` bind it as a parameter, and an expression index serves only the very expression it
   was built on (SQLite never matches one holding a parameter; PostgreSQL not in a generic plan).
@@ -20,22 +16,9 @@ through the ORM. What is left here:
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.db import connection, connections, migrations
-from django.db.models import CharField, DateTimeField, Func, Model
+from django.db.models import CharField, Func, Model
 from django.db.models.expressions import DatabaseDefault
-from django.utils import timezone
-
-
-class DbClock(Func):
-    """The database's wall clock when the statement runs: microseconds on PostgreSQL, milliseconds on SQLite."""
-
-    template = "clock_timestamp()"
-    output_field = DateTimeField()
-
-    def as_sqlite(self, compiler, connection, **extra_context):
-        return "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'NOW')", []
 
 
 class EmailDomain(Func):
@@ -49,26 +32,6 @@ class EmailDomain(Func):
     def as_sqlite(self, compiler, connection, **extra_context):
         return self.as_sql(compiler, connection, template="SUBSTR(%(expressions)s, INSTR(%(expressions)s, '@') + 1)",
                            **extra_context)
-
-
-def db_clock_written() -> DbClock | datetime:
-    """The database clock as a value to write into a column that later queries compare with parameters.
-
-    PostgreSQL: the clock expression itself (no statement of its own). SQLite: this process's clock as a value
-    (SQLite runs in this process), because SQLite's own clock text has three decimals and a parameter six, so a
-    row written with DbClock() would not compare equal to its own value read back (keyset paging would repeat it).
-    """
-    return DbClock() if connection.vendor == "postgresql" else timezone.now()
-
-
-def db_now() -> datetime:
-    """Read the database clock (an aware datetime, UTC)."""
-    if connection.vendor != "postgresql":
-        # SQLite runs in this process: its clock is this machine's.
-        return timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
 
 
 def rows_copied(objs: list[Model], *, batch: int = 100) -> list[Model]:

@@ -44,7 +44,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox, WatcherProcess, WatchLease
 
 log = logging.getLogger("outreach.ingest")

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from db.sql import DbClock
+from db.clock import DbClock
 
 from .classify.intent import LABELS, Category
 
@@ -35,7 +35,7 @@ class Conversation(models.Model):
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="conversations",
                                 db_index=False)
     latest = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.PROTECT, related_name="+")
-    last_reply_at = models.DateTimeField()  # committed, database clock (db.sql.db_clock_written): the page's order
+    last_reply_at = models.DateTimeField()  # committed, database clock (db.clock.db_clock_written): the page's order
     replies = models.PositiveIntegerField(default=1)
 
     # The classifier's suggestion for the latest reply: its category, the words that decided, how sure.
@@ -140,7 +140,7 @@ class WebhookBatch(models.Model):
     applied = models.PositiveIntegerField(default=0)  # events [0, applied) are recorded in the ledger
     resumes = models.PositiveSmallIntegerField(default=0)  # times enqueued again since the last chunk was recorded
     received_at = models.DateTimeField(db_default=DbClock())
-    touched_at = models.DateTimeField()  # database clock (db.sql.db_clock_written)
+    touched_at = models.DateTimeField()  # database clock (db.clock.db_clock_written)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

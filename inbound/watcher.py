@@ -46,7 +46,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.imap.errors import ImapAuthError, ImapError
 from mailboxes.imap.folders import FolderStatus
 from mailboxes.imap.session import ImapSession

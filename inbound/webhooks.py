@@ -44,7 +44,7 @@ from anymail.signals import AnymailTrackingEvent, EventType
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
 
-from db.sql import db_clock_written, db_now
+from db.clock import db_clock_written, db_now
 from sequences.services.provider_events import (
     TrackingEvent,
     provider_event_record,

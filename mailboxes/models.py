@@ -6,7 +6,7 @@ from email.utils import formataddr
 
 from django.db import models
 
-from db.sql import DbClock
+from db.clock import DbClock
 
 from . import bound
 from .kinds import Kind

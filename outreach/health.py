@@ -32,7 +32,7 @@ from rq.queue import Queue
 from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq.worker import Worker
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox, WatcherProcess, WatchLease
 from outreach.scheduler import lease_read
 from sequences.loads import folder_views

@@ -97,7 +97,7 @@ class RoleResult:
 
 def seed(*, smtp_port: int) -> Seeded:
     """One of everything an id route names, through the services (the SMTP sink on `smtp_port` receives step 1)."""
-    from db.sql import db_now
+    from db.clock import db_now
     from inbound.ingest.record import inbound_record
     from inbound.models import Conversation
     from mailboxes.imap.fetch import FetchedMessage

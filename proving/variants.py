@@ -32,7 +32,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from rq.job import Job
 
-from db.sql import DbClock, db_now
+from db.clock import DbClock, db_now
 from inbound.watcher import watched
 from mailboxes.imap.errors import ImapError
 from mailboxes.imap.session import ImapSession

@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from db.sql import DbClock, db_now
+from db.clock import DbClock, db_now
 from mailboxes.models import ImapCursor, Mailbox
 
 from .digests import address_digest

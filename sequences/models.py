@@ -9,7 +9,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from db.sql import DbClock, EmailDomain
+from db.clock import DbClock
+from db.sql import EmailDomain
 
 
 class Contact(models.Model):

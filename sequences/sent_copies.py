@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import django_rq
 from django.conf import settings
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.imap.errors import ImapAuthError, ImapError
 from mailboxes.imap.sent_copy import SentCopySession
 from mailboxes.models import Auth, Mailbox, SaveToSent

@@ -33,7 +33,7 @@ from django.db import connection
 from django.db.models import F, Model, Q, Value
 from django.db.models.expressions import CombinedExpression, Expression
 
-from db.sql import DbClock
+from db.clock import DbClock
 from mailboxes.models import Mailbox
 
 from . import daily_cap

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.kinds import BounceType, Kind
 from mailboxes.models import InboundMessage
 from sequences.labels import stop_summary_text

@@ -20,7 +20,7 @@ from datetime import date, timedelta
 from django.db import transaction
 from django.db.models import F, Min
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.imap.connection import ImapConfig
 from mailboxes.imap.errors import ImapAuthError, ImapConnectionError, ImapError, ImapUidValidityError
 from mailboxes.imap.folders import folder_guess

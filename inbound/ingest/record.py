@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import DataError, IntegrityError, transaction
 from django.db.models import Q
 
-from db.sql import DbClock
+from db.clock import DbClock
 from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.kinds import Kind
 from mailboxes.models import ImapCursor, InboundMessage, Mailbox

@@ -13,7 +13,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import InboundMessage, ProviderEvent
 
 PURGE_BATCH = 1000  # rows per transaction

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from db.sql import DbClock
+from db.clock import DbClock
 from mailboxes.models import ImapCursor
 
 

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -88,7 +88,7 @@ class Migration(migrations.Migration):
                 ("handled", models.BooleanField(default=False)),
                 ("handled_by", models.CharField(blank=True, max_length=200)),
                 ("handled_at", models.DateTimeField(blank=True, null=True)),
-                ("created_at", models.DateTimeField(db_default=db.sql.DbClock())),
+                ("created_at", models.DateTimeField(db_default=db.clock.DbClock())),
                 (
                     "assigned_to",
                     models.ForeignKey(
@@ -165,7 +165,7 @@ class Migration(migrations.Migration):
                 ),
                 ("server_reply", models.TextField(blank=True)),
                 ("error", models.TextField(blank=True)),
-                ("created_at", models.DateTimeField(db_default=db.sql.DbClock())),
+                ("created_at", models.DateTimeField(db_default=db.clock.DbClock())),
                 ("finished_at", models.DateTimeField(blank=True, null=True)),
                 (
                     "in_reply_to",

@@ -4,7 +4,7 @@
 
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
                 ('events', models.PositiveIntegerField()),
                 ('applied', models.PositiveIntegerField(default=0)),
                 ('resumes', models.PositiveSmallIntegerField(default=0)),
-                ('received_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('received_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('touched_at', models.DateTimeField()),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
             ],

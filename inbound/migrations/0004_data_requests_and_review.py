@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ('suggested', models.CharField(blank=True, choices=[('interested', 'Interested'), ('meeting', 'Meeting booked'), ('not_interested', 'Not interested'), ('wrong_person', 'Wrong person / referral'), ('out_of_office', 'Out of office'), ('unsubscribe', 'Unsubscribe'), ('other', 'Other')], max_length=20)),
                 ('origin', models.CharField(choices=[('relabel', 'Category chosen on the conversation'), ('review', 'Needs-review decision')], max_length=10)),
                 ('actor', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('inbound', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='mailboxes.inboundmessage')),
             ],
             options={

@@ -26,7 +26,7 @@ from email.utils import format_datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from db.sql import DbClock
+from db.clock import DbClock
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import OutcomeUnknown, TransportError
 from sequences.messages import REPLY_PREFIX, PrepareError, address_header, message_bytes

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 
-from db.sql import DbClock, db_clock_written
+from db.clock import DbClock, db_clock_written
 from mailboxes.kinds import Kind
 from mailboxes.models import InboundMessage
 from sequences.services.common import ServiceError, T, operator_log

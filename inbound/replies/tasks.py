@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import InboundMessage
 from sequences.models import DataRequest, Suppression
 from sequences.selectors import data_requests_open, optouts_waiting

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -61,7 +61,7 @@ class Migration(migrations.Migration):
                 ('last_poll_ok_at', models.DateTimeField(blank=True, null=True)),
                 ('last_poll_error', models.TextField(blank=True)),
                 ('poll_failures', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
             ],
             options={
                 'ordering': ['name'],
@@ -77,7 +77,7 @@ class Migration(migrations.Migration):
                 ('recipient', models.CharField(blank=True, max_length=320)),
                 ('provider_message_id', models.CharField(blank=True, max_length=255)),
                 ('occurred_at', models.DateTimeField(blank=True, null=True)),
-                ('received_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('received_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('effect', models.TextField(blank=True)),
                 ('raw', models.JSONField(blank=True, default=dict)),
             ],
@@ -94,7 +94,7 @@ class Migration(migrations.Migration):
                 ('uid', models.BigIntegerField()),
                 ('message_id', models.CharField(blank=True, db_index=True, max_length=998)),
                 ('internaldate', models.DateTimeField(blank=True, null=True)),
-                ('committed_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('committed_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('from_address', models.CharField(blank=True, db_index=True, max_length=320)),
                 ('from_name', models.CharField(blank=True, max_length=400)),
                 ('subject', models.TextField(blank=True)),

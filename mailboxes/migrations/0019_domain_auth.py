@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -55,7 +55,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('reason', models.CharField(max_length=20)),
                 ('reply', models.TextField(blank=True)),
-                ('at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('job', models.ForeignKey(
                     on_delete=django.db.models.deletion.CASCADE, related_name='refusal_signals', to='sequences.sendjob')),
                 ('mailbox', models.ForeignKey(

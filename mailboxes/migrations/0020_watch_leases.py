@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=200, unique=True)),
-                ('started_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('started_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('expires_at', models.DateTimeField()),
                 ('folders', models.PositiveIntegerField(default=0)),
             ],

@@ -32,7 +32,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.correlate import ties_in_headers
 from inbound.ingest.parse import parse_headers
 from inbound.ingest.record import inbound_record, recorded_for

@@ -37,7 +37,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django_rq import get_connection
 
-from db.sql import db_now
+from db.clock import db_now
 from proving.bench.imapserver import child_env, dovecot, first_select, imap_fields, write_maildir
 from proving.bench.procs import WorkerPool, run_child
 from proving.bench.stats import ratio, redis_summary_ms, summary_ms, table

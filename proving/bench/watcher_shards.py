@@ -31,7 +31,7 @@ from typing import Any
 
 from django.db.models import Sum
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import WatchLease
 from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import Spawned, WorkerPool, spawn

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import ImapCursor, Mailbox
 from proving.bench.stats import summary_ms
 from sequences.loads import folder_views

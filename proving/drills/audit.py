@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from db.sql import db_now
+from db.clock import db_now
 from sequences.labels import job_label
 from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.services.doctor import enrollments_doctor

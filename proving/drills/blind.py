@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import connections
 from django.test.utils import override_settings
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from mailboxes.imap.errors import ImapError
 from mailboxes.models import InboundMessage, Mailbox

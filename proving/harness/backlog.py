@@ -29,7 +29,7 @@ from pathlib import Path
 from django_rq import get_queue
 from rq import Worker
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import ImapCursor, Mailbox
 from proving.harness import data, mails
 from proving.harness.stack import DrillError, Process, stop_all, wait_for

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import NOT_PROVIDED
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox
 from sequences.models import Contact, Enrollment, SendJob, Sequence, Step
 from sequences.services.enrollments import contact_upsert, enrollment_create

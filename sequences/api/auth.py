@@ -13,7 +13,7 @@ from functools import wraps
 from django.db.models import DurationField, Q, Value
 from ninja.security import HttpBearer
 
-from db.sql import DbClock
+from db.clock import DbClock
 from sequences.api.models import ApiToken
 
 from ..permissions import PERM_TEXT

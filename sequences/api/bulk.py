@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import transaction
 
-from db.sql import DbClock
+from db.clock import DbClock
 from sequences.api.models import BulkEnrollment
 
 from ..models import Sequence

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from db.sql import DbClock
+from db.clock import DbClock
 
 
 class ApiToken(models.Model):

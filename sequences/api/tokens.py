@@ -9,7 +9,7 @@ import secrets
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
-from db.sql import DbClock
+from db.clock import DbClock
 from sequences.api.models import ApiToken
 
 from ..services.common import ServiceError

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                 ('company', models.CharField(blank=True, max_length=200)),
                 ('fields', models.JSONField(blank=True, default=dict)),
                 ('timezone', models.CharField(default='UTC', max_length=64)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
             ],
             options={
                 'ordering': ['email'],
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             name='OperatorAction',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('actor', models.CharField(max_length=200)),
                 ('action', models.CharField(max_length=60)),
                 ('target', models.CharField(max_length=400)),
@@ -52,7 +52,7 @@ class Migration(migrations.Migration):
                 ('name', models.CharField(max_length=200, unique=True)),
                 ('status', models.CharField(choices=[('active', 'Active'), ('paused', 'Paused')], default='active', max_length=10)),
                 ('version', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('mailbox', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sequences', to='mailboxes.mailbox')),
             ],
             options={
@@ -67,7 +67,7 @@ class Migration(migrations.Migration):
                 ('stop_reason', models.CharField(blank=True, choices=[('replied', 'Replied'), ('unsubscribed', 'Unsubscribed'), ('complained', 'Complained'), ('hard_bounce', 'Hard bounce'), ('suppressed', 'Suppressed'), ('operator', 'Stopped by operator')], max_length=20)),
                 ('stopped_at', models.DateTimeField(blank=True, null=True)),
                 ('version', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('contact', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='enrollments', to='sequences.contact')),
                 ('sequence', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='enrollments', to='sequences.sequence')),
             ],
@@ -136,7 +136,7 @@ class Migration(migrations.Migration):
                 ('note', models.TextField(blank=True)),
                 ('source', models.CharField(blank=True, max_length=200)),
                 ('actor', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
             ],
             options={
                 'ordering': ['-id'],
@@ -147,7 +147,7 @@ class Migration(migrations.Migration):
             name='TimelineEvent',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(db_default=db.sql.DbClock(), db_index=True)),
+                ('at', models.DateTimeField(db_default=db.clock.DbClock(), db_index=True)),
                 ('kind', models.CharField(db_index=True, max_length=40)),
                 ('email', models.CharField(blank=True, db_index=True, max_length=320)),
                 ('version_seen', models.PositiveIntegerField(blank=True, null=True)),

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('digest', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
             ],
         ),
         migrations.CreateModel(
@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('kind', models.CharField(choices=[('hard_bounce', 'Hard bounce'), ('complaint', 'Complaint')], max_length=12)),
-                ('at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('at', models.DateTimeField(db_default=db.clock.DbClock())),
             ],
         ),
         migrations.AddField(

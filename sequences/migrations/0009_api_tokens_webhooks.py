@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 import mailboxes.secrets
 
 
@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
                 ('prefix', models.CharField(max_length=16, unique=True)),
                 ('digest', models.CharField(max_length=64, unique=True)),
                 ('rate_per_minute', models.PositiveIntegerField(default=120)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('last_used_at', models.DateTimeField(blank=True, null=True)),
                 ('revoked_at', models.DateTimeField(blank=True, null=True)),
             ],
@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
                 ('event_types', models.JSONField(default=list)),
                 ('active', models.BooleanField(default=True)),
                 ('description', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
             ],
             options={
                 'ordering': ['id'],
@@ -72,7 +72,7 @@ class Migration(migrations.Migration):
                 ('rows', models.JSONField(default=list)),
                 ('results', models.JSONField(default=list)),
                 ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('sequence', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='sequences.sequence')),
                 ('token', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='sequences.apitoken')),
@@ -89,12 +89,12 @@ class Migration(migrations.Migration):
                 ('body', models.TextField()),
                 ('state', models.CharField(choices=[('pending', 'Pending'), ('delivered', 'Delivered'), ('gave_up', 'Gave up')], default='pending', max_length=10)),
                 ('attempts', models.PositiveIntegerField(default=0)),
-                ('next_attempt_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('next_attempt_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('lease_until', models.DateTimeField(blank=True, null=True)),
                 ('last_status', models.PositiveSmallIntegerField(blank=True, null=True)),
                 ('last_error', models.TextField(blank=True)),
                 ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('event', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='sequences.timelineevent')),
                 ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='sequences.webhookendpoint')),
             ],
@@ -106,7 +106,7 @@ class Migration(migrations.Migration):
             name='WebhookAttempt',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
                 ('error', models.TextField(blank=True)),
                 ('duration_ms', models.PositiveIntegerField(default=0)),
@@ -125,7 +125,7 @@ class Migration(migrations.Migration):
                 ('status_code', models.PositiveSmallIntegerField()),
                 ('content_type', models.CharField(max_length=100)),
                 ('body', models.TextField()),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('token', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='idempotency_keys', to='sequences.apitoken')),
             ],
             options={

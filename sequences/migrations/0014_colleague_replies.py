@@ -3,6 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+import db.clock
 import db.sql
 
 
@@ -34,7 +35,7 @@ class Migration(migrations.Migration):
                         max_length=16,
                     ),
                 ),
-                ("created_at", models.DateTimeField(db_default=db.sql.DbClock())),
+                ("created_at", models.DateTimeField(db_default=db.clock.DbClock())),
                 ("decided_at", models.DateTimeField(blank=True, null=True)),
                 ("decided_by", models.CharField(blank=True, max_length=200)),
             ],

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
                 ("weight", models.PositiveIntegerField(default=1)),
                 ("stopped_at", models.DateTimeField(blank=True, null=True)),
                 ("stopped_by", models.CharField(blank=True, max_length=200)),
-                ("created_at", models.DateTimeField(db_default=db.sql.DbClock())),
+                ("created_at", models.DateTimeField(db_default=db.clock.DbClock())),
                 (
                     "step",
                     models.ForeignKey(

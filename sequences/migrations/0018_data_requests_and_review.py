@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import db.sql
+import db.clock
 
 
 class Migration(migrations.Migration):
@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
                 ('done_at', models.DateTimeField(blank=True, null=True)),
                 ('done_by', models.CharField(blank=True, max_length=200)),
                 ('outcome', models.CharField(blank=True, max_length=300)),
-                ('created_at', models.DateTimeField(db_default=db.sql.DbClock())),
+                ('created_at', models.DateTimeField(db_default=db.clock.DbClock())),
                 ('inbound', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='mailboxes.inboundmessage')),
             ],
             options={

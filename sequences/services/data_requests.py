@@ -12,7 +12,7 @@ from datetime import date, datetime
 
 from django.db import transaction
 
-from db.sql import db_now
+from db.clock import db_now
 
 from ..models import DataRequest
 from ..selectors import normalize_email

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.checks import domain_auth_for
 from mailboxes.dns_lookup import OFF
 from mailboxes.domain_auth import DomainAuth, Verdict, domain_of, reserved_domain, reserved_report

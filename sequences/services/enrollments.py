@@ -11,7 +11,8 @@ from typing import Any
 from django.db import transaction
 from django.template import TemplateSyntaxError
 
-from db.sql import db_now, rows_copied
+from db.clock import db_now
+from db.sql import rows_copied
 
 from ..digests import address_erased, addresses_erased
 from ..messages import MissingValue, PrepareError, contact_context, render

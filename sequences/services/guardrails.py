@@ -35,7 +35,7 @@ from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 
-from db.sql import DbClock, db_now
+from db.clock import DbClock, db_now
 from mailboxes.models import Mailbox, RefusalSignal
 from mailboxes.refusals import refusal_reason, refusal_words
 

@@ -22,7 +22,7 @@ from enum import StrEnum
 from django.db import transaction
 from django.db.models import F, Q
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.checks import ImapLogin
 from mailboxes.models import Mailbox
 

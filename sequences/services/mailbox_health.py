@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.checks import servers
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for

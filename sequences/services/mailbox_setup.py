@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import transaction
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.bound import bind
 from mailboxes.models import Auth, Mailbox
 from mailboxes.sealed import SEALED_FIELDS

@@ -23,7 +23,7 @@ from functools import partial
 from django.db import connection, transaction
 from django.db.models import Q
 
-from db.sql import DbClock, db_now
+from db.clock import DbClock, db_now
 from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.esp import MAX_SCHEDULE_AHEAD, CancelAnswer, supports_scheduled_cancel

@@ -28,7 +28,7 @@ from typing import Any
 
 from django.db import transaction
 
-from db.sql import DbClock
+from db.clock import DbClock
 from mailboxes.models import ProviderEvent
 from mailboxes.refusals import refusal_reason, refusal_words
 

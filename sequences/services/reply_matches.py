@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from db.sql import DbClock
+from db.clock import DbClock
 from sequences.stop_summary import StopSummary
 
 from ..models import ReplyMatch

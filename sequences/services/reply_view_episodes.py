@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox
 
 from ..loads import FolderViews, folder_views

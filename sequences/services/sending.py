@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max, Q
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox
 
 from .. import daily_cap, reply_view

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Q
 
-from db.sql import DbClock, db_now
+from db.clock import DbClock, db_now
 from mailboxes.models import Mailbox
 from sequences.stop_summary import StopSummary
 

@@ -22,7 +22,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 
-from db.sql import DbClock
+from db.clock import DbClock
 
 from ..locks import enrollments_lock
 from ..messages import step_validate

@@ -11,7 +11,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import InboundMessage, Mailbox
 
 from ..models import Enrollment, SendJob, Sequence

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from db.sql import db_now
+from db.clock import db_now
 
 from ..models import DashboardCounts, Sequence
 from . import charts, results

@@ -17,7 +17,7 @@ from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.bound import SECRETS, bind, endpoint
 from mailboxes.checks import ConnectionCheck
 from mailboxes.models import InboundMessage, Mailbox

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 
 from ..models import (
     FINAL_CHECK_CANCEL,

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from db.sql import DbClock, db_now
+from db.clock import DbClock, db_now
 from mailboxes.secrets import SecretRefused, secret_from_env
 from mailboxes.targets import TargetRefused, guard, url_problem
 from sequences.webhooks_out.models import REFUSED_TARGET, WebhookAttempt, WebhookDelivery

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from db.sql import DbClock
+from db.clock import DbClock
 from mailboxes.secrets import validate_secret_env_name
 
 

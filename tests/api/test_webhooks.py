@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pytest
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from inbound.ingest.view import folder_unread_mark
 from mailboxes.imap.errors import ImapError

@@ -20,7 +20,7 @@ import pytest
 from django.core.management import call_command
 from rq.worker import SimpleWorker
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from inbound.watcher import _connect, run
 from mailboxes.imap.errors import ImapAuthError, ImapError

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.dns_lookup import domain_auth_lookup
 from mailboxes.domain_auth import Answer, Lookup, Verdict, dmarc_check, spf_check
 from mailboxes.models import Mailbox

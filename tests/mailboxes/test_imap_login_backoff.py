@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from mailboxes.imap.errors import ImapAuthError
 from mailboxes.models import Mailbox

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment

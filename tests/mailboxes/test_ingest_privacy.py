@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound import tasks
 from mailboxes.models import InboundMessage
 from proving.harness import mails

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox
 from proving.harness.smtp import Behaviour, SmtpServer
 from proving.harness.stack import free_port

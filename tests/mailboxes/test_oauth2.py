@@ -19,7 +19,7 @@ from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from mailboxes import oauth2
 from mailboxes.imap.session import ImapSession

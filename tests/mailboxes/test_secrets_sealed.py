@@ -9,7 +9,7 @@ import pytest
 from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.login import login_wait
 from mailboxes.imap.session import ImapSession
 from mailboxes.models import Mailbox

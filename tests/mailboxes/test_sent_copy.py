@@ -17,7 +17,7 @@ from django.core.management import CommandError
 from django.http import QueryDict
 from rq import SimpleWorker
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox, SaveToSent
 from proving.harness.dovecot import Dovecot
 from sequences.config.export import sequence_export_toml

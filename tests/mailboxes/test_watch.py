@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from inbound.ingest.view import folder_unread_mark
 from inbound.watcher import Watcher, key, openers, run

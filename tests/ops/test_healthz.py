@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 from rq.queue import Queue
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import WatcherProcess, WatchLease
 from outreach.scheduler import SchedulerLease
 from proving.harness.stack import free_port

@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.leases import LeaseKeeper, account_of
 from mailboxes.bound import bind
 from mailboxes.models import ImapCursor, WatcherProcess, WatchLease

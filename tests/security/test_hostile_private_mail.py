@@ -14,7 +14,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound import tasks
 from mailboxes.models import InboundMessage, ProviderEvent
 from proving.harness import mails

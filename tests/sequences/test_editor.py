@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox
 from sequences.config.apply import config_apply
 from sequences.config.export import sequence_export_toml

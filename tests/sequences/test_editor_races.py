@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from db.sql import db_now
+from db.clock import db_now
 from sequences.locks import enrollment_lock
 from sequences.models import SendJob, Step
 from sequences.services.campaigns import step_delete

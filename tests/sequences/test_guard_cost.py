@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 
-from db.sql import db_now
+from db.clock import db_now
 from proving.bench.stats import StatementCounter
 from proving.harness.smtp import SmtpServer
 from sequences.models import DailySendCount, SendJob, TimelineEvent

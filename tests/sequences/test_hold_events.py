@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.view import folder_read_through
 from mailboxes.models import ImapCursor, Mailbox
 from sequences.models import SendJob, TimelineEvent

@@ -16,7 +16,7 @@ from django.db import transaction
 from rq import SimpleWorker
 from rq.job import Job
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from mailboxes.imap.errors import ImapError
 from mailboxes.models import ImapCursor, Mailbox

@@ -14,7 +14,7 @@ from itertools import pairwise
 import pytest
 from django.core.management import CommandError
 
-from db.sql import db_now
+from db.clock import db_now
 from mailboxes.models import Mailbox
 from sequences import daily_cap
 from sequences.config.export import sequence_export_toml

@@ -12,7 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.record import inbound_record
 from mailboxes.models import Mailbox
 from proving.harness import mails

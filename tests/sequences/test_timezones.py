@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.core.management import call_command
 
-from db.sql import db_now
+from db.clock import db_now
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.config.validate import ConfigError

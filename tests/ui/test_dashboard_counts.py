@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from sequences.models import (
     FINAL_CHECK_CANCEL,
     HELD_BY_MAILBOX,

@@ -9,7 +9,7 @@ from html import unescape
 from django.db import transaction
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.classify.return_date import return_date
 from mailboxes.models import Mailbox
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.record import inbound_record
 from inbound.ingest.view import folder_read_through
 from mailboxes.imap.fetch import FetchedMessage

@@ -31,7 +31,7 @@ def submit(job_id: int, worker_id: str = "w1") -> None:
 
 def reply_to(job: SendJob, *, internaldate=None):
     """A human reply to `job`, through the real ingestion."""
-    from db.sql import db_now
+    from db.clock import db_now
     from inbound.ingest.record import inbound_record
     from mailboxes.imap.fetch import FetchedMessage
 

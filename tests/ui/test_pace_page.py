@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from db.sql import db_now
+from db.clock import db_now
 from sequences import daily_cap
 from sequences.models import DailySendCount
 from tests.factories import MailboxFactory

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.classify import learned
 from inbound.models import ReplyLabel
 from mailboxes.kinds import Kind

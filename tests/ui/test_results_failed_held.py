@@ -8,7 +8,7 @@ from html import unescape
 from django.db import transaction
 from django.urls import reverse
 
-from db.sql import db_now
+from db.clock import db_now
 from sequences.models import OperatorAction, SendJob
 from sequences.services.holds import person_hold_for_auto_reply
 from sequences.services.sending import dispatch_due, send_job_claim, send_job_record_unpreparable

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from db.sql import db_now
+from db.clock import db_now
 from proving.drills.audit import audit
 from proving.drills.faults.base import (
     CHECKPOINTS,

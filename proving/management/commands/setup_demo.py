@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from db.sql import db_now
+from db.clock import db_now
 from inbound.ingest.record import inbound_record
 from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.models import Mailbox
