@@ -31,7 +31,7 @@ from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery, Webho
 from sequences.webhooks_out.signing import HEADER, signature_valid
 from tests.api.conftest import work
 from tests.api.receiver import Receiver
-from tests.mailboxes.test_ingest import send_first_step
+from tests.inbound.test_ingest import send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET_ENV, SECRET = "OUTREACH_SECRET_TEST_WEBHOOK", "whsec-test-0123456789"
@@ -168,7 +168,7 @@ def test_the_guardrail_pause_is_a_known_event_with_its_figures():
 # again. The IMAP server goes down, the view grows older than the mailbox's max age, the periodic sweep
 # (sequences.tasks.reply_view_episodes) announces it once however often it runs; the server comes back, a
 # poll reads the folder, the sweep announces the recovery once; a second outage is a second episode. (A refused
-# login is blind at once: tests/mailboxes/test_credentials_refused.py.)
+# login is blind at once: tests/inbound/test_credentials_refused.py.)
 
 STALE, RESTORED = "mailbox.reply_view_stale", "mailbox.reply_view_restored"
 

@@ -11,7 +11,7 @@ from inbound.classify import classify
 from mailboxes.models import InboundMessage
 from proving.harness import mails
 from sequences.models import SendJob
-from tests.mailboxes.test_ingest import poll, send_first_step
+from tests.inbound.test_ingest import poll, send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

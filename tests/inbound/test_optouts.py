@@ -17,7 +17,7 @@ from mailboxes.kinds import Kind
 from mailboxes.models import InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment, Suppression
-from tests.mailboxes.test_ingest import poll, send_first_step
+from tests.inbound.test_ingest import poll, send_first_step
 
 DSGVO_ERASURE = (
     "Sehr geehrte Damen und Herren,\n\n"

@@ -2,7 +2,7 @@
 the text and no List-* header, so that auto-responders that skip list mail (Sieve vacation) answer.
 
 Messages are plain text only (no HTML part), so "the text" is the one body. The real Pigeonhole check is in
-tests/mailboxes/test_vacation_reply.py.
+tests/inbound/test_vacation_reply.py.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from sequences.services.data_requests import one_month_after
 from sequences.services.sending import dispatch_due
 from sequences.timeline import Event
 from tests.factories import enroll, make_sequence
+from tests.inbound.test_ingest import poll, send_first_step
 from tests.inbound.test_optouts import DSGVO_ERASURE, message
-from tests.mailboxes.test_ingest import poll, send_first_step
 
 S = SendJob.State
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,7 +15,7 @@ from mailboxes.models import InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment, Suppression
 from tests.factories import MailboxFactory, enroll, make_sequence
-from tests.mailboxes.test_ingest import connect, poll, send_first_step
+from tests.inbound.test_ingest import connect, poll, send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NO_EVIDENCE = "no evidence we sent to it"

@@ -14,7 +14,7 @@ from db.clock import db_now
 from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment
-from tests.mailboxes.test_ingest import poll, send_first_step
+from tests.inbound.test_ingest import poll, send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,7 +19,7 @@ from mailboxes.models import InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_dump
 from sequences.models import Enrollment, TimelineEvent
-from tests.mailboxes.test_ingest import poll, send_first_step
+from tests.inbound.test_ingest import poll, send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

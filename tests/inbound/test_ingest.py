@@ -155,7 +155,7 @@ def test_an_auto_reply_is_recorded_and_the_sequence_continues(imap_mailbox, dove
     dovecot.append("alice", "INBOX", mails.out_of_office(to_message_id=job.message_id))
     poll(imap_mailbox)
     inbound = InboundMessage.objects.get()
-    # The sequence continues after an out-of-office hold (tests/mailboxes/test_ooo_hold.py), never paused.
+    # The sequence continues after an out-of-office hold (tests/inbound/test_ooo_hold.py), never paused.
     assert inbound.kind == "auto_reply" and "held until" in inbound.effect
     enrollment.refresh_from_db()
     assert enrollment.status == "active"

@@ -20,7 +20,7 @@ from mailboxes.models import ImapCursor, InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_url
 from sequences.models import Enrollment
-from tests.mailboxes.test_ingest import poll, send_first_step
+from tests.inbound.test_ingest import poll, send_first_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REFERENCES = 64_000
