@@ -274,3 +274,20 @@ def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str, varian
         raise ServiceError(f"The mail server refused the test: {exc}") from None
     _log(actor, "send_test", step.sequence_id, target, {"sent": True, "server reply": submission.reply[:500]})
     return submission.reply
+
+
+def sequence_unsubscribe_style_set(*, sequence_id: int, style: str, actor: str) -> bool:
+    """Set how the sequence's emails offer to unsubscribe; True when it changed (then one operator-log row)."""
+    if style not in Sequence.UnsubscribeStyle.values:
+        styles = ", ".join(Sequence.UnsubscribeStyle.values)
+        raise ServiceError(f"Unknown unsubscribe style {style!r}: one of {styles}.")
+    with transaction.atomic():
+        sequence = sequence_lock(sequence_id=sequence_id)
+        before = sequence.unsubscribe_style
+        if before == style:
+            return False
+        sequence.unsubscribe_style = style
+        sequence.save(update_fields=["unsubscribe_style"])
+        operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
+                     target_id=sequence.pk, result={"unsubscribe_style": f"{before} → {style}"})
+    return True

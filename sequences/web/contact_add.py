@@ -1,8 +1,9 @@
 """Add one contact in the browser, and enroll it in a sequence at once if the operator picks one.
 
 Thin: the form becomes an import row checked by the import's rules (`contact_rows.row_check`), then one service
-(`services.contact_add`) creates it, through the import's own batch when it is enrolled, so what an import refuses
-is refused here in the same words and nothing is written. Operators (and admins) add, as they edit; staff read.
+(`services.contacts.contact_add`) creates it, through the import's own batch when it is enrolled, so what an
+import refuses is refused here in the same words and nothing is written. Operators (and admins) add, as they edit;
+staff read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..contact_rows import NAMED, row_check
 from ..models import Sequence
 from ..permissions import OPERATE
 from ..services.common import ServiceError
-from ..services.contact_add import ContactExists, contact_add
+from ..services.contacts import ContactExists, contact_add
 from ..storable import row_id
 from .access import ui_view
 

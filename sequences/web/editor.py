@@ -18,10 +18,16 @@ from ..labels import duration_words
 from ..models import Enrollment, SendJob, Sequence, Step
 from ..permissions import OPERATE, VIEW
 from ..services import campaigns
-from ..services.campaigns import StepInvalid, sequence_create, sequence_update, step_jobs_refusal, step_save
+from ..services.campaigns import (
+    StepInvalid,
+    sequence_create,
+    sequence_unsubscribe_style_set,
+    sequence_update,
+    step_jobs_refusal,
+    step_save,
+)
 from ..services.common import ServiceError
 from ..services.enrollments import people_lacking
-from ..services.unsubscribe_style import sequence_unsubscribe_style_set
 from ..services.variants import variant_running_names
 from .access import ui_view
 from .forms import SequenceForm, StepForm
