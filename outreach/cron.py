@@ -9,7 +9,7 @@ from rq import cron
 
 from inbound.tasks import inbound_raw_purge, poll_all, webhook_batches_due
 from sequences.tasks import api_housekeeping, dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
-from sequences.web.dashboard_counts import count_task as dashboard_count
+from ui.dashboard_counts import count_task as dashboard_count
 
 cron.register(dispatch, queue_name="default", interval=settings.OUTREACH_DISPATCH_INTERVAL)
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)

@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "sequences.webhooks_out",
     "mailboxes",
     "inbound",
+    "ui",  # the operator UI, above the domain apps
     "proving",
 ]
 

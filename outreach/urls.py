@@ -23,8 +23,8 @@ urlpatterns = [
     # The JSON API (token auth): /api/v1/..., schema /api/openapi.json, docs /api/docs.
     path("api/", api_urls({"/v1/replies": replies_api.router})),
     # Public endpoints (no login): one-click unsubscribe, provider webhooks.
-    path("", include("sequences.web.public")),
+    path("", include("ui.public")),
     # The operator UI (login required): the replies inbox, then everything else.
-    path("", include("inbound.replies.urls")),
-    path("", include("sequences.web.urls")),
+    path("", include("ui.replies_urls")),
+    path("", include("ui.urls")),
 ]

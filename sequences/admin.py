@@ -19,6 +19,7 @@ from django.urls import path
 from sequences.stop_summary import StopSummary
 
 from .config.parse import MAX_DURATION, MAX_DURATION_WORDS
+from .job_rows import latest_job_rows
 from .labels import job_label, stamp, stop_summary_text
 from .messages import step_validate
 from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
@@ -27,7 +28,6 @@ from .services.common import ServiceError
 from .services.erasure import contact_erase
 from .services.stops import enrollment_pause, enrollment_resume, enrollment_stop, sequence_pause, sequence_resume
 from .storable import row_id
-from .web.rows import latest_job_rows
 from .window import zone_problem
 
 

@@ -1,6 +1,6 @@
 """The mailbox form's connection check, run by a worker: the page waits on it, no web worker waits on a server.
 
-The form (sequences.web.mailboxes) hands over what it would save: the settings, the secrets typed on it (sealed)
+The form (ui.mailboxes) hands over what it would save: the settings, the secrets typed on it (sealed)
 and where each secret was entered for (mailboxes.bound). The job builds the same unsaved mailbox, checks every
 step of sending and reading, records the check in the operator log with the servers it connected to, and, when
 asked to save (and the check passed, or "save anyway"), saves it. Its result, kept in Redis for ten minutes (with

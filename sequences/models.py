@@ -408,11 +408,11 @@ class GuardrailSignal(models.Model):
 
 
 # The timeline's kinds that a page finds by kind alone, not through a job, an enrollment or an address
-# (sequences.web.rows.enrollment_events): an operator's pause or resume of a sequence or a mailbox, and the
+# (ui.rows.enrollment_events): an operator's pause or resume of a sequence or a mailbox, and the
 # ledger's entries. Only these are in the kind index; every other event (a send writes four) skips it.
 KINDS_FOUND_BY_KIND = ("sequence_paused", "sequence_resumed", "mailbox_paused", "mailbox_resumed",
                        "suppression_added", "suppression_lifted")
-# Two rare kinds of event the results count among millions (sequences/web/results.py). Each has a partial index
+# Two rare kinds of event the results count among millions (ui/results.py). Each has a partial index
 # whose condition is this same expression, so the database can see that the index serves the query.
 FINAL_CHECK_CANCEL = Q(kind="job_canceled", data__final_check=True)  # the last check before the hand-off canceled
 HOLD = Q(kind="job_held_out_of_office") | Q(kind="job_deferred", data__reason="reply_view")  # a job held, not late
@@ -509,7 +509,7 @@ class ReplyMatch(models.Model):
 
 
 class DashboardCounts(models.Model):
-    """The dashboard's numbers over all time as last counted: one row (sequences/web/dashboard_counts.py)."""
+    """The dashboard's numbers over all time as last counted: one row (ui/dashboard_counts.py)."""
 
     counted_at = models.DateTimeField()
     numbers = models.JSONField(default=dict)

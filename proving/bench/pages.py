@@ -35,7 +35,7 @@ from mailboxes.models import InboundMessage
 from proving.bench.stats import percentile, ratio, table
 from proving.harness import data
 from sequences.models import Contact, Enrollment, SendJob, TimelineEvent
-from sequences.web import dashboard_counts
+from ui import dashboard_counts
 
 SEQUENCES = 10
 STEPS = 5
@@ -208,7 +208,7 @@ def measure(requests: int, warmup: int = 3) -> dict[str, dict[str, Any]]:
 
 
 def count_time(times: int = 3) -> float:
-    """The median time of the dashboard's background count (sequences/web/dashboard_counts.py), in ms: the page
+    """The median time of the dashboard's background count (ui/dashboard_counts.py), in ms: the page
     reads its row, so its cost shows here and not in the page's time."""
     spent = []
     for _ in range(times):

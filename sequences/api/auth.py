@@ -1,6 +1,6 @@
 """Who is calling: a bearer token (401 without a live one), its rate (429), its role's permissions (403).
 
-Permissions are the UI's (`sequences.web.access`): a token of role R may do
+Permissions are the UI's (`ui.access`): a token of role R may do
 through the API exactly what a user of R's group may do in the UI.
 """
 

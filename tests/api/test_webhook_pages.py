@@ -7,8 +7,8 @@ import itertools
 import pytest
 from django.urls import reverse
 
-from sequences.web import urls as ui_urls
 from sequences.webhooks_out.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from ui import urls as ui_urls
 
 pytestmark = pytest.mark.django_db
 

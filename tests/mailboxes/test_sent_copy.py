@@ -25,10 +25,10 @@ from sequences.models import SendJob
 from sequences.pipeline import send_job_process
 from sequences.sent_copies import TASK, sent_copy_enqueue, sent_copy_wanted
 from sequences.services.sending import dispatch_due
-from sequences.web.mailbox_forms import MailboxForm
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.sequences.test_commands import GOOD, run, write
 from tests.ui.conftest import roles, users  # noqa: F401 - fixtures
+from ui.mailbox_forms import MailboxForm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = SendJob.State

@@ -20,10 +20,10 @@ from rq.worker import SimpleWorker
 
 from mailboxes.models import Mailbox
 from sequences.models import Contact, Sequence, Step, Suppression
-from sequences.web.views import INLINE_IMPORT_ROWS, _result_key
 from tests.factories import MailboxFactory, make_sequence
 from tests.security.sweep import FORM_VALUES, Found
 from tests.sequences.test_commands import GOOD, write
+from ui.views import INLINE_IMPORT_ROWS, _result_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,9 +14,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from sequences.web import upload_store
-from sequences.web.upload_store import QuotaFull, Upload, upload_keep
 from tests.factories import MailboxFactory, make_sequence
+from ui import upload_store
+from ui.upload_store import QuotaFull, Upload, upload_keep
 
 pytestmark = pytest.mark.django_db
 KB = 1024

@@ -31,11 +31,11 @@ from sequences.services.scheduling import schedule_step
 from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
 from sequences.services.stops import enrollment_stop, sequence_pause
 from sequences.services.suppressions import suppression_add
-from sequences.web import results, sendwhen
-from sequences.web.editor import edit_impact
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui import conftest as ui_fixtures
 from tests.ui.test_operations import submit
+from ui import results, sendwhen
+from ui.editor import edit_impact
 
 pytestmark = pytest.mark.django_db
 S = SendJob.State

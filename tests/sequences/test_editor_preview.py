@@ -11,9 +11,9 @@ from django.urls import reverse
 from mailboxes.models import Mailbox
 from sequences.models import OperatorAction, SendJob
 from sequences.services.stops import mailbox_pause
-from sequences.web import results
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui import conftest as ui_fixtures
+from ui import results
 
 roles, users = ui_fixtures.roles, ui_fixtures.users  # the role groups and one user per role
 

@@ -12,9 +12,9 @@ from django.urls import reverse
 
 from sequences.models import Contact, Enrollment, SendJob, Step, TimelineEvent
 from sequences.services.suppressions import suppression_add
-from sequences.web.enroll_upload import _result
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.sequences.test_import_needs import enroll_csv
+from ui.enroll_upload import _result
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,8 +27,8 @@ from sequences.services.mailbox_setup import mailbox_save
 from sequences.services.reply_view_episodes import reply_view_episodes_sweep
 from sequences.services.sending import dispatch_due
 from sequences.tasks import dispatch
-from sequences.web.hold_words import holds_of
 from tests.factories import enroll, make_sequence
+from ui.hold_words import holds_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = SendJob.State

@@ -9,8 +9,8 @@ from django.db import connection, transaction
 
 from mailboxes.models import InboundMessage
 from sequences.models import KINDS_FOUND_BY_KIND, DailySendCount, Enrollment, SendJob, TimelineEvent
-from sequences.web.rows import enrollment_events
 from tests.factories import MailboxFactory, enroll, make_sequence
+from ui.rows import enrollment_events
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ from proving.harness import mails
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.pipeline import send_job_process
 from sequences.services.sending import dispatch_due
-from sequences.web.rows import stop_summary_of
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.races.helpers import Gate, Worker
+from ui.rows import stop_summary_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = SendJob.State

@@ -22,11 +22,11 @@ from sequences.services.sending import dispatch_due, send_job_authorize, send_jo
 from sequences.services.variants import variant_save, variant_stop
 from sequences.tasks import dispatch
 from sequences.variants import Arm, comparison_words
-from sequences.web.variant_results import variant_results
 from tests.factories import enroll, make_sequence
 from tests.races.helpers import Gate, Worker
 from tests.sequences.test_commands import GOOD, run, write
 from tests.sequences.test_rq import work
+from ui.variant_results import variant_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = SendJob.State

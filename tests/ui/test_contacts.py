@@ -245,7 +245,7 @@ def test_incident_lanes_size_gaps_by_length_and_label_long_ones_as_breaks():
 
     from django.utils import timezone
 
-    from sequences.web.incidents import LanePoint, lanes
+    from ui.incidents import LanePoint, lanes
 
     t0 = timezone.now()
     at = [t0, t0 + timedelta(milliseconds=10), t0 + timedelta(milliseconds=20), t0 + timedelta(seconds=105.02)]

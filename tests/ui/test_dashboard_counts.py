@@ -22,10 +22,10 @@ from sequences.models import (
 )
 from sequences.services.sending import dispatch_due, held_error
 from sequences.timeline import Event
-from sequences.web import dashboard_counts, results
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui.test_operations import submit
 from tests.ui.test_results_failed_held import _world
+from ui import dashboard_counts, results
 
 
 def _sent_cell(page: str, sequence) -> str:

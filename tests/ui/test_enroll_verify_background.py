@@ -15,9 +15,9 @@ from django.urls import reverse
 
 from proving.harness.dns import DnsServer
 from sequences.models import Enrollment
-from sequences.web import enroll_upload
 from tests.factories import MailboxFactory, make_sequence
 from tests.ui.test_contacts import run_job
+from ui import enroll_upload
 
 pytestmark = pytest.mark.django_db
 SILENT = tuple(f"d{i}.test" for i in range(40))

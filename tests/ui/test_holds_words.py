@@ -14,9 +14,9 @@ from inbound.classify.return_date import return_date
 from mailboxes.models import Mailbox
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
 from sequences.services.sending import dispatch_due, send_job_authorize, send_job_claim
-from sequences.web.hold_words import quoted_tail
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui.test_operations import submit
+from ui.hold_words import quoted_tail
 
 
 def _pages(client, enrollment) -> tuple[str, str]:

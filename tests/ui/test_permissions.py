@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import get_resolver, reverse
 
 from sequences.models import Enrollment, Sequence
-from sequences.web import urls as ui_urls
+from ui import urls as ui_urls
 
 pytestmark = pytest.mark.one_database("who may open which page")
 

@@ -92,7 +92,7 @@ def test_a_category_filter_reads_the_chosen_category_first(inbox):
 
 def test_results_count_interested_and_meetings_and_the_dashboard_links_the_waiting_replies(client, users, inbox):
     from inbound.replies.services import conversation_categorize
-    from sequences.web.results import sequence_results
+    from ui.results import sequence_results
 
     keen, nope, maybe = inbox
     conversation_categorize(conversation_id=keen.pk, category="interested", actor="olga")

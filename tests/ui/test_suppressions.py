@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from sequences.models import Enrollment, OperatorAction, Suppression
 from sequences.services.suppressions import suppression_add, suppression_lift
-from sequences.web.views import INLINE_IMPORT_ROWS
 from tests.factories import MailboxFactory, enroll, make_sequence
+from ui.views import INLINE_IMPORT_ROWS
 
 pytestmark = pytest.mark.django_db
 
