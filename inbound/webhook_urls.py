@@ -48,7 +48,7 @@ from django.urls import URLPattern
 from django.utils.crypto import constant_time_compare
 from django.views.decorators.csrf import csrf_exempt
 
-from sequences.api.ratelimit import window_count
+from sequences.ratelimit import window_count
 
 from .webhooks import INLINE_EVENTS, Unreadable, tracking_unreadable, webhook_batch_store
 

@@ -7,8 +7,9 @@ others wait to take over (outreach/scheduler.py).
 from django.conf import settings
 from rq import cron
 
+from api.tasks import api_housekeeping
 from inbound.tasks import inbound_raw_purge, poll_all, webhook_batches_due
-from sequences.tasks import api_housekeeping, dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
+from sequences.tasks import dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
 from ui.dashboard_counts import count_task as dashboard_count
 
 cron.register(dispatch, queue_name="default", interval=settings.OUTREACH_DISPATCH_INTERVAL)

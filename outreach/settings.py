@@ -109,7 +109,7 @@ INSTALLED_APPS = [
     "axes",
     "ninja",  # the API docs page serves Swagger UI from ninja's own static files, not a CDN
     "sequences",
-    "sequences.api",
+    "api",
     "sequences.webhooks_out",
     "mailboxes",
     "inbound",

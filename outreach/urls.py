@@ -3,9 +3,9 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from inbound.replies import api as replies_api
+from api.main import api_urls
+from api.routes import replies as replies_api
 from outreach import health, metrics
-from sequences.api.main import api_urls
 
 from .rq_admin import rq_admin_urls
 

@@ -97,13 +97,13 @@ class RoleResult:
 
 def seed(*, smtp_port: int) -> Seeded:
     """One of everything an id route names, through the services (the SMTP sink on `smtp_port` receives step 1)."""
+    from api.bulk import bulk_enrollment_run, bulk_enrollment_submit
+    from api.tokens import MAX_RATE_PER_MINUTE, api_token_create
     from db.clock import db_now
     from inbound.ingest.record import inbound_record
     from inbound.models import Conversation
     from mailboxes.imap.fetch import FetchedMessage
     from proving.harness import data
-    from sequences.api.bulk import bulk_enrollment_run, bulk_enrollment_submit
-    from sequences.api.tokens import MAX_RATE_PER_MINUTE, api_token_create
     from sequences.models import SendJob
     from sequences.pipeline import send_job_process
     from sequences.services.campaigns import sequence_create, step_save

@@ -376,31 +376,9 @@ admin.site.unregister(User)
 admin.site.register(User, UserAdmin)
 
 
-# --- API tokens and outbound webhooks ------------------------------------------------------------
+# --- outbound webhooks ------------------------------------------------------------
 
-from sequences.api.models import ApiToken  # noqa: E402
 from sequences.webhooks_out.models import WebhookDelivery  # noqa: E402
-
-from .api.tokens import api_token_revoke  # noqa: E402
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(SelectionChecked, NoWrites, admin.ModelAdmin):
-    """Tokens are created by `manage.py api_token` (printed once); here they are listed and revoked."""
-
-    list_display = ("name", "role", "prefix", "rate_per_minute", "created_at", "last_used_at", "revoked_at")
-    list_filter = ("role",)
-    readonly_fields = ("name", "role", "prefix", "rate_per_minute", "created_at", "last_used_at", "revoked_at")
-    exclude = ("digest",)
-    actions = ["revoke"]
-
-    def has_view_permission(self, request, obj=None) -> bool:
-        return request.user.has_perm("sequences.manage_webhooks")
-
-    @admin.action(description="Revoke the selected tokens")
-    def revoke(self, request, queryset: QuerySet[ApiToken]):
-        revoked = sum(api_token_revoke(token_id=pk) for pk in queryset.values_list("pk", flat=True))
-        messages.info(request, f"{revoked} token{'' if revoked == 1 else 's'} revoked.")
 
 
 @admin.register(WebhookDelivery)

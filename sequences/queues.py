@@ -56,7 +56,6 @@ def enqueue_guardrail_sweep(mailbox_id: int) -> None:
     """Call only after the transaction that paused the mailbox has committed (transaction.on_commit)."""
     django_rq.get_queue("default").enqueue(GUARDRAIL_SWEEP_TASK, mailbox_id, result_ttl=3600, failure_ttl=86400)
 WEBHOOK_DELIVER_TASK = "sequences.tasks.webhook_deliver"
-BULK_ENROLL_TASK = "sequences.tasks.bulk_enrollment_run"
 
 
 def enqueue_webhook_deliveries(delivery_ids: list[int]) -> None:
@@ -64,9 +63,3 @@ def enqueue_webhook_deliveries(delivery_ids: list[int]) -> None:
     queue = django_rq.get_queue("default")
     for delivery_id in delivery_ids:
         queue.enqueue(WEBHOOK_DELIVER_TASK, delivery_id, result_ttl=3600, failure_ttl=86400)
-
-
-def enqueue_bulk_enrollment(bulk_id: int) -> None:
-    """After the transaction that recorded the bulk enrollment has committed."""
-    django_rq.get_queue("default").enqueue(BULK_ENROLL_TASK, bulk_id, result_ttl=3600, failure_ttl=86400,
-                                           job_timeout=3600)

@@ -11,8 +11,6 @@ from rq import get_current_job
 
 from mailboxes.address_check import domains_check, verdicts_plain
 
-from .api import bulk
-from .api.idempotency import idempotency_keys_purge
 from .pipeline import send_job_process
 from .queues import (
     STALE_AFTER_SECONDS,
@@ -162,13 +160,6 @@ def webhooks_due() -> int:
     return len(due)
 
 
-def bulk_enrollment_run(bulk_id: int) -> str:
-    return bulk.bulk_enrollment_run(bulk_id=bulk_id)
-
-
-def api_housekeeping() -> int:
-    """Periodic: forget idempotency keys older than a day."""
-    return idempotency_keys_purge()
 def enrollment_upload(sequence_id: int, rows: list[dict[str, Any]], refused: dict[str, Any] | list, actor: str,
                       allow_missing: bool = False, source: str = "") -> dict[str, Any]:
     """Enroll the rows of a CSV uploaded in the UI that its dry run would enroll; `refused`: the rows the dry run

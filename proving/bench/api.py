@@ -22,7 +22,7 @@ from proving.harness import data
 
 
 def _enroll_direct(sequence, n: int) -> float:
-    from sequences.api.contacts import contact_row, enrollment_create_from_row
+    from api.contacts import contact_row, enrollment_create_from_row
 
     started = time.perf_counter()
     for i in range(n):
@@ -34,7 +34,7 @@ def _enroll_direct(sequence, n: int) -> float:
 def _enroll_api(sequence, n: int) -> tuple[float, dict[int, int]]:
     from django.test import Client
 
-    from sequences.api.tokens import MAX_RATE_PER_MINUTE, api_token_create
+    from api.tokens import MAX_RATE_PER_MINUTE, api_token_create
 
     _, token = api_token_create(name="bench", role="operator", rate_per_minute=MAX_RATE_PER_MINUTE)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -35,7 +35,7 @@ def redis_db(settings):
 @pytest.fixture
 def tokens(api_roles, redis_db):
     """A token per role, made by the same service as `manage.py api_token`."""
-    from sequences.api.tokens import api_token_create
+    from api.tokens import api_token_create
 
     return {
         role: api_token_create(name=f"{role}-token", role=role, rate_per_minute=1000)[1]

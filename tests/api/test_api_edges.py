@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from openapi_spec_validator import validate
 
-from sequences.api.models import ApiToken
+from api.models import ApiToken
 from sequences.models import Contact, Enrollment, SendJob
 from sequences.pipeline import send_job_process
 from sequences.services.sending import dispatch_due
@@ -26,7 +26,7 @@ def test_api_token_prints_once_stores_a_hash_and_revoking_refuses_it(api, world)
     assert token not in (row.digest, row.prefix) and len(row.digest) == 64
     client = api(None, token=token)
     assert client.get("/api/v1/sequences").status_code == 200
-    from sequences.api.tokens import api_token_revoke
+    from api.tokens import api_token_revoke
 
     assert api_token_revoke(token_id=row.pk)
     refused = client.get("/api/v1/sequences")
@@ -48,7 +48,7 @@ def test_admins_list_and_revoke_tokens_in_the_admin(api, world, users, client):
 
 
 def test_over_the_rate_a_token_gets_429_with_retry_after(api, world):
-    from sequences.api.tokens import api_token_create
+    from api.tokens import api_token_create
 
     _, token = api_token_create(name="slow", role="staff", rate_per_minute=3)
     client = api(None, token=token)

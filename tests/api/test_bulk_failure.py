@@ -6,7 +6,7 @@ import django_rq
 import pytest
 from rq.job import Job, JobStatus
 
-from sequences.api.models import BulkEnrollment
+from api.models import BulkEnrollment
 from sequences.models import Enrollment
 from tests.api.conftest import work
 

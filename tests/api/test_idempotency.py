@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from sequences.api.models import IdempotencyKey
+from api.models import IdempotencyKey
 from sequences.models import Enrollment, OperatorAction
 from tests.ops.test_pgbouncer import PGBOUNCER, pooled  # noqa: F401 (a fixture)
 
@@ -89,7 +89,7 @@ def test_two_concurrent_identical_posts_enroll_once(api, world):
 def test_answers_are_kept_a_day_then_the_key_is_free_again(api, world):
     from datetime import timedelta
 
-    from sequences.tasks import api_housekeeping
+    from api.tasks import api_housekeeping
 
     client = api("operator")
     key = {"Idempotency-Key": "old"}
@@ -104,7 +104,7 @@ def test_answers_are_kept_a_day_then_the_key_is_free_again(api, world):
 def test_a_key_still_in_progress_is_a_409_after_the_wait_and_a_dead_one_is_taken_over(api, world, monkeypatch):
     from datetime import timedelta
 
-    from sequences.api import idempotency
+    from api import idempotency
 
     monkeypatch.setattr(idempotency, "WAIT", 0.3)
     client = api("operator")
@@ -127,7 +127,7 @@ def test_a_key_still_in_progress_is_a_409_after_the_wait_and_a_dead_one_is_taken
 def test_a_request_that_raises_frees_its_key(api, world):
     from django.test import RequestFactory
 
-    from sequences.api import idempotency
+    from api import idempotency
 
     def broken(request):
         raise RuntimeError("boom")

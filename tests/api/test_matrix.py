@@ -13,7 +13,7 @@ import itertools
 import pytest
 from django.urls import URLPattern, get_resolver
 
-from sequences.api.main import api
+from api.main import api
 
 pytestmark = [pytest.mark.one_database("which token may call which operation"), pytest.mark.django_db(transaction=True)]
 
@@ -101,7 +101,7 @@ def test_the_table_covers_every_api_operation_and_each_checks_a_permission():
 
 @pytest.fixture
 def matrix_world(world, tokens):
-    from sequences.api.bulk import bulk_enrollment_submit
+    from api.bulk import bulk_enrollment_submit
 
     bulk = bulk_enrollment_submit(sequence_id=world["sequence"].pk, contacts=[{"email": "b@example.com"}],
                                   update_contacts=False, token_id=None)

@@ -7,9 +7,9 @@ from django.http import Http404, JsonResponse
 from django.urls import path
 from ninja import Router
 
-from inbound.replies import api as replies_api
-from sequences.api.main import api_urls
-from sequences.api.schemas import Error, SequenceOut
+from api.main import api_urls
+from api.routes import replies as replies_api
+from api.schemas import Error, SequenceOut
 from sequences.models import Sequence
 from sequences.storable import MAX_ROW_ID
 

@@ -22,12 +22,12 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from api.main import api
+from api.tokens import api_token_create
 from inbound.models import Conversation
 from inbound.replies.services import conversation_record_in_transaction
 from inbound.webhook_urls import tracking_patterns
 from mailboxes.models import InboundMessage
-from sequences.api.main import api
-from sequences.api.tokens import api_token_create
 from sequences.models import ReplyMatch, SendJob, StepVariant
 from sequences.services.stops import enrollment_pause
 from sequences.services.suppressions import suppression_add

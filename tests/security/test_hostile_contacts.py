@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from sequences.api.tokens import api_token_create
+from api.tokens import api_token_create
 from sequences.models import Contact
 
 CONTACTS = "/api/v1/contacts"

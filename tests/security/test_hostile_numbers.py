@@ -10,9 +10,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
+from api.models import ApiToken
 from mailboxes.models import Mailbox
 from sequences.admin import StepForm as AdminStepForm
-from sequences.api.models import ApiToken
 from sequences.config.parse import parse_duration
 from sequences.models import Sequence
 from tests.factories import MailboxFactory, make_sequence

@@ -8,8 +8,8 @@ import logging
 import pytest
 from django.test import Client
 
+from api.tokens import api_token_create
 from outreach.middleware import MAX_QUERY_VALUE
-from sequences.api.tokens import api_token_create
 from tests.security import urls_failing
 
 

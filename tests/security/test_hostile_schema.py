@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sequences.api.tokens import api_token_create
+from api.tokens import api_token_create
 from tests.factories import MailboxFactory, enroll, make_sequence
 
 pytestmark = pytest.mark.one_database("the API's answers against its schema")

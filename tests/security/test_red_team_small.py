@@ -24,13 +24,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from api.tokens import api_token_create
 from inbound.models import Conversation
 from inbound.replies.services import conversation_record_in_transaction
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.sealed import KEYS_ENV
 from mailboxes.signin import CALLBACK_PATH
 from proving.harness.stack import free_port, wait_for
-from sequences.api.tokens import api_token_create
 from sequences.models import Suppression
 from sequences.services.enrollments import contact_upsert, enrollment_create
 from sequences.services.suppressions import suppression_add

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from api.models import ApiToken
 from proving.schema_sweep import ROLES, ST
-from sequences.api.models import ApiToken
 
 pytestmark = pytest.mark.slow
 

@@ -13,11 +13,11 @@ from functools import wraps
 from django.db.models import DurationField, Q, Value
 from ninja.security import HttpBearer
 
+from api.models import ApiToken
 from db.clock import DbClock
-from sequences.api.models import ApiToken
+from sequences.permissions import PERM_TEXT
+from sequences.ratelimit import rate_check
 
-from ..permissions import PERM_TEXT
-from .ratelimit import rate_check
 from .tokens import api_token_lookup, token_permissions
 
 

@@ -1,4 +1,4 @@
-"""API tokens, idempotency keys and bulk enrollments (their app: `sequences.api`; tables and migrations stay with
+"""API tokens, idempotency keys and bulk enrollments (their app: `api`; tables and migrations stay with
 `sequences`)."""
 
 from __future__ import annotations

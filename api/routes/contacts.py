@@ -8,9 +8,10 @@ from django.db.models import Q
 from django.shortcuts import get_object_or_404
 from ninja import Router, Status
 
-from ...models import Contact
-from ...permissions import OPERATE, VIEW_ENROLLMENT
-from ...selectors import normalize_email
+from sequences.models import Contact
+from sequences.permissions import OPERATE, VIEW_ENROLLMENT
+from sequences.selectors import normalize_email
+
 from ..auth import needs
 from ..contacts import contact_row, contact_upsert_lossless
 from ..present import contact_out, page_of

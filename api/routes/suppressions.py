@@ -2,9 +2,10 @@
 
 from ninja import Router, Status
 
-from ...permissions import MANAGE_SUPPRESSIONS, VIEW_LEDGER
-from ...selectors import ledger_search, normalize_email, suppression_active_for
-from ...services import suppressions
+from sequences.permissions import MANAGE_SUPPRESSIONS, VIEW_LEDGER
+from sequences.selectors import ledger_search, normalize_email, suppression_active_for
+from sequences.services import suppressions
+
 from ..auth import actor_of, needs
 from ..present import page_of, stop_out, suppression_out
 from ..schemas import (

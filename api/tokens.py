@@ -9,10 +9,9 @@ import secrets
 from django.contrib.auth.models import Permission
 from django.db import transaction
 
+from api.models import ApiToken
 from db.clock import DbClock
-from sequences.api.models import ApiToken
-
-from ..services.common import ServiceError
+from sequences.services.common import ServiceError
 
 PREFIX = "otk_"
 # A token's role holds the permissions of the UI group of that role (sequences/migrations/0002_roles.py).

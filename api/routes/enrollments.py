@@ -4,12 +4,12 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Router, Status
 
-from sequences.api.models import BulkEnrollment
+from api.models import BulkEnrollment
+from sequences.models import Enrollment, Sequence
+from sequences.permissions import OPERATE, VIEW_ENROLLMENT
+from sequences.services import stops
+from sequences.storable import row_id
 
-from ...models import Enrollment, Sequence
-from ...permissions import OPERATE, VIEW_ENROLLMENT
-from ...services import stops
-from ...storable import row_id
 from ..auth import actor_of, needs
 from ..bulk import bulk_enrollment_submit, bulk_out
 from ..contacts import BadRow, contact_row, enrollment_create_from_row

@@ -2,8 +2,9 @@
 
 from ninja import Router
 
-from ...permissions import VIEW_INCIDENT
-from ...selectors import timeline_event_fields, timeline_of_address
+from sequences.permissions import VIEW_INCIDENT
+from sequences.selectors import timeline_event_fields, timeline_of_address
+
 from ..auth import needs
 from ..schemas import TimelineEventOut
 

@@ -13,17 +13,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+import django_rq
 from django.db import transaction
 
+from api.models import BulkEnrollment
 from db.clock import DbClock
-from sequences.api.models import BulkEnrollment
+from sequences.models import Sequence
+from sequences.services.common import ServiceError
+from sequences.services.enrollments import ContactRow, enrollments_create_batch
+from sequences.storable import shown
 
-from ..models import Sequence
-from ..queues import enqueue_bulk_enrollment
-from ..services.common import ServiceError
-from ..services.enrollments import ContactRow, enrollments_create_batch
-from ..storable import shown
 from .contacts import contact_row
+
+BULK_ENROLL_TASK = "api.tasks.bulk_enrollment_run"
 
 MAX_ROWS = 10_000
 BATCH = 500
@@ -134,3 +136,9 @@ def bulk_out(bulk: BulkEnrollment, *, status_url: str) -> dict[str, Any]:
         "finished_at": bulk.finished_at,
         "results": results,
     }
+
+
+def enqueue_bulk_enrollment(bulk_id: int) -> None:
+    """After the transaction that recorded the bulk enrollment has committed."""
+    django_rq.get_queue("default").enqueue(BULK_ENROLL_TASK, bulk_id, result_ttl=3600, failure_ttl=86400,
+                                           job_timeout=3600)

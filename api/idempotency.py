@@ -31,8 +31,8 @@ from functools import wraps
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse, JsonResponse
 
+from api.models import IdempotencyKey
 from db.clock import db_now
-from sequences.api.models import IdempotencyKey
 
 from .tokens import api_token_lookup
 

@@ -6,15 +6,14 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
-from sequences.api.auth import actor_of, needs
-from sequences.api.schemas import Error
+from api.auth import actor_of, needs
+from api.schemas import Error
+from inbound.models import Answer, Conversation
+from inbound.replies.answer import answer_label, answer_send
+from inbound.replies.selectors import Filters, conversations, page_of
+from inbound.replies.services import conversation_categorize
 from sequences.permissions import OPERATE, VIEW_INBOUND
 from sequences.storable import MAX_ROW_ID
-
-from ..models import Answer, Conversation
-from .answer import answer_label, answer_send
-from .selectors import Filters, conversations, page_of
-from .services import conversation_categorize
 
 router = Router(tags=["replies"])
 

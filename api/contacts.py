@@ -11,10 +11,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from ..contact_rows import NAMED, row_check
-from ..models import Contact, Enrollment
-from ..services.common import ServiceError
-from ..services.enrollments import ContactRow, _changes, enrollment_create
+from sequences.contact_rows import NAMED, row_check
+from sequences.models import Contact, Enrollment
+from sequences.services.common import ServiceError
+from sequences.services.enrollments import ContactRow, _changes, enrollment_create
 
 
 class BadRow(ServiceError):

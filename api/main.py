@@ -20,7 +20,8 @@ from django.urls import URLPattern, re_path
 from ninja import Router
 from ninja.errors import AuthenticationError, ValidationError
 
-from ..services.common import ServiceError
+from sequences.services.common import ServiceError
+
 from .auth import Forbidden, RateLimited, TokenAuth
 from .contacts import BadRow
 from .errors import DocumentedErrorsAPI, validation_detail

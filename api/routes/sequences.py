@@ -3,9 +3,10 @@
 from django.shortcuts import get_object_or_404
 from ninja import Router
 
-from ...models import Sequence
-from ...permissions import OPERATE, VIEW
-from ...services import stops
+from sequences.models import Sequence
+from sequences.permissions import OPERATE, VIEW
+from sequences.services import stops
+
 from ..auth import actor_of, needs
 from ..present import sequence_out, stop_out
 from ..schemas import Error, SequenceActionOut, SequenceOut

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences.api.models import ApiToken
-from sequences.api.tokens import api_token_create
+from api.models import ApiToken
+from api.tokens import api_token_create
 from sequences.services.common import ServiceError
 
 

@@ -7,9 +7,9 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 
-from ..labels import duration_words, job_label_and_tone, stop_summary_lines, stop_summary_text
-from ..models import Contact, Enrollment, Sequence, Suppression
-from ..selectors import jobs_with_labels
+from sequences.labels import duration_words, job_label_and_tone, stop_summary_lines, stop_summary_text
+from sequences.models import Contact, Enrollment, Sequence, Suppression
+from sequences.selectors import jobs_with_labels
 
 MAX_PER_PAGE = 500
 
