@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
-from .webhook_urls import tracking_patterns
+from .webhook_events import tracking_patterns
 
 
 @checks.register(checks.Tags.security)

@@ -13,7 +13,7 @@ from mailboxes.models import Mailbox
 from .classify import learned
 from .ingest.poll import mailbox_poll
 from .ingest.retention import inbound_raw_purge as _raw_purge
-from .webhook_urls import event_converter
+from .webhook_events import event_converter
 from .webhooks import webhook_batch_chunk_apply, webhook_batches_forget, webhook_batches_resume
 
 log = logging.getLogger("outreach.ingest")

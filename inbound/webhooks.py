@@ -4,7 +4,7 @@ Normalizes what anymail leaves provider-specific (a hard or soft bounce, an
 event id for providers that send none) and hands plain values on.
 
 anymail's signal calls `tracking_received` once per event of a batch
-(`inbound.webhook_urls` has each event converted on its own, and an event
+(`inbound.webhook_events` has each event converted on its own, and an event
 anymail cannot read at all recorded through `tracking_unreadable`). Each event
 stands alone: one that is malformed (a NUL or control character, a domain
 where an address belongs, a value that cannot be stored) is recorded as
@@ -200,7 +200,7 @@ class ChunkResult:
 def webhook_batch_chunk_apply(*, batch_id: int, converter: Callable[[str], Callable[[Any], Any]]) -> ChunkResult:
     """Apply the next chunk of a stored batch, then move its cursor past the chunk (short durable transaction).
 
-    CONVERTER(provider) converts one raw event of that ESP (`inbound.webhook_urls.event_converter`). The next
+    CONVERTER(provider) converts one raw event of that ESP (`inbound.webhook_events.event_converter`). The next
     chunk is enqueued when this one's cursor move commits. A job that finds the cursor already moved (another
     job applied the same chunk: a duplicate or a resumed job) stops there: its events were duplicates.
     """

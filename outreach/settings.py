@@ -230,7 +230,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # Minutes an admin's re-entered password holds before they change another user's password or role again
-# (sequences.reauth).
+# (sequences.admin.reauth).
 OUTREACH_REAUTH_MINUTES = int(os.environ.get("OUTREACH_REAUTH_MINUTES", "5"))
 
 # Login throttling (django-axes): a username, or an address, is locked out after

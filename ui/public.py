@@ -46,5 +46,5 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
 urlpatterns = [
     path("u/<str:token>/", unsubscribe, name="unsubscribe"),
     # anymail's tracking webhooks (…/webhooks/anymail/sendgrid/tracking/ etc.), behind HTTP basic auth.
-    path("webhooks/anymail/", include("inbound.webhook_urls")),
+    path("webhooks/anymail/", include("ui.tracking_webhooks")),
 ]

@@ -20,7 +20,7 @@ from rq import SimpleWorker
 from rq.job import Job
 
 from inbound.models import WebhookBatch
-from inbound.webhook_urls import event_converter
+from inbound.webhook_events import event_converter
 from inbound.webhooks import CHUNK_EVENTS, tracking_events_apply, webhook_batches_resume
 from mailboxes.models import ProviderEvent
 from proving.harness.provider_api import API_KEY, ProviderApi

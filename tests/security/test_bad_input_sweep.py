@@ -26,7 +26,7 @@ from api.main import api
 from api.tokens import api_token_create
 from inbound.models import Conversation
 from inbound.replies.services import conversation_record_in_transaction
-from inbound.webhook_urls import tracking_patterns
+from inbound.webhook_events import tracking_patterns
 from mailboxes.models import InboundMessage
 from sequences.models import ReplyMatch, SendJob, StepVariant
 from sequences.services.stops import enrollment_pause

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
-from sequences.reauth import CONFIRMED_AT
+from sequences.admin.reauth import CONFIRMED_AT
 from tests.ui.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
-from sequences.reauth import CONFIRMED_AT
+from sequences.admin.reauth import CONFIRMED_AT
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def test_an_admin_still_manages_operators_and_staff(users):
     client = Client()
     client.force_login(users["admin"])
     session = client.session
-    session[CONFIRMED_AT] = int(time.time())  # the admin confirmed their password a moment ago (sequences.reauth)
+    session[CONFIRMED_AT] = int(time.time())  # the admin confirmed their password a moment ago (sequences.admin.reauth)
     session.save()
     operator = users["operator"]
     page = client.get(reverse("admin:auth_user_change", args=[operator.pk])).content.decode()

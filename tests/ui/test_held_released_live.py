@@ -112,7 +112,9 @@ def test_held_follow_ups_leave_within_a_minute_of_the_operator_allowing_them(pag
         assert took <= RELEASE_WITHIN
         follow_up = smtp.received[1].message
         assert follow_up["In-Reply-To"] == smtp.received[0].message_id  # threaded under step 1
-        assert _job_states(database) == [(1, "submitted"), (2, "submitted")]
+        # The server's answer is recorded just after it arrives (authorized -> submitted).
+        wait_for(lambda: _job_states(database) == [(1, "submitted"), (2, "submitted")], timeout=10,
+                 what="the follow-up recorded as submitted")
     finally:
         os.killpg(honcho.pid, signal.SIGTERM)
         try:

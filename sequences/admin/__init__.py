@@ -16,19 +16,25 @@ from django.db.models import QuerySet
 from django.http import HttpResponseRedirect
 from django.urls import path
 
+from sequences.config.parse import MAX_DURATION, MAX_DURATION_WORDS
+from sequences.job_rows import latest_job_rows
+from sequences.labels import job_label, stamp, stop_summary_text
+from sequences.messages import step_validate
+from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
+from sequences.services.common import ServiceError
+from sequences.services.erasure import contact_erase
+from sequences.services.stops import (
+    enrollment_pause,
+    enrollment_resume,
+    enrollment_stop,
+    sequence_pause,
+    sequence_resume,
+)
 from sequences.stop_summary import StopSummary
+from sequences.storable import row_id
+from sequences.window import zone_problem
 
-from .config.parse import MAX_DURATION, MAX_DURATION_WORDS
-from .job_rows import latest_job_rows
-from .labels import job_label, stamp, stop_summary_text
-from .messages import step_validate
-from .models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
 from .reauth import reauth_required, reauth_view
-from .services.common import ServiceError
-from .services.erasure import contact_erase
-from .services.stops import enrollment_pause, enrollment_resume, enrollment_stop, sequence_pause, sequence_resume
-from .storable import row_id
-from .window import zone_problem
 
 
 class NoWrites:

@@ -11,10 +11,8 @@ window, that address gets 429 with Retry-After until the window ends, the
 right password included, so guessing costs time and the ESP elsewhere is not
 locked out.
 
-anymail converts a whole batch before it hands on any event, so one event it
-cannot read (not an object, a timestamp that is no number) would fail the
-batch and lose the good bounces and complaints beside it. Each view here
-converts event by event: one that cannot be read is recorded as malformed
+Each view converts event by event (`inbound.webhook_events.EventsConverted`):
+one that cannot be read is recorded as malformed
 (`inbound.webhooks.tracking_unreadable`) and the rest are applied. A body
 that is no batch at all (not JSON, not UTF-8, another content type, the
 wrong shape) is a 400 in words, never a 5xx that the ESP would retry forever.
@@ -22,8 +20,8 @@ wrong shape) is a 400 in words, never a 5xx that the ESP would retry forever.
 A JSON array of more than `inbound.webhooks.INLINE_EVENTS` events is not
 applied here: once its body is checked it is kept for the background
 (`inbound.webhooks.webhook_batch_store`) and answered with the same empty 200
-at once; `event_converter` converts its events there, one by one, as this
-view would have.
+at once; `inbound.webhook_events.event_converter` converts its events there,
+one by one, as this view would have.
 
 Only the tracking webhooks of the ESPs in OUTREACH_WEBHOOK_ESPS are mounted
 (inbound-mail webhooks never are); `inbound.checks` refuses to start when one
@@ -35,10 +33,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable
 from typing import Any
 
-from anymail.urls import urlpatterns as anymail_urlpatterns
 from anymail.utils import get_anymail_setting, get_request_basic_auth
 from axes.helpers import get_client_ip_address
 from django.conf import settings
@@ -48,9 +44,9 @@ from django.urls import URLPattern
 from django.utils.crypto import constant_time_compare
 from django.views.decorators.csrf import csrf_exempt
 
+from inbound.webhook_events import EventsConverted, tracking_patterns
+from inbound.webhooks import INLINE_EVENTS, Unreadable, tracking_unreadable, webhook_batch_store
 from sequences.ratelimit import window_count
-
-from .webhooks import INLINE_EVENTS, Unreadable, tracking_unreadable, webhook_batch_store
 
 app_name = "anymail"
 
@@ -133,14 +129,8 @@ def _finite(text: str) -> float:
     return number
 
 
-class EventsStandAlone:
+class EventsStandAlone(EventsConverted):
     """Mixed in before an anymail tracking view: the body checked first, then each event converted on its own."""
-
-    def esp_to_anymail_event(self, esp_event, *args, **kwargs):
-        try:
-            return super().esp_to_anymail_event(esp_event, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - anymail's conversion of one event: pure, any failure is its data
-            return Unreadable(raw=esp_event, reason=f"could not be read: {type(exc).__name__}")
 
     def post(self, request, *args, **kwargs):
         self.run_validators(request)  # anymail's own checks (its basic auth, signatures): a 400 when they fail
@@ -169,19 +159,6 @@ def events_stand_alone(callback):
     view_class = callback.view_class
     guarded = type(view_class.__name__, (EventsStandAlone, view_class), {"__module__": __name__})
     return guarded.as_view(**callback.view_initkwargs)
-
-
-def event_converter(esp: str) -> Callable[[Any], Any]:
-    """One raw event of ESP's tracking webhook converted as its view converts it here, outside a request."""
-    view = events_stand_alone(tracking_patterns([esp])[0].callback)
-    return view.view_class(**view.view_initkwargs).esp_to_anymail_event
-
-
-def tracking_patterns(esps) -> list[URLPattern]:
-    """anymail's tracking URL patterns of these ESPs (Mandrill's combined URL included); no inbound ones."""
-    wanted = {esp.lower() for esp in esps}
-    return [p for p in anymail_urlpatterns
-            if str(p.pattern).split("/", 1)[0] in wanted and "inbound" not in str(p.pattern)]
 
 
 urlpatterns = [
