@@ -242,9 +242,12 @@ def _worker_done(job_id: int, after_id: int) -> bool:
 
 def _settled(jobs: list[SendJob], mailbox: Mailbox | None = None) -> bool:
     """No follow-up is live any more; meanwhile the dispatcher's pass, as the scheduler runs it, and (`mailbox`) a
-    poll that keeps its reply view read, as the watcher does."""
+    poll that keeps its reply view read, as the watcher does, then the scheduler's sweep of blind episodes (a poll
+    slower than the view's max age leaves the view stale when it ends, so one sweep right after it may not end the
+    episode)."""
     if mailbox is not None:
         _poll(mailbox, expect_ok=True)
+        reply_view_episodes_sweep()
     dispatch()
     return not SendJob.objects.filter(pk__in=[j.pk for j in jobs], state__in=LIVE).exists()
 

@@ -148,6 +148,7 @@ def test_phone_layout_of_the_enrollment_and_contacts_pages(live_server, page: Pa
     assert link.evaluate("a => a.getClientRects().length") == 1
     screenshot("phone-contacts")
     page.click("text=active@example.com")
+    expect(page.locator("#contact-enrollments td").first).to_be_visible()
     _fits(page, "table.cards td")
     screenshot("phone-contact")
 
