@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 
-from mailboxes.models import ImapCursor, InboundMessage, Mailbox, ProviderEvent
+from inbound.erasure import contact_erase
+from mailboxes.models import ImapCursor, Mailbox, ProviderEvent
 from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
 from mailboxes.tls import mailbox_connection_problems
-from sequences.admin import ReadOnlyAdmin, SelectionChecked, report_stop
+from sequences.admin import ContactAdmin, ReadOnlyAdmin, SelectionChecked, report_stop
 from sequences.labels import stamp
+from sequences.models import Contact
 from sequences.secret_names import mailbox_name_problem
 from sequences.services.stops import mailbox_pause, mailbox_resume
 from sequences.window import RECIPIENT, zone_problem
+
+from .models import InboundMessage
 
 
 class MailboxForm(forms.ModelForm):
@@ -128,3 +133,24 @@ class ProviderEventAdmin(ReadOnlyAdmin):
     list_display = ("provider", "event_type", "recipient", "provider_message_id", "job", "received_at", "effect")
     list_filter = ("provider", "event_type")
     search_fields = ("recipient", "provider_message_id", "event_id")
+
+
+admin.site.unregister(Contact)
+
+
+@admin.register(Contact)
+class ErasingContactAdmin(ContactAdmin):
+    """The contacts' admin with the erasure, which blanks the person in the inbound ledger as well."""
+
+    actions = ["erase_contacts"]
+
+    @admin.action(description="Erase selected people (GDPR art. 17): stop everything, keep only a hash of the "
+                              "address", permissions=["manage_suppressions"])
+    def erase_contacts(self, request, queryset: QuerySet[Contact]) -> None:
+        for email in list(queryset.values_list("email", flat=True)):
+            result = contact_erase(email=email, actor=request.user.get_username())
+            messages.info(request, f"Erased contact #{result['contact']}: {result['enrollments_stopped']} "
+                                   "enrollment(s) stopped; only a keyed hash of the address is kept.")
+
+    def has_manage_suppressions_permission(self, request) -> bool:
+        return request.user.has_perm("sequences.manage_suppressions")

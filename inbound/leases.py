@@ -45,7 +45,9 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from db.clock import db_now
-from mailboxes.models import Mailbox, WatcherProcess, WatchLease
+from mailboxes.models import Mailbox
+
+from .models import WatcherProcess, WatchLease
 
 log = logging.getLogger("outreach.ingest")
 FolderKey = tuple[int, str]  # (mailbox id, folder)

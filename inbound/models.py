@@ -1,5 +1,10 @@
-"""The replies inbox: one conversation per person and sequence, its replies, and our answers from the app; and the
-ESP tracking-webhook batches too large to apply inside the request.
+"""Mail that comes in: the inbound ledger (every message read, once, with what it was and what it did), the
+evidence that a colleague's mail answers a person (`ReplyMatch`), the data-protection requests read in replies,
+the IDLE watchers' leases; the replies inbox: one conversation per person and sequence, its replies, and our
+answers from the app; and the ESP tracking-webhook batches too large to apply inside the request.
+
+The ledger, the matches, the requests and the leases keep the tables they were created with in `mailboxes` and
+`sequences` (`db_table`): moving them here changed no table.
 
 A `Conversation` is created by ingestion, in the inbound message's own transaction, when a reply that correlates
 to a message we sent is recorded (a human reply, an out-of-office auto-reply, an unsubscribe request); its replies
@@ -15,8 +20,11 @@ from django.db import models
 from django.db.models import F, Q
 
 from db.clock import DbClock
+from mailboxes.models import Mailbox
+from sequences.models import Enrollment, SendJob
 
 from .classify.intent import LABELS, Category
+from .kinds import Kind
 
 CATEGORY_CHOICES = [(c.value, LABELS[c]) for c in Category]
 
@@ -34,7 +42,8 @@ class Conversation(models.Model):
     # The mailbox that received the latest reply: the one an answer leaves from.
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="conversations",
                                 db_index=False)
-    latest = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.PROTECT, related_name="+")
+    # None: no reply yet, the person booked a meeting without one (meetings); nothing to answer then.
+    latest = models.ForeignKey("InboundMessage", on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     last_reply_at = models.DateTimeField()  # committed, database clock (db.clock.db_clock_written): the page's order
     replies = models.PositiveIntegerField(default=1)
 
@@ -100,7 +109,7 @@ class Answer(models.Model):
 
     conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="answers")
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="+")
-    in_reply_to = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.PROTECT, related_name="+")
+    in_reply_to = models.ForeignKey("InboundMessage", on_delete=models.PROTECT, related_name="+")
     author = models.CharField(max_length=200)  # the operator's user name
     author_name = models.CharField(max_length=200, blank=True)  # the signature's name
     recipient = models.CharField(max_length=320)
@@ -165,7 +174,7 @@ class ReplyLabel(models.Model):
         RELABEL = "relabel", "Category chosen on the conversation"
         REVIEW = "review", "Needs-review decision"
 
-    inbound = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.CASCADE, related_name="+")
+    inbound = models.ForeignKey("InboundMessage", on_delete=models.CASCADE, related_name="+")
     category = models.CharField(max_length=20, choices=CATEGORY_CHOICES)
     suggested = models.CharField(max_length=20, choices=CATEGORY_CHOICES, blank=True)  # what was suggested then
     origin = models.CharField(max_length=10, choices=Origin.choices)
@@ -177,3 +186,193 @@ class ReplyLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_origin_display()}: {self.category} (inbound {self.inbound_id})"
+
+
+class InboundMessage(models.Model):
+    """The inbound ledger: every fetched message, recorded once, with what it was and what it did."""
+
+    Kind = Kind  # the inbound kinds live in inbound.kinds, shared with the classifier
+
+    class Rule(models.TextChoices):
+        IN_REPLY_TO = "in_reply_to", "In-Reply-To names our Message-ID"
+        REFERENCES = "references", "References names our Message-ID"
+        EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
+        RECIPIENT = "report_recipient", "Failed or complained-about recipient named in the report"
+        SENDER = "sender_address", "Sender is an address this mailbox sent to (weaker)"
+        QUOTED_TEXT = "quoted_text", "A colleague at the person's company answers or quotes what we sent"
+        NO_EVIDENCE = "no_evidence", "No evidence we sent to it"
+        NONE = "none", "Not correlated"
+
+    class Content(models.TextChoices):
+        # Correlated to something we sent: kept to act and explain, until the retention period ends.
+        FULL = "full", "Stored"
+        # Anything else, machine mail (DSN, ARF, auto-reply) included: mailbox, folder, UID, Message-ID,
+        # INTERNALDATE, size, kind, status codes and what it did only.
+        METADATA = "metadata", "Not stored: unrelated to anything we sent"
+        # Content (raw source, subject, sender's name, headers, reply text) removed after
+        # OUTREACH_INBOUND_RETENTION_DAYS; the row, its kind, correlation, codes and effect stay.
+        PURGED = "purged", "Content removed after the retention period"
+
+    # No index of its own: inbound_once_per_uid leads with it (each index is written for every message read).
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound", db_index=False)
+    folder = models.CharField(max_length=255)
+    uidvalidity = models.BigIntegerField()
+    uid = models.BigIntegerField()
+    message_id = models.CharField(max_length=998, blank=True, db_index=True)
+    internaldate = models.DateTimeField(null=True, blank=True)  # reply received (IMAP INTERNALDATE)
+    committed_at = models.DateTimeField(db_default=DbClock())  # reply committed (database clock)
+    from_address = models.CharField(max_length=320, blank=True, db_index=True)
+    from_name = models.CharField(max_length=400, blank=True)
+    subject = models.TextField(blank=True)
+    headers = models.JSONField(default=dict, blank=True)  # key headers, decoded
+    size = models.PositiveIntegerField(default=0)
+
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    bounce_type = models.CharField(max_length=4, blank=True)
+    recipients = models.JSONField(default=list, blank=True)
+    status_codes = models.JSONField(default=list, blank=True)
+    classification_reason = models.TextField(blank=True)
+    reply_text = models.TextField(blank=True)
+
+    correlation_rule = models.CharField(max_length=20, choices=Rule.choices, default=Rule.NONE)
+    job = models.ForeignKey(SendJob, null=True, blank=True, on_delete=models.PROTECT,
+                            related_name="inbound")
+    enrollment = models.ForeignKey(Enrollment, null=True, blank=True, on_delete=models.PROTECT,
+                                   related_name="inbound")
+    effect = models.TextField(blank=True)  # what ingestion did, in words
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
+                                     related_name="copies")
+
+    raw = models.BinaryField(blank=True)  # kept up to OUTREACH_INBOUND_RAW_LIMIT bytes
+    raw_truncated = models.BooleanField(default=False)
+    content = models.CharField(max_length=10, choices=Content.choices, default=Content.FULL)
+    raw_purged_at = models.DateTimeField(null=True, blank=True)
+    parse_error = models.TextField(blank=True)
+
+    class Meta:
+        db_table = "mailboxes_inboundmessage"  # the table it had in mailboxes
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["mailbox", "folder", "uidvalidity", "uid"], name="inbound_once_per_uid"),
+            # The same mail in two folders, or seen again after a rescan, acts once.
+            models.UniqueConstraint(
+                fields=["mailbox", "message_id"],
+                condition=models.Q(duplicate_of__isnull=True) & ~models.Q(message_id=""),
+                name="inbound_acts_once_per_message_id",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} from {self.from_address or '?'}"
+
+
+
+class ReplyMatch(models.Model):
+    """A mail from someone at a person's company, without our thread headers, that answers a message we sent
+    to that person by its subject or its quoted text (inbound rule `quoted_text`): the evidence, and what came
+    of it. One row per person it may answer, written in the inbound message's own transaction.
+
+    `stopped` when it fits one person beyond doubt (the person was stopped then); `probable` when an operator
+    must decide (the same text sent to several people there, a subject with no quote), until they stop the
+    person (`operator_stopped`) or dismiss it.
+    """
+
+    class Status(models.TextChoices):
+        STOPPED = "stopped", "Stopped on receipt"
+        PROBABLE = "probable", "Probable reply: an operator decides"
+        OPERATOR_STOPPED = "operator_stopped", "Stopped by an operator"
+        DISMISSED = "dismissed", "Dismissed by an operator"
+
+    inbound = models.ForeignKey("InboundMessage", on_delete=models.PROTECT, related_name="reply_matches")
+    job = models.ForeignKey(SendJob, on_delete=models.PROTECT, related_name="reply_matches")  # what it answers
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="reply_matches")
+    replier = models.CharField(max_length=320)  # who wrote it (not the person we mailed)
+    subject_match = models.BooleanField(default=False)
+    quoted_share = models.FloatField(default=0.0)  # of our message's words found quoted, 0..1
+    quoted_chars = models.PositiveIntegerField(default=0)
+    why = models.TextField(blank=True)  # the verdict, in words
+    status = models.CharField(max_length=16, choices=Status.choices)
+    created_at = models.DateTimeField(db_default=DbClock())
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        db_table = "sequences_replymatch"  # the table it had in sequences
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["inbound", "enrollment"], name="replymatch_once_per_person"),
+        ]
+        indexes = [models.Index(fields=["created_at"], name="replymatch_probable_idx",
+                                condition=Q(status="probable"))]
+
+    def __str__(self) -> str:
+        return f"{self.replier} for {self.enrollment_id} ({self.status})"
+
+
+
+class DataRequest(models.Model):
+    """A data-protection demand read in a person's reply: erasure (GDPR Art. 17), access (Art. 15), objection
+    (Art. 21) or where the address came from (Art. 14/15). The address is suppressed when it is read; this is
+    the admins' task, due one month from receipt (Art. 12(3)), answered with the erasure or the export.
+
+    Erasing the person closes the task (its outcome says so) and the address becomes "[erased]" like
+    everywhere else."""
+
+    address = models.CharField(max_length=320, db_index=True)
+    words = models.CharField(max_length=300)  # the demand as the person wrote it
+    inbound = models.ForeignKey("InboundMessage", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    received_at = models.DateTimeField()  # when the reply arrived (the deadline runs from here)
+    due_on = models.DateField()  # one calendar month after receipt
+    done_at = models.DateTimeField(null=True, blank=True)
+    done_by = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=300, blank=True)  # "erased", "data exported and sent", an admin's words
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        db_table = "sequences_datarequest"  # the table it had in sequences
+        ordering = ["due_on", "id"]
+        indexes = [models.Index(fields=["done_at", "due_on"], name="data_request_open")]
+
+    def __str__(self) -> str:
+        return f"data-protection request from {self.address}, due {self.due_on}"
+
+
+
+class WatchLease(models.Model):
+    """Which IDLE watcher process watches one reply folder, and until when (inbound.leases).
+
+    Taken, renewed and given up only by guarded updates (holder and expiry in the filter), so a folder has
+    one holder at a time across every process and host. `account` (IMAP host and login) is what the
+    per-account connection limit counts; `term` grows at every change of holder."""
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="watch_leases")
+    folder = models.CharField(max_length=255)
+    account = models.CharField(max_length=600)
+    holder = models.CharField(max_length=200, blank=True)  # "" when nobody holds it; one row per folder: no index
+    expires_at = models.DateTimeField(null=True, blank=True)  # database clock
+    taken_at = models.DateTimeField(null=True, blank=True)
+    term = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "mailboxes_watchlease"  # the table it had in mailboxes
+        constraints = [models.UniqueConstraint(fields=["mailbox", "folder"], name="watchlease_unique_folder")]
+
+    def __str__(self) -> str:
+        return f"{self.mailbox_id}/{self.folder} held by {self.holder or 'nobody'}"
+
+
+
+class WatcherProcess(models.Model):
+    """A running `watch_mailboxes` process, renewed with its leases: the watchers that share the folders."""
+
+    name = models.CharField(max_length=200, unique=True)  # host:pid:random
+    started_at = models.DateTimeField(db_default=DbClock())
+    expires_at = models.DateTimeField()
+    folders = models.PositiveIntegerField(default=0)  # held at its last renewal
+
+    class Meta:
+        db_table = "mailboxes_watcherprocess"  # the table it had in mailboxes
+
+    def __str__(self) -> str:
+        return self.name

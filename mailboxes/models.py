@@ -1,4 +1,5 @@
-"""Mailboxes: sending identities (SMTP) and the inbound side (IMAP cursors, inbound ledger)."""
+"""Mailboxes: sending identities (SMTP, ESP), the IMAP cursors of their reply folders, ESP tracking events and
+the refusals counted against a mailbox."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from django.db import models
 from db.clock import DbClock
 
 from . import bound
-from .kinds import Kind
 
 
 class Security(models.TextChoices):
@@ -276,115 +276,10 @@ class ImapCursor(models.Model):
         return f"{self.mailbox.name}/{self.folder} uidvalidity={self.uidvalidity} last_uid={self.last_uid}"
 
 
-class WatchLease(models.Model):
-    """Which IDLE watcher process watches one reply folder, and until when (inbound.leases).
-
-    Taken, renewed and given up only by guarded updates (holder and expiry in the filter), so a folder has
-    one holder at a time across every process and host. `account` (IMAP host and login) is what the
-    per-account connection limit counts; `term` grows at every change of holder."""
-
-    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="watch_leases")
-    folder = models.CharField(max_length=255)
-    account = models.CharField(max_length=600)
-    holder = models.CharField(max_length=200, blank=True)  # "" when nobody holds it; one row per folder: no index
-    expires_at = models.DateTimeField(null=True, blank=True)  # database clock
-    taken_at = models.DateTimeField(null=True, blank=True)
-    term = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["mailbox", "folder"], name="watchlease_unique_folder")]
-
-    def __str__(self) -> str:
-        return f"{self.mailbox_id}/{self.folder} held by {self.holder or 'nobody'}"
 
 
-class WatcherProcess(models.Model):
-    """A running `watch_mailboxes` process, renewed with its leases: the watchers that share the folders."""
-
-    name = models.CharField(max_length=200, unique=True)  # host:pid:random
-    started_at = models.DateTimeField(db_default=DbClock())
-    expires_at = models.DateTimeField()
-    folders = models.PositiveIntegerField(default=0)  # held at its last renewal
-
-    def __str__(self) -> str:
-        return self.name
 
 
-class InboundMessage(models.Model):
-    """The inbound ledger: every fetched message, recorded once, with what it was and what it did."""
-
-    Kind = Kind  # the inbound kinds live in mailboxes.kinds, shared with the classifier
-
-    class Rule(models.TextChoices):
-        IN_REPLY_TO = "in_reply_to", "In-Reply-To names our Message-ID"
-        REFERENCES = "references", "References names our Message-ID"
-        EMBEDDED = "embedded_headers", "Original headers inside the DSN/ARF"
-        RECIPIENT = "report_recipient", "Failed or complained-about recipient named in the report"
-        SENDER = "sender_address", "Sender is an address this mailbox sent to (weaker)"
-        QUOTED_TEXT = "quoted_text", "A colleague at the person's company answers or quotes what we sent"
-        NO_EVIDENCE = "no_evidence", "No evidence we sent to it"
-        NONE = "none", "Not correlated"
-
-    class Content(models.TextChoices):
-        # Correlated to something we sent: kept to act and explain, until the retention period ends.
-        FULL = "full", "Stored"
-        # Anything else, machine mail (DSN, ARF, auto-reply) included: mailbox, folder, UID, Message-ID,
-        # INTERNALDATE, size, kind, status codes and what it did only.
-        METADATA = "metadata", "Not stored: unrelated to anything we sent"
-        # Content (raw source, subject, sender's name, headers, reply text) removed after
-        # OUTREACH_INBOUND_RETENTION_DAYS; the row, its kind, correlation, codes and effect stay.
-        PURGED = "purged", "Content removed after the retention period"
-
-    # No index of its own: inbound_once_per_uid leads with it (each index is written for every message read).
-    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="inbound", db_index=False)
-    folder = models.CharField(max_length=255)
-    uidvalidity = models.BigIntegerField()
-    uid = models.BigIntegerField()
-    message_id = models.CharField(max_length=998, blank=True, db_index=True)
-    internaldate = models.DateTimeField(null=True, blank=True)  # reply received (IMAP INTERNALDATE)
-    committed_at = models.DateTimeField(db_default=DbClock())  # reply committed (database clock)
-    from_address = models.CharField(max_length=320, blank=True, db_index=True)
-    from_name = models.CharField(max_length=400, blank=True)
-    subject = models.TextField(blank=True)
-    headers = models.JSONField(default=dict, blank=True)  # key headers, decoded
-    size = models.PositiveIntegerField(default=0)
-
-    kind = models.CharField(max_length=24, choices=Kind.choices)
-    bounce_type = models.CharField(max_length=4, blank=True)
-    recipients = models.JSONField(default=list, blank=True)
-    status_codes = models.JSONField(default=list, blank=True)
-    classification_reason = models.TextField(blank=True)
-    reply_text = models.TextField(blank=True)
-
-    correlation_rule = models.CharField(max_length=20, choices=Rule.choices, default=Rule.NONE)
-    job = models.ForeignKey("sequences.SendJob", null=True, blank=True, on_delete=models.PROTECT,
-                            related_name="inbound")
-    enrollment = models.ForeignKey("sequences.Enrollment", null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="inbound")
-    effect = models.TextField(blank=True)  # what ingestion did, in words
-    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT,
-                                     related_name="copies")
-
-    raw = models.BinaryField(blank=True)  # kept up to OUTREACH_INBOUND_RAW_LIMIT bytes
-    raw_truncated = models.BooleanField(default=False)
-    content = models.CharField(max_length=10, choices=Content.choices, default=Content.FULL)
-    raw_purged_at = models.DateTimeField(null=True, blank=True)
-    parse_error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["mailbox", "folder", "uidvalidity", "uid"], name="inbound_once_per_uid"),
-            # The same mail in two folders, or seen again after a rescan, acts once.
-            models.UniqueConstraint(
-                fields=["mailbox", "message_id"],
-                condition=models.Q(duplicate_of__isnull=True) & ~models.Q(message_id=""),
-                name="inbound_acts_once_per_message_id",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.get_kind_display()} from {self.from_address or '?'}"
 
 
 class ProviderEvent(models.Model):

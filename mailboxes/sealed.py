@@ -31,6 +31,14 @@ SEALED_FIELDS = {
     "oauth2_refresh_token_sealed": "OAuth2 refresh token",
 }
 
+# Sealed columns of other apps' models (a booking source's signing key: meetings), registered by their app at
+# start-up: model -> {column: what it is called}. `rotate_encryption_key` re-seals them with the mailboxes' own.
+SEALED_ELSEWHERE: dict[type, dict[str, str]] = {}
+
+
+def sealed_columns_register(model: type, columns: dict[str, str]) -> None:
+    SEALED_ELSEWHERE[model] = dict(columns)
+
 
 class SealedSecretUnreadable(SecretRefused):
     """A stored secret cannot be used here: no key is configured, or none of the keys opens it.

@@ -9,6 +9,7 @@ from rq import cron
 
 from api.tasks import api_housekeeping
 from inbound.tasks import inbound_raw_purge, poll_all, webhook_batches_due
+from reports.tasks import reports_rollup
 from sequences.tasks import dispatch, doctor, domain_auth, reply_view_episodes, webhooks_due
 from ui.dashboard_counts import count_task as dashboard_count
 
@@ -16,6 +17,7 @@ cron.register(dispatch, queue_name="default", interval=settings.OUTREACH_DISPATC
 cron.register(poll_all, queue_name="default", interval=settings.OUTREACH_POLL_INTERVAL)
 cron.register(doctor, queue_name="default", interval=300)
 cron.register(dashboard_count, queue_name="default", interval=60)
+cron.register(reports_rollup, queue_name="default", interval=60)
 cron.register(webhooks_due, queue_name="default", interval=10)
 cron.register(reply_view_episodes, queue_name="default", interval=30)
 cron.register(api_housekeeping, queue_name="default", interval=3600)

@@ -33,7 +33,8 @@ from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq.worker import Worker
 
 from db.clock import db_now
-from mailboxes.models import Mailbox, WatcherProcess, WatchLease
+from inbound.models import WatcherProcess, WatchLease
+from mailboxes.models import Mailbox
 from outreach.scheduler import lease_read
 from sequences.loads import folder_views
 from sequences.reply_view import HOLDING, View, view_of

@@ -5,6 +5,13 @@ memory: each scrape reads the same things `/healthz` reads (outreach/health.py),
 and the canceled ones by reason, from whichever web process answers. Off unless OUTREACH_METRICS_TOKEN is set
 (404); then a scrape must send `Authorization: Bearer <token>` (401 otherwise). A database or Redis that
 cannot be reached shows as `outreach_up{component=...} 0` and its metrics are left out.
+
+Reply → stop (`outreach_reply_to_stop_seconds{mailbox, quantile}`): gauges, p50 and p95 over the last 7 days,
+the dashboard's figures (inbound.replies.receipts). Not a histogram: a histogram's buckets are counters that a
+process adds its own observations to and that never go down, and here nothing is observed in memory; the
+figures are read from the record at each scrape over a window that slides, so they can fall. Quantiles are what
+the dashboard shows, and a gauge per quantile says them as they are (a Prometheus summary's shape, without its
+counters).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import GaugeMetricFamily, Metric
 from redis.exceptions import RedisError
 
+from inbound.replies.receipts import DAYS, reply_to_stop_latencies
 from outreach.health import mailboxes_read, queues_read, redis_connect
 from outreach.scheduler import lease_read
 from sequences.models import SendJob
@@ -63,6 +71,7 @@ class Collector:
             by_state = dict(SendJob.objects.values_list("state").annotate(n=Count("*")))
             canceled = dict(SendJob.objects.filter(state=SendJob.State.CANCELED).values_list("cancel_reason")
                             .annotate(n=Count("*")))
+            latencies = reply_to_stop_latencies()
         except DatabaseError:
             return
         jobs = GaugeMetricFamily("outreach_send_jobs", "Send jobs by state", labels=["state"])
@@ -86,6 +95,17 @@ class Collector:
             if mailbox.read_through_seconds_ago is not None:
                 age.add_metric([mailbox.name], mailbox.read_through_seconds_ago)
         yield from (blocked, view, age)
+        seconds = GaugeMetricFamily("outreach_reply_to_stop_seconds",
+                                    f"Seconds from a reply reaching the mailbox (IMAP INTERNALDATE) to the commit of "
+                                    f"the stop it caused, over the last {DAYS} days (nearest-rank quantile)",
+                                    labels=["mailbox", "quantile"])
+        replies = GaugeMetricFamily("outreach_reply_to_stop_replies",
+                                    f"Replies that stopped someone over the last {DAYS} days", labels=["mailbox"])
+        for latency in latencies:
+            for q, value in sorted(latency.quantiles.items()):
+                seconds.add_metric([latency.mailbox, str(q)], value)
+            replies.add_metric([latency.mailbox], latency.replies)
+        yield from (seconds, replies)
 
     def _redis(self) -> Iterator[Metric]:
         redis = redis_connect()

@@ -113,6 +113,8 @@ INSTALLED_APPS = [
     "sequences.webhooks_out",
     "mailboxes",
     "inbound",
+    "meetings",  # bookings from Calendly and Cal.com, above inbound: a booking stops the person like a reply
+    "reports",  # the reports' rollups (per day, step, variant, mailbox), read by the UI's reports page
     "ui",  # the operator UI, above the domain apps
     "proving",
 ]

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from django.utils import timezone
 
+from . import reasons
 from .models import Enrollment, ProviderCancel, SendJob
 from .sending_mailbox import enrollment_mailbox
 from .stop_summary import StopSummary
@@ -214,44 +215,9 @@ def stop_summary_text(summary: StopSummary, *, what: str = "") -> str:
 
 # --- plain words: reason codes as sentences, durations as "3 days" ------------------------------------------------
 
-# Every reason code a job, an enrollment or a stop can carry, as a sentence for people. Pages show these,
-# never the codes themselves.
-REASON_SENTENCES: dict[str, str] = {
-    "enrollment_paused": "The enrollment was paused.",
-    "enrollment_stopped": "The enrollment was stopped.",
-    "enrollment_completed": "The enrollment had already finished.",
-    "sequence_paused": "The sequence was paused.",
-    "sequence_resumed": "The sequence was resumed.",
-    "sequence_draft": "The sequence is a draft: nothing is sent until it is launched.",
-    "sequence_launched": "The sequence was launched.",
-    "variant_stopped": "Its A/B variant was stopped; the step went to a remaining variant.",
-    "mailbox_paused": "The mailbox was paused.",
-    "mailbox_resumed": "The mailbox was resumed.",
-    "mailbox_blocked": "The mailbox cannot send right now (blocked).",
-    "suppressed": "The address is in the suppression ledger.",
-    "previous_step_not_submitted": "The previous step was not sent.",
-    "previous_step_submitted": "The previous step was sent.",
-    "outside_sending_window": "Outside the mailbox's sending window.",
-    "daily_cap_reached": "The mailbox reached its daily cap.",
-    "min_gap": "The mailbox keeps its minimum gap between two messages.",
-    "stopped_during_hand_off": "Stopped while the message was being handed off.",
-    "resumed": "The enrollment was resumed.",
-    "replied": "The person replied.",
-    "unsubscribed": "The person unsubscribed.",
-    "complained": "The person marked a message as spam.",
-    "hard_bounce": "The address does not exist (hard bounce).",
-    "operator": "An operator stopped it.",
-    "failed": "A step could not be sent.",
-    "colleague_replied": "Someone at the same company replied.",
-}
-
-
 def reason_sentence(code: str) -> str:
-    """A reason code (`enrollment_paused`) as a sentence ("The enrollment was paused."); unknown codes in words."""
-    if code in REASON_SENTENCES:
-        return REASON_SENTENCES[code]
-    words = code.replace("_", " ").strip()
-    return f"{words[:1].upper()}{words[1:]}." if words else ""
+    """A reason code (`enrollment_paused`) as a sentence ("The enrollment was paused."): `sequences.reasons`."""
+    return reasons.words(code)
 
 
 _UNITS = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))

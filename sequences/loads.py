@@ -23,6 +23,7 @@ from mailboxes.models import ImapCursor, Mailbox
 
 from .digests import address_digest
 from .models import Enrollment, ErasedAddress, SendJob, Step, StepVariant, Suppression, TimelineEvent
+from .reasons import HOLDS_WHILE_CAUSE_LASTS
 from .selectors import normalize_email
 from .sending_mailbox import sends_from
 from .states import LEFT
@@ -36,7 +37,7 @@ from .timeline import Event
 JOB_RELATED = ("enrollment__contact", "enrollment__mailbox", "enrollment__sequence", "step", "variant")
 # The final check's deferrals that hold a job while their cause lasts (`sequences.services.sending`): their
 # re-checks write nothing while they find the same hold.
-HOLD_REASONS = ("mailbox_blocked", "reply_view")
+HOLD_REASONS = HOLDS_WHILE_CAUSE_LASTS
 
 
 def jobs_loaded(*related: str) -> QuerySet[SendJob]:

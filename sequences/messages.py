@@ -30,6 +30,7 @@ from django.template.base import Lexer, Node, TokenType, Variable, VariableDoesN
 from django.utils import timezone
 
 from . import loads
+from .booking_token import booking_context
 from .models import Contact, SendJob, Sequence
 from .sending_mailbox import enrollment_mailbox
 from .template_budget import OverBudget, charged, instrument, joined_size, nesting_check, render_within
@@ -375,8 +376,9 @@ def thread_of(job: SendJob) -> list[tuple[str, str]]:
     return thread
 
 
-def contact_context(contact) -> dict:
-    """The variables a step's templates see for one contact: its own fields, then the standard ones."""
+def contact_context(contact, sequence: Sequence | None = None) -> dict:
+    """The variables a step's templates see for one contact: its own fields, then the standard ones, then (given
+    the sequence, when it has a booking URL) `booking_link`."""
     if not isinstance(contact.fields, dict):  # saved around the services (the admin's JSON, the table)
         raise PrepareError(f"the contact's fields are not a table of names and values "
                            f"(a JSON {type(contact.fields).__name__})")
@@ -387,6 +389,7 @@ def contact_context(contact) -> dict:
         "company": contact.company,
         "email": contact.email,
         "fields": contact.fields,
+        **booking_context(sequence, contact),
     }
 
 
@@ -425,7 +428,7 @@ def message_prepare(*, job_id: int, job: SendJob | None = None) -> PreparedMessa
         job = loads.jobs_loaded().get(pk=job_id)
     contact = job.enrollment.contact
     mailbox = enrollment_mailbox(job.enrollment)
-    context = contact_context(contact)
+    context = contact_context(contact, job.enrollment.sequence)
     subject_text, body_text = step_texts(job)
     seed = job.enrollment_id
     thread = thread_of(job) if job.step.thread else []
@@ -481,7 +484,8 @@ def subject_sent(job: SendJob) -> str:
     try:
         subject_text, _ = step_texts(job)
         thread = thread_of(job) if job.step.thread else []
-        return _subject_line(subject_text, thread, contact_context(job.enrollment.contact), seed=job.enrollment_id)
+        context = contact_context(job.enrollment.contact, job.enrollment.sequence)
+        return _subject_line(subject_text, thread, context, seed=job.enrollment_id)
     except (PrepareError, TemplateSyntaxError, TemplateFailed):
         return ""
 

@@ -12,6 +12,8 @@ from django.db.models import Q
 from db.clock import DbClock
 from db.sql import EmailDomain
 
+from .reasons import Reason, StopReason
+
 
 class Contact(models.Model):
     email = models.EmailField(unique=True)  # normalized: stripped, lowercased
@@ -35,6 +37,10 @@ class Contact(models.Model):
     @property
     def domain(self) -> str:
         return self.email.rsplit("@", 1)[-1]
+
+
+CROSSED_NOTE = "Our automatic follow-up crossed your reply — please disregard it."
+CROSSED_NOTE_MAX = 2000
 
 
 class Sequence(models.Model):
@@ -65,6 +71,12 @@ class Sequence(models.Model):
     stop_on_reply = models.CharField(max_length=10, choices=StopOnReply.choices, default=StopOnReply.PERSON)
     unsubscribe_style = models.CharField(max_length=10, choices=UnsubscribeStyle.choices,
                                          default=UnsubscribeStyle.HEADERS)
+    # The scheduling page (Calendly, Cal.com) a step links to with `{{ booking_link }}`: this URL with the
+    # person's booking token (sequences.booking_token), which the provider's webhook gives back. "" = none.
+    booking_url = models.CharField(max_length=500, blank=True)
+    # The note the replies page offers, one click, when a follow-up of ours crossed a person's reply
+    # (sequences.crossing): sent from the mailbox that received the reply, threaded on it; never automatically.
+    crossed_note = models.CharField(max_length=CROSSED_NOTE_MAX, default=CROSSED_NOTE)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(db_default=DbClock())
 
@@ -137,15 +149,7 @@ class Enrollment(models.Model):
         STOPPED = "stopped", "Stopped"
         COMPLETED = "completed", "Completed"
 
-    class StopReason(models.TextChoices):
-        REPLIED = "replied", "Replied"
-        COLLEAGUE_REPLIED = "colleague_replied", "Someone at the company replied"
-        UNSUBSCRIBED = "unsubscribed", "Unsubscribed"
-        COMPLAINED = "complained", "Complained"
-        HARD_BOUNCE = "hard_bounce", "Hard bounce"
-        SUPPRESSED = "suppressed", "Suppressed"
-        OPERATOR = "operator", "Stopped by operator"
-        FAILED = "failed", "A step failed"  # the message could not be sent; an operator may retry it
+    StopReason = StopReason  # the reasons a person stops: sequences.reasons
 
     # No index of its own: enrollment_once_per_sequence (and, on PostgreSQL, enrollment_sequence_status_idx)
     # lead with it, and every index is written again by each move of an enrollment.
@@ -347,31 +351,6 @@ GIVEN_REASONS = tuple(r.value for r in Suppression.Reason if r != Suppression.Re
 GIVEN_REASON_CHOICES = [(value, label) for value, label in Suppression.Reason.choices if value in GIVEN_REASONS]
 
 
-class DataRequest(models.Model):
-    """A data-protection demand read in a person's reply: erasure (GDPR Art. 17), access (Art. 15), objection
-    (Art. 21) or where the address came from (Art. 14/15). The address is suppressed when it is read; this is
-    the admins' task, due one month from receipt (Art. 12(3)), answered with the erasure or the export.
-
-    Erasing the person closes the task (its outcome says so) and the address becomes "[erased]" like
-    everywhere else."""
-
-    address = models.CharField(max_length=320, db_index=True)
-    words = models.CharField(max_length=300)  # the demand as the person wrote it
-    inbound = models.ForeignKey("mailboxes.InboundMessage", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="+")
-    received_at = models.DateTimeField()  # when the reply arrived (the deadline runs from here)
-    due_on = models.DateField()  # one calendar month after receipt
-    done_at = models.DateTimeField(null=True, blank=True)
-    done_by = models.CharField(max_length=200, blank=True)
-    outcome = models.CharField(max_length=300, blank=True)  # "erased", "data exported and sent", an admin's words
-    created_at = models.DateTimeField(db_default=DbClock())
-
-    class Meta:
-        ordering = ["due_on", "id"]
-        indexes = [models.Index(fields=["done_at", "due_on"], name="data_request_open")]
-
-    def __str__(self) -> str:
-        return f"data-protection request from {self.address}, due {self.due_on}"
 
 
 class ErasedAddress(models.Model):
@@ -415,7 +394,7 @@ KINDS_FOUND_BY_KIND = ("sequence_paused", "sequence_resumed", "mailbox_paused", 
 # Two rare kinds of event the results count among millions (ui/results.py). Each has a partial index
 # whose condition is this same expression, so the database can see that the index serves the query.
 FINAL_CHECK_CANCEL = Q(kind="job_canceled", data__final_check=True)  # the last check before the hand-off canceled
-HOLD = Q(kind="job_held_out_of_office") | Q(kind="job_deferred", data__reason="reply_view")  # a job held, not late
+HOLD = Q(kind="job_held_out_of_office") | Q(kind="job_deferred", data__reason=Reason.REPLY_VIEW)  # a job held, not late
 
 
 class TimelineEvent(models.Model):
@@ -467,45 +446,6 @@ class OperatorAction(models.Model):
         return f"{self.actor}: {self.action} {self.target}"
 
 
-class ReplyMatch(models.Model):
-    """A mail from someone at a person's company, without our thread headers, that answers a message we sent
-    to that person by its subject or its quoted text (inbound rule `quoted_text`): the evidence, and what came
-    of it. One row per person it may answer, written in the inbound message's own transaction.
-
-    `stopped` when it fits one person beyond doubt (the person was stopped then); `probable` when an operator
-    must decide (the same text sent to several people there, a subject with no quote), until they stop the
-    person (`operator_stopped`) or dismiss it.
-    """
-
-    class Status(models.TextChoices):
-        STOPPED = "stopped", "Stopped on receipt"
-        PROBABLE = "probable", "Probable reply: an operator decides"
-        OPERATOR_STOPPED = "operator_stopped", "Stopped by an operator"
-        DISMISSED = "dismissed", "Dismissed by an operator"
-
-    inbound = models.ForeignKey("mailboxes.InboundMessage", on_delete=models.PROTECT, related_name="reply_matches")
-    job = models.ForeignKey(SendJob, on_delete=models.PROTECT, related_name="reply_matches")  # what it answers
-    enrollment = models.ForeignKey(Enrollment, on_delete=models.PROTECT, related_name="reply_matches")
-    replier = models.CharField(max_length=320)  # who wrote it (not the person we mailed)
-    subject_match = models.BooleanField(default=False)
-    quoted_share = models.FloatField(default=0.0)  # of our message's words found quoted, 0..1
-    quoted_chars = models.PositiveIntegerField(default=0)
-    why = models.TextField(blank=True)  # the verdict, in words
-    status = models.CharField(max_length=16, choices=Status.choices)
-    created_at = models.DateTimeField(db_default=DbClock())
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decided_by = models.CharField(max_length=200, blank=True)
-
-    class Meta:
-        ordering = ["-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["inbound", "enrollment"], name="replymatch_once_per_person"),
-        ]
-        indexes = [models.Index(fields=["created_at"], name="replymatch_probable_idx",
-                                condition=Q(status="probable"))]
-
-    def __str__(self) -> str:
-        return f"{self.replier} for {self.enrollment_id} ({self.status})"
 
 
 class DashboardCounts(models.Model):

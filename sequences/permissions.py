@@ -6,7 +6,7 @@ The groups that hold them: sequences/migrations/0002_roles.py.
 VIEW = "sequences.view_sequence"
 VIEW_ENROLLMENT = "sequences.view_enrollment"
 VIEW_INCIDENT = "sequences.view_timelineevent"
-VIEW_INBOUND = "mailboxes.view_inboundmessage"
+VIEW_INBOUND = "inbound.view_inboundmessage"
 VIEW_MAILBOX = "mailboxes.view_mailbox"
 VIEW_LEDGER = "sequences.view_suppression"
 VIEW_LOG = "sequences.view_operatoraction"

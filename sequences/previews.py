@@ -112,7 +112,7 @@ def step_preview(*, step: Step, contact: Contact, variant: StepVariant | None = 
     each field's error names what is missing or wrong."""
     preview = Preview()
     try:
-        context = contact_context(contact)
+        context = contact_context(contact, step.sequence)
     except PrepareError as exc:
         preview.errors.append(f"Contact: {exc}")
         return preview

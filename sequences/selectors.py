@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from .models import DataRequest, Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
+from .models import Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
 
 
 def normalize_email(value: str) -> str:
@@ -47,11 +47,6 @@ def optouts_waiting() -> QuerySet[Suppression]:
     """The addresses suppressed provisionally (a reply that may ask to stop) that no operator has decided on yet:
     the latest ledger entry is still that provisional one (Replies → Needs review, the dashboard's count)."""
     return suppressions_current().filter(action=Suppression.Action.ADD, reason=Suppression.Reason.POSSIBLE_OPTOUT)
-
-
-def data_requests_open() -> QuerySet[DataRequest]:
-    """The data-protection requests not closed yet (Replies, the dashboard's count)."""
-    return DataRequest.objects.filter(done_at__isnull=True)
 
 
 def enrollments_for_value(value: str) -> QuerySet[Enrollment]:

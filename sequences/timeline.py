@@ -97,6 +97,10 @@ class Event(StrEnum):
     REPLY_RECEIVED = "reply_received"
     REPLY_CATEGORIZED = "reply_categorized"
     REPLY_ANSWERED = "reply_answered"
+    # A booking from Calendly or Cal.com (meetings): the person booked (stopped everywhere; outbound webhook
+    # `meeting.booked`), or canceled a booking (recorded only).
+    MEETING_BOOKED = "meeting_booked"
+    MEETING_CANCELED = "meeting_canceled"
     IMAP_UIDVALIDITY_CHANGED = "imap_uidvalidity_changed"
 
 

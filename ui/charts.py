@@ -12,7 +12,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from db.clock import db_now
-from mailboxes.models import InboundMessage, Mailbox
+from inbound.models import InboundMessage
+from mailboxes.models import Mailbox
 from sequences.job_rows import job_rows
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.reply_view import ViewStatus, view_status

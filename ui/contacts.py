@@ -11,7 +11,7 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import Lower
 from django.shortcuts import get_object_or_404, render
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from sequences import job_rows as labelled
 from sequences.models import GIVEN_REASON_CHOICES, Contact, Sequence, Suppression
 from sequences.permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW_ENROLLMENT

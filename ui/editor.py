@@ -20,6 +20,7 @@ from sequences.permissions import OPERATE, VIEW
 from sequences.services import campaigns
 from sequences.services.campaigns import (
     StepInvalid,
+    sequence_booking_url_set,
     sequence_create,
     sequence_unsubscribe_style_set,
     sequence_update,
@@ -27,6 +28,7 @@ from sequences.services.campaigns import (
     step_save,
 )
 from sequences.services.common import ServiceError
+from sequences.services.crossed_note import sequence_crossed_note_set
 from sequences.services.enrollments import people_lacking
 from sequences.services.variants import variant_running_names
 
@@ -114,6 +116,12 @@ def sequence_new(request):
             if form.cleaned_data["unsubscribe_style"]:  # a form posted without it leaves it as it is
                 sequence_unsubscribe_style_set(sequence_id=sequence.pk, style=form.cleaned_data["unsubscribe_style"],
                                                actor=_actor(request))
+            if "booking_url" in request.POST:  # a form posted without it leaves it as it is
+                sequence_booking_url_set(sequence_id=sequence.pk, url=form.cleaned_data["booking_url"],
+                                         actor=_actor(request))
+            if form.cleaned_data["crossed_note"]:  # empty, or a form posted without it: left as it is
+                sequence_crossed_note_set(sequence_id=sequence.pk, text=form.cleaned_data["crossed_note"],
+                                          actor=_actor(request))
         except ServiceError as exc:
             form.add_error("name", str(exc))
         else:
@@ -125,7 +133,8 @@ def sequence_new(request):
 @ui_view(OPERATE, methods=("GET", "POST"))
 def sequence_edit(request, pk: int):
     sequence = get_object_or_404(Sequence.objects.select_related("mailbox"), pk=pk)
-    initial = {"name": sequence.name, "mailbox": sequence.mailbox, "unsubscribe_style": sequence.unsubscribe_style}
+    initial = {"name": sequence.name, "mailbox": sequence.mailbox, "unsubscribe_style": sequence.unsubscribe_style,
+               "booking_url": sequence.booking_url, "crossed_note": sequence.crossed_note}
     form = SequenceForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -138,6 +147,10 @@ def sequence_edit(request, pk: int):
             if form.cleaned_data["unsubscribe_style"]:  # a form posted without it leaves it as it is
                 sequence_unsubscribe_style_set(sequence_id=pk, style=form.cleaned_data["unsubscribe_style"],
                                                actor=_actor(request))
+            if "booking_url" in request.POST:  # a form posted without it leaves it as it is
+                sequence_booking_url_set(sequence_id=pk, url=form.cleaned_data["booking_url"], actor=_actor(request))
+            if form.cleaned_data["crossed_note"]:  # empty, or a form posted without it: left as it is
+                sequence_crossed_note_set(sequence_id=pk, text=form.cleaned_data["crossed_note"], actor=_actor(request))
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:

@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from mailboxes.models import Mailbox
+from sequences.booking_token import booking_url_problem
 from sequences.config.parse import DurationTooLong, parse_duration
-from sequences.models import GIVEN_REASON_CHOICES, GIVEN_REASONS, Sequence, Suppression
+from sequences.crossing import crossed_note_problem
+from sequences.models import CROSSED_NOTE, CROSSED_NOTE_MAX, GIVEN_REASON_CHOICES, GIVEN_REASONS, Sequence, Suppression
 from sequences.selectors import suppression_key
 from sequences.services.suppressions import ImportRow
+from sequences.spreadsheet import guard_formula, unformula  # noqa: F401 (ui.views takes guard_formula from here)
 
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_IMPORT_ROWS = 100_000
 VALUE_COLUMNS = ("value", "email", "address", "domain")
-# A spreadsheet runs a cell that starts with one of these as a formula (OWASP's CSV injection list). A cell
-# starts after each separator too: one that splits on ";" (or a tab, or reads a line break inside quotes as a new
-# row) reads "x;=1+1" as "x" and "=1+1". The export puts an apostrophe before each such start (after the spaces
-# and quotes that lead to it), also where the text has one already, so the import, removing one, gives back the
-# exact text.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_AT = r"(^|[,;\t\r\n])([ \"]*)"  # a cell's start: the text's, or after a separator; then spaces, quotes
-_STARTS = f"(?='*[{re.escape(''.join(FORMULA_START))}])"
-_FORMULA = re.compile(_FORMULA_AT + _STARTS)
-_GUARDED = re.compile(_FORMULA_AT + "'" + _STARTS)
 
 
 class SearchForm(forms.Form):
@@ -70,17 +62,6 @@ class SuppressionLiftForm(forms.Form):
         if not note:
             raise ValidationError("A justification is required to lift a suppression.")
         return note
-
-
-def unformula(cell: str) -> str:
-    """Undo the export's spreadsheet-formula guard ("'=..." -> "=...", "x;'=1" -> "x;=1")."""
-    return _GUARDED.sub(r"\1\2", cell)
-
-
-def guard_formula(cell: str) -> str:
-    """The cell as text to a spreadsheet: an apostrophe before every formula start, at its start and after each
-    separator ("=1" -> "'=1", "x;=1+1" -> "x;'=1+1")."""
-    return _FORMULA.sub(r"\1\2'", cell)
 
 
 class SuppressionImportForm(forms.Form):
@@ -184,6 +165,30 @@ class SequenceForm(forms.Form):
     unsubscribe_style = forms.ChoiceField(choices=Sequence.UnsubscribeStyle.choices, required=False,
                                           initial=Sequence.UnsubscribeStyle.HEADERS, widget=forms.RadioSelect,
                                           label="How people unsubscribe", help_text=UNSUBSCRIBE_STYLE_HELP)
+    booking_url = forms.CharField(
+        required=False, max_length=500, label="Booking URL", widget=forms.URLInput(attrs={"size": 60}),
+        help_text="Your Calendly or Cal.com scheduling page. A step links to it with {{ booking_link }}: the link "
+                  "carries the person's token, so a booking there stops them in every sequence (set up the "
+                  "booking webhook under Webhooks → Booking webhooks). Leave empty for none.")
+
+    crossed_note = forms.CharField(
+        required=False, max_length=CROSSED_NOTE_MAX, initial=CROSSED_NOTE,
+        label="Note when a follow-up crossed a reply", widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="When a follow-up left while the person's reply was on its way, their conversation offers this "
+                  "note: one click sends it from the mailbox that received the reply, threaded on it. Never sent "
+                  "automatically. Your name is added as the signature. Left empty, it stays as it is.")
+
+    def clean_crossed_note(self):
+        text = self.cleaned_data["crossed_note"].strip()
+        if text and (problem := crossed_note_problem(text)):
+            raise forms.ValidationError(f"The note {problem}.")
+        return text
+
+    def clean_booking_url(self):
+        url = self.cleaned_data["booking_url"].strip()
+        if problem := booking_url_problem(url):
+            raise forms.ValidationError(f"The booking URL {problem}.")
+        return url
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

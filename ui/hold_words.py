@@ -20,6 +20,7 @@ from datetime import datetime
 
 from sequences.labels import when_words
 from sequences.models import Enrollment, SendJob, TimelineEvent
+from sequences.reasons import Reason
 from sequences.sending_mailbox import enrollment_mailbox
 from sequences.timeline import Event
 
@@ -117,11 +118,12 @@ def holds_of(jobs: list[SendJob]) -> dict[int, Hold]:
         job = waiting[pk]
         if kind == Event.JOB_HELD_OUT_OF_OFFICE:
             until = _parsed(data.get("until")) or job.scheduled_at
-            holds[pk] = Hold("out_of_office", out_of_office_words(until, *sentences.get(job.enrollment_id, ("", ""))))
-        elif kind == Event.JOB_DEFERRED and data.get("reason") == "reply_view":
+            holds[pk] = Hold(Reason.OUT_OF_OFFICE,
+                             out_of_office_words(until, *sentences.get(job.enrollment_id, ("", ""))))
+        elif kind == Event.JOB_DEFERRED and data.get("reason") == Reason.REPLY_VIEW:
             # The job's own time is its next check: the re-checks that found the same hold wrote no event.
-            holds[pk] = Hold("reply_view", reply_view_words(enrollment_mailbox(job.enrollment).name,
-                                                            job.scheduled_at, data.get("detail", "")))
+            holds[pk] = Hold(Reason.REPLY_VIEW, reply_view_words(enrollment_mailbox(job.enrollment).name,
+                                                                 job.scheduled_at, data.get("detail", "")))
     return holds
 
 

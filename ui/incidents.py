@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from sequences.job_rows import job_rows
 from sequences.labels import stamp
 from sequences.models import SendJob, TimelineEvent

@@ -18,9 +18,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from db.clock import db_now
+from inbound.models import InboundMessage
 from mailboxes.bound import SECRETS, bind, endpoint
 from mailboxes.checks import ConnectionCheck
-from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.models import Mailbox
 from mailboxes.sealed import encryption_ready, seal
 from mailboxes.secrets import SecretRefused
 from mailboxes.selectors import mailbox_secret, secret_source

@@ -6,11 +6,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
+from inbound.models import ReplyMatch
+from inbound.reply_matches import reply_match_dismiss, reply_match_stop
 from sequences.labels import stop_summary_text
-from sequences.models import ReplyMatch
 from sequences.permissions import OPERATE, VIEW_INBOUND
 from sequences.services.common import ServiceError
-from sequences.services.reply_matches import reply_match_dismiss, reply_match_stop
 
 from .access import page_of, query_without_page, ui_view
 

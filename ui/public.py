@@ -1,4 +1,5 @@
-"""Public endpoints (no login): the one-click unsubscribe of RFC 2369 / RFC 8058, and the ESPs' tracking webhooks.
+"""Public endpoints (no login): the one-click unsubscribe of RFC 2369 / RFC 8058, the ESPs' tracking webhooks and
+the scheduling pages' booking webhooks.
 
 GET never acts (link scanners and previewers prefetch URLs): it shows a page
 with a button. POST acts: mail clients send "List-Unsubscribe=One-Click" to
@@ -19,6 +20,8 @@ from sequences.models import Suppression
 from sequences.services.common import ServiceError
 from sequences.services.suppressions import suppression_add
 from sequences.tokens import TokenRefused, unsubscribe_target, unsubscribe_token_read
+
+from .booking_webhooks import booking_webhook
 
 
 @csrf_exempt
@@ -47,4 +50,6 @@ urlpatterns = [
     path("u/<str:token>/", unsubscribe, name="unsubscribe"),
     # anymail's tracking webhooks (…/webhooks/anymail/sendgrid/tracking/ etc.), behind HTTP basic auth.
     path("webhooks/anymail/", include("ui.tracking_webhooks")),
+    # Calendly's and Cal.com's booking webhooks, one URL per booking source (signed; meetings).
+    path("webhooks/bookings/<slug:slug>/", booking_webhook, name="booking_webhook"),
 ]

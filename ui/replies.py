@@ -13,8 +13,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from inbound.classify.intent import LABELS, Category
-from inbound.models import Answer, Conversation
+from inbound.data_requests import data_request_done
+from inbound.erasure import contact_erase, contact_export
+from inbound.models import Answer, Conversation, DataRequest
 from inbound.replies.answer import answer_check, answer_label, answer_send
+from inbound.replies.crossed import crossed_note_send, crossed_notes_sent, reply_crossings
+from inbound.replies.receipts import reply_receipts
 from inbound.replies.selectors import Filters, conversation_replies, conversations, neighbours, page_of
 from inbound.replies.services import (
     conversation_assign,
@@ -25,11 +29,9 @@ from inbound.replies.services import (
 from inbound.replies.tasks import data_requests_due, optouts_to_review, review_decide
 from mailboxes.models import Mailbox
 from sequences.messages import subject_sent
-from sequences.models import DataRequest, SendJob, Sequence
+from sequences.models import SendJob, Sequence
 from sequences.permissions import MANAGE_SUPPRESSIONS, OPERATE, VIEW_INBOUND
 from sequences.services.common import ServiceError, T, operator_log
-from sequences.services.data_requests import data_request_done
-from sequences.services.erasure import contact_erase, contact_export
 from sequences.storable import row_id
 
 from .access import ui_view
@@ -64,14 +66,22 @@ def reply_list(request):
 
 
 def _thread(conversation: Conversation) -> list[dict]:
-    """Our messages that left, their replies and our answers, oldest first."""
+    """Our messages that left, their replies (each with its receipt, and the messages of ours that crossed it) and
+    our answers, oldest first."""
+    replies = list(conversation_replies(conversation).select_related("mailbox"))
+    receipts = reply_receipts(replies)
+    crossings = reply_crossings(conversation)
+    notes = crossed_notes_sent(conversation)
     items = [{"kind": "ours", "at": j.submitted_at, "title": f"Step {j.step.position}", "job": j,
               "text": subject_sent(j)}
              for j in SendJob.objects.filter(enrollment_id=conversation.enrollment_id, submitted_at__isnull=False)
-             .select_related("step", "variant", "enrollment__contact").order_by("submitted_at")]
+             .select_related("step", "variant", "enrollment__contact", "enrollment__sequence")
+             .order_by("submitted_at")]
     items += [{"kind": "theirs", "at": r.internaldate or r.committed_at, "inbound": r, "text": r.reply_text,
-               "suggested": LABELS[suggestion_for(r).category]}
-              for r in conversation_replies(conversation)]
+               "suggested": LABELS[suggestion_for(r).category], "receipt": receipts[r.pk],
+               "crossings": crossings.get(r.pk, []), "note_answer": notes.get(r.pk),
+               "check": answer_check(conversation, r) if crossings.get(r.pk) else None}
+              for r in replies]
     items += [{"kind": "answer", "at": a.created_at, "answer": a, "text": a.body, "label": answer_label(a)}
               for a in conversation.answers.all()]
     return sorted(items, key=lambda i: i["at"])
@@ -146,15 +156,39 @@ def reply_answer(request, pk: int):
     except ServiceError as exc:
         messages.error(request, f"Not sent: {exc}")
     else:
-        if answer.state == Answer.State.SUBMITTED:
-            messages.success(request, f"Sent to {answer.recipient} from {answer.mailbox.address}: "
-                                      f"{answer.server_reply}")
-        elif answer.state == Answer.State.UNKNOWN:
-            messages.warning(request, f"Outcome unknown: the connection broke after the message was on its way "
-                                      f"({answer.error}). It may have been delivered; it will not be resent.")
-        else:
-            messages.error(request, f"Failed — not sent: {answer.error}")
+        _sent_words(request, answer, what="message", sent=f"Sent to {answer.recipient} from "
+                                                          f"{answer.mailbox.address}: {answer.server_reply}")
     return _back(request, pk)
+
+
+@ui_view(OPERATE, methods=("POST",))
+def reply_crossed_note(request, pk: int):
+    """The one-click note for a reply a follow-up crossed: the sequence's words, from the mailbox that received
+    the reply, threaded on it."""
+    user = request.user
+    reply_id = row_id(request.POST.get("reply"))
+    try:
+        answer = crossed_note_send(conversation_id=pk, reply_id=reply_id or 0, actor=user.get_username(),
+                                   author_name=user.get_full_name() or user.get_username(),
+                                   confirm_suppressed=request.POST.get("confirm_suppressed") == "1")
+    except ServiceError as exc:
+        messages.error(request, f"Note not sent: {exc}")
+    else:
+        _sent_words(request, answer, what="note", sent=f"Note sent to {answer.recipient} from "
+                                                       f"{answer.mailbox.address}, threaded on their reply: "
+                                                       f"{answer.server_reply}")
+    return _back(request, pk)
+
+
+def _sent_words(request, answer: Answer, *, what: str, sent: str) -> None:
+    """What became of an answer or a note, in the words its state deserves."""
+    if answer.state == Answer.State.SUBMITTED:
+        messages.success(request, sent)
+    elif answer.state == Answer.State.UNKNOWN:
+        messages.warning(request, f"Outcome unknown: the connection broke after the {what} was on its way "
+                                  f"({answer.error}). It may have been delivered; it will not be resent.")
+    else:
+        messages.error(request, f"Failed — {'note ' if what == 'note' else ''}not sent: {answer.error}")
 
 
 # --- the tasks above the inbox (tasks.py) -------------------------------------------------------------

@@ -16,6 +16,7 @@ urlpatterns = [
     path("replies/<id:pk>/assign/", views.reply_assign, name="reply_assign"),
     path("replies/<id:pk>/handled/", views.reply_handled, name="reply_handled"),
     path("replies/<id:pk>/answer/", views.reply_answer, name="reply_answer"),
+    path("replies/<id:pk>/crossed-note/", views.reply_crossed_note, name="reply_crossed_note"),
     path("replies/review/", views.reply_review, name="reply_review"),
     path("replies/data-requests/<id:pk>/export.json", views.data_request_export, name="data_request_export"),
     path("replies/data-requests/<id:pk>/erase/", views.data_request_erase, name="data_request_erase"),

@@ -11,9 +11,11 @@ What counts:
 - replied / bounced / unsubscribed / complained: enrollments stopped for that reason, counted at the last
   step that reached the mail server before the stop (a hard bounce at RCPT counts at its own step);
 - interested / meeting booked: conversations of the replies inbox (inbound.models.Conversation, read here through
-  its relation to the enrollment, never imported) in that category, the operator's choice first, counted where
+  its relation to the enrollment) in that category, the operator's choice first, counted where
   the replies are;
 - canceled by the final check: jobs the last check before the hand-off canceled (its timeline event says so);
+- crossed a reply: messages that left while the person's reply was on its way (`inbound.replies.crossed`, the
+  send ledger's definition), counted at their own step;
 - failed: jobs that could not be sent (refused, or could not be prepared) and were not retried since;
 - held: emails waiting on a hold, not on their time: out of office, a mailbox that cannot read its replies
   (the last move of the job back to scheduled says so), or a mailbox that cannot send (the job's error).
@@ -30,6 +32,9 @@ from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 
 from db.clock import db_now
+from inbound.classify.intent import Category
+from inbound.data_requests import data_requests_open
+from inbound.replies.crossed import crossed_counts
 from sequences.models import (
     FINAL_CHECK_CANCEL,
     HELD_BY_MAILBOX,
@@ -41,7 +46,7 @@ from sequences.models import (
     Step,
     TimelineEvent,
 )
-from sequences.selectors import data_requests_open, optouts_waiting
+from sequences.selectors import optouts_waiting
 
 from .hold_words import TO_SCHEDULED
 
@@ -59,6 +64,7 @@ COLUMNS = {
     "unsubscribed": "Unsubscribed",
     "complained": "Complained",
     "final_check": "Canceled by the final check",
+    "crossed": "Crossed a reply",
     "failed": "Failed",
     "held": "Held",
 }
@@ -75,6 +81,7 @@ class Counts:
     unsubscribed: int = 0
     complained: int = 0
     final_check: int = 0  # canceled by the final check
+    crossed: int = 0  # left while the person's reply was on its way
     failed: int = 0
     held: int = 0
     # (column, count, rate, link to the people counted) per column
@@ -141,6 +148,8 @@ def _job_counts(steps) -> dict[int, dict[str, int]]:
     for name, rows in columns.items():
         for step_id, n in rows.values_list("step_id").annotate(n=Count("*")):
             counts[step_id][name] = n
+    for step_id, n in crossed_counts(steps).items():
+        counts[step_id]["crossed"] = n
     # Held for either of two reasons, maybe both: the union of two small sets, each read from its own index.
     held = {pair for reason in _held_reasons() for pair in jobs.filter(reason).values_list("pk", "step_id")}
     for step_id, n in Counter(step_id for _, step_id in held).items():
@@ -148,7 +157,8 @@ def _job_counts(steps) -> dict[int, dict[str, int]]:
     return counts
 
 
-CATEGORY_COLUMNS = ("interested", "meeting")  # the replies inbox's category values, as the columns are named
+# The replies inbox's categories counted as columns, under their own values (the columns are named after them).
+CATEGORY_COLUMNS = (Category.INTERESTED.value, Category.MEETING.value)
 
 
 def _stopped_and_categorized(enrollments) -> tuple:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from sequences import daily_cap
 from sequences.labels import duration_words, reason_sentence, stamp
 from sequences.models import Enrollment, SendJob, Sequence
+from sequences.reasons import Reason
 from sequences.sending_mailbox import enrollment_mailbox
 from sequences.states import LIVE
 from sequences.window import DAYS, local_and_utc, mailbox_next_open, mailbox_window_zone
@@ -62,11 +63,11 @@ def _held_by(job: SendJob) -> list[str]:
     mailbox = enrollment_mailbox(enrollment)
     held = []
     if sequence.status == Sequence.Status.DRAFT:
-        held.append(reason_sentence("sequence_draft"))
+        held.append(reason_sentence(Reason.SEQUENCE_DRAFT))
     elif sequence.status != Sequence.Status.ACTIVE:
-        held.append(reason_sentence("sequence_paused") + " Nothing of it is sent until it is resumed.")
+        held.append(reason_sentence(Reason.SEQUENCE_PAUSED) + " Nothing of it is sent until it is resumed.")
     if enrollment.status == E.PAUSED:
-        held.append(reason_sentence("enrollment_paused") + " Its emails wait until it is resumed.")
+        held.append(reason_sentence(Reason.ENROLLMENT_PAUSED) + " Its emails wait until it is resumed.")
     on_hold = mailbox_words(mailbox)
     if on_hold:
         held.append(on_hold + ".")
@@ -164,15 +165,15 @@ def _row(job: SendJob, *, now: datetime, sent_before: datetime | None,
     if opening is not None:
         zone = mailbox_window_zone(mailbox, contact_zone)
         reasons.append(
-            f"{reason_sentence('outside_sending_window')} ({window_words(mailbox, zone)}): it waits until the window "
-            "opens."
+            f"{reason_sentence(Reason.OUTSIDE_SENDING_WINDOW)} ({window_words(mailbox, zone)}): it waits until the "
+            "window opens."
         )
         due = opening
     sent, limit, free = cap
     if sent >= limit and free is not None:
         ramp = " on its ramp-up" if limit < mailbox.daily_cap else ""
         reasons.append(
-            f"{reason_sentence('daily_cap_reached')} ({sent} of {limit} today{ramp}): "
+            f"{reason_sentence(Reason.DAILY_CAP_REACHED)} ({sent} of {limit} today{ramp}): "
             f"the next slot opens at {stamp(free)}."
         )
         due = max(due, free)

@@ -26,6 +26,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from inbound.replies import receipts
+from inbound.replies.crossed import enrollment_crossings
 from sequences import job_rows as labelled
 from sequences import tasks
 from sequences.labels import send_time_words, stop_summary_text
@@ -106,6 +108,7 @@ def dashboard(request):
         **charts.dashboard(counted.numbers), "counted_at": counted.counted_at,
         "sequence_results": dashboard_counts.sequence_results(counted),
         "unhandled_replies": results.unhandled_replies(), **results.reply_tasks(),
+        "reply_to_stop": receipts.reply_to_stop_latencies(), "reply_to_stop_days": receipts.DAYS,
     })
 
 
@@ -299,6 +302,7 @@ def enrollment_detail(request, pk: int):
         "blocked": suppression_active_for(enrollment.contact.email),
         "send_when": send_when, "send_when_parts": sendwhen.send_when_parts(send_when[0]),
         "empty_why": sendwhen.idle_reason(sequence=enrollment.sequence, enrollment=enrollment),
+        "crossings": enrollment_crossings(enrollment.pk),
     })
 
 

@@ -54,8 +54,7 @@ import re
 from dataclasses import replace
 from email.message import Message
 
-from mailboxes.kinds import Kind
-
+from ..kinds import Kind
 from .autoreply import check_auto_reply
 from .bounce import check_bounce
 from .complaint import check_complaint

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from mailboxes.kinds import Kind
-
+from ..kinds import Kind
 from .evidence import embedded_message_ids, is_null_sender, own_reply_ids, unique
 from .inbound import Inbound
 from .mime import header_of

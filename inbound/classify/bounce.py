@@ -6,8 +6,7 @@ import json
 import re
 from email.message import Message
 
-from mailboxes.kinds import Kind
-
+from ..kinds import Kind
 from .bounce_prose import looks_like_bounce, prose_bounce
 from .evidence import (
     EMAIL_RE,
@@ -142,10 +141,10 @@ def _ses_notification(msg: Message, notification: str) -> Classification | None:
     data = _ses_payload(notification)
     if data is None:
         return None
-    kind = str(data.get("notificationType") or data.get("eventType") or "").lower()
+    ses_type = str(data.get("notificationType") or data.get("eventType") or "").lower()  # SES's words, not a Kind
     mail = data.get("mail") if isinstance(data.get("mail"), dict) else {}
     ids = _ses_message_ids(mail)
-    if kind == "complaint":
+    if ses_type == "complaint":
         complaint = data.get("complaint") if isinstance(data.get("complaint"), dict) else {}
         recipients = [str(r.get("emailAddress", "")) for r in complaint.get("complainedRecipients", []) or []]
         return Classification(
@@ -155,7 +154,7 @@ def _ses_notification(msg: Message, notification: str) -> Classification | None:
             reason=f"Amazon SES complaint notification ({complaint.get('complaintFeedbackType') or 'no type'})",
             rule="ses_complaint",
         )
-    if kind != "bounce":
+    if ses_type != "bounce":
         return None
     bounce = data.get("bounce") if isinstance(data.get("bounce"), dict) else {}
     failures = []

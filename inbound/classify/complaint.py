@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from email.message import Message
 
-from mailboxes.kinds import Kind
-
+from ..kinds import Kind
 from .evidence import (
     addresses_in,
     embedded_headers,

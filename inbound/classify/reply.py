@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 
-from mailboxes.kinds import Kind
-
+from ..kinds import Kind
 from . import learned
 from .evidence import own_reply_ids
 from .inbound import Inbound

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Classification:
-    kind: str  # a mailboxes.kinds.Kind value, never QUARANTINED
-    bounce_type: str = ""  # a mailboxes.kinds.BounceType value, or "" (only for bounce)
+    kind: str  # a inbound.kinds.Kind value, never QUARANTINED
+    bounce_type: str = ""  # a inbound.kinds.BounceType value, or "" (only for bounce)
     recipients: tuple[str, ...] = ()  # failed / complained-about addresses, lowercased
     status_codes: tuple[str, ...] = ()  # RFC 3463 codes found, e.g. ("5.1.1",)
     original_message_ids: tuple[str, ...] = ()  # "<...>" ids of our original message

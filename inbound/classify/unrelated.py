@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mailboxes.kinds import Kind
-
+from ..kinds import Kind
 from .evidence import addresses_in
 from .inbound import Inbound
 from .mime import header_of

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mailboxes.kinds import HARD_STATUS_CODES, BounceType, Kind
+from mailboxes.status_codes import HARD_STATUS_CODES
 
+from ..kinds import BounceType, Kind
 from .evidence import REPLY_CODE_RE, on_lowered, unique
 from .result import Classification
 

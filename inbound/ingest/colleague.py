@@ -19,7 +19,7 @@ from django.db.models import Exists, OuterRef
 from django.template import TemplateSyntaxError
 
 from db.sql import EmailDomain
-from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.models import Mailbox
 from sequences.freemail import is_free_mail
 from sequences.messages import PrepareError, contact_context, render
 from sequences.models import Contact, Enrollment, SendJob, Step
@@ -27,6 +27,7 @@ from sequences.sending_mailbox import sends_from
 
 from ..classify.mime import parse_for_classify
 from ..classify.quoted import Sent, Verdict, decide, evidence_for, full_text, organisational_domain
+from ..models import InboundMessage
 
 CANDIDATES = 50  # latest messages to the company measured against one mail
 QUOTED_TEXT = InboundMessage.Rule.QUOTED_TEXT  # the inbound rule, as recorded on the inbound message
@@ -99,7 +100,7 @@ def _as_sent(jobs: list[SendJob]):
     firsts = {step.sequence_id: step.subject for step in Step.objects.filter(
         sequence_id__in={job.step.sequence_id for job in jobs if not job.step.subject.strip()}, position=1)}
     for job in jobs:
-        context = contact_context(job.enrollment.contact)
+        context = contact_context(job.enrollment.contact, job.enrollment.sequence)
         try:
             subject = render(job.step.subject or firsts.get(job.step.sequence_id, ""), context)
             body = render(job.step.body, context)

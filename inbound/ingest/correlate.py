@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from mailboxes.kinds import Kind
-from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.models import Mailbox
 from sequences.models import Contact, Enrollment, SendJob
 from sequences.sending_mailbox import enrollment_mailbox_id, sends_from
 
 from ..classify.evidence import REFERENCES_CONSIDERED
+from ..kinds import Kind
+from ..models import InboundMessage
 from .colleague import QUOTED_TEXT, ColleagueMatch, colleague_match, companies_mailed, company_domains
 from .parse import Parsed
 

@@ -12,14 +12,10 @@ from collections.abc import Callable
 from django.conf import settings
 
 from db.clock import db_now
-from mailboxes.kinds import BounceType, Kind
-from mailboxes.models import InboundMessage
 from sequences.labels import stop_summary_text
 from sequences.models import Enrollment, Suppression
 from sequences.sending_mailbox import sends_from
-from sequences.services.data_requests import data_request_open_in_transaction
 from sequences.services.holds import ReturnStated, person_hold_for_auto_reply
-from sequences.services.reply_matches import MatchFacts, reply_matches_record_in_transaction
 from sequences.services.stops import enrollment_pause_in_transaction, reply_stop_in_transaction, reply_words
 from sequences.services.suppressions import suppression_add_in_transaction
 from sequences.stop_summary import StopSummary
@@ -31,6 +27,11 @@ from ..classify.quotes import extract_reply_text
 from ..classify.reply import AWAY_NOTE, DATA_REQUEST, POSSIBLE_OPTOUT, demand_words
 from ..classify.return_date import return_date
 from ..classify.text import body_text
+from ..data_requests import data_request_open_in_transaction
+from ..handling import SUPPRESS_FOR_KIND
+from ..kinds import BounceType, Kind
+from ..models import InboundMessage
+from ..reply_matches import MatchFacts, reply_matches_record_in_transaction
 from .colleague import QUOTED_TEXT
 from .correlate import Correlation
 
@@ -43,12 +44,6 @@ NOT_CORRELATED = "not correlated to anything we sent: recorded only"
 
 def own_copy_effect(why: str) -> str:
     return f"our own sent mail ({why}): recorded only, never counted as a reply"
-
-SUPPRESS_FOR_KIND = {
-    Kind.UNSUBSCRIBE_REQUEST: Suppression.Reason.UNSUBSCRIBE,
-    Kind.COMPLAINT: Suppression.Reason.COMPLAINT,
-}
-
 
 def _stop_replied(row: InboundMessage, correlation: Correlation, c: Classification | None, source: str,
                   raw: bytes) -> str:
@@ -166,7 +161,7 @@ EFFECTS: dict[str, Effect] = {
     Kind.BOUNCE: _bounce,
     Kind.AUTO_REPLY: _auto_reply,
     Kind.AUTH_FAILURE: _auth_failure,
-    # UNRELATED: recorded only.
+    # The others are recorded only (inbound.handling: `acts`).
 }
 
 

@@ -16,10 +16,12 @@ from django.db.models import Q
 
 from db.clock import DbClock
 from mailboxes.imap.fetch import FetchedMessage
-from mailboxes.kinds import Kind
-from mailboxes.models import ImapCursor, InboundMessage, Mailbox
+from mailboxes.models import ImapCursor, Mailbox
 from sequences.timeline import Event, event_record
 
+from ..handling import WEBHOOK_OF_KIND
+from ..kinds import Kind
+from ..models import InboundMessage
 from ..replies.services import conversation_record_in_transaction
 from .correlate import Correlation, correlate
 from .effects import NOT_CORRELATED, inbound_effects_apply
@@ -251,8 +253,8 @@ def _record_locked(mailbox, folder, uidvalidity, fetched, parsed: Parsed, correl
         kind=Event.INBOUND_RECEIVED, email=correlation.addresses[0] if correlation.addresses else "",
         enrollment=row.enrollment_id, job=row.job_id,
         internaldate=fetched.internaldate.isoformat() if fetched.internaldate else "", classified=row.kind,
-        bounce_type=row.bounce_type, rule=row.correlation_rule, message_id=parsed.message_id[:300],
-        mailbox=mailbox.name, folder=folder,
+        webhook=WEBHOOK_OF_KIND.get(row.kind, ""), bounce_type=row.bounce_type, rule=row.correlation_rule,
+        message_id=parsed.message_id[:300], mailbox=mailbox.name, folder=folder,
     )
     row.save(force_insert=True)
     _advance_cursor(mailbox.pk, folder, uidvalidity, fetched.uid)

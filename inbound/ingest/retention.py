@@ -14,7 +14,9 @@ from django.conf import settings
 from django.db import transaction
 
 from db.clock import db_now
-from mailboxes.models import InboundMessage, ProviderEvent
+from mailboxes.models import ProviderEvent
+
+from ..models import InboundMessage
 
 PURGE_BATCH = 1000  # rows per transaction
 

@@ -37,7 +37,8 @@ from sequences.services.scheduling import new_message_id
 from sequences.storable import unstorable
 from sequences.timeline import Event, event_record
 
-from ..models import Answer, Conversation
+from ..models import Answer, Conversation, InboundMessage
+from .selectors import conversation_replies
 from .services import conversation_handled_in_transaction
 
 A = Answer.State
@@ -55,9 +56,14 @@ class AnswerCheck:
     reason: str = ""
 
 
-def answer_check(conversation: Conversation) -> AnswerCheck:
-    """Whether an answer may leave now, and what the operator must know first. Reads only."""
-    mailbox = conversation.mailbox
+def answer_check(conversation: Conversation, reply: InboundMessage | None = None) -> AnswerCheck:
+    """Whether an answer to `reply` (else the latest) may leave now, and what the operator must know first. Reads
+    only."""
+    if conversation.latest_id is None:
+        return AnswerCheck(False, reason="They booked a meeting without writing to us: there is no message of "
+                                         "theirs to answer here. Write to them from your own mail app.")
+    reply = reply or conversation.latest
+    mailbox = reply.mailbox if reply.mailbox_id != conversation.mailbox_id else conversation.mailbox
     if mailbox.paused:
         return AnswerCheck(False, reason=f"The mailbox {mailbox.name} is paused: nothing leaves it until it is "
                                          "resumed.")
@@ -65,7 +71,7 @@ def answer_check(conversation: Conversation) -> AnswerCheck:
         return AnswerCheck(False, reason=f"The mailbox {mailbox.name} is blocked (it cannot send: "
                                          f"{mailbox.blocked_reason or 'see Mailboxes'}); nothing leaves it until "
                                          "it is fixed.")
-    for address in dict.fromkeys([conversation.latest.from_address, conversation.contact.email]):
+    for address in dict.fromkeys([reply.from_address, conversation.contact.email]):
         entry = suppression_active_for(address) if address else None
         if entry is None:
             continue
@@ -84,9 +90,10 @@ def answer_subject(subject: str) -> str:
     return f"Re: {bare}" if bare else "Re:"
 
 
-def answer_references(conversation: Conversation) -> tuple[str, str]:
-    """(In-Reply-To, References): the person's latest message, after the chain its own References name."""
-    latest = conversation.latest
+def answer_references(conversation: Conversation, reply: InboundMessage | None = None) -> tuple[str, str]:
+    """(In-Reply-To, References): the person's message (`reply`, else their latest), after the chain its own
+    References name."""
+    latest = reply or conversation.latest
     chain = _IDS.findall(latest.headers.get("References", "")) or _IDS.findall(latest.headers.get("In-Reply-To", ""))
     if latest.message_id:
         chain = [i for i in chain if i != latest.message_id] + [latest.message_id]
@@ -101,43 +108,52 @@ class _Reserved:
 
 
 def answer_send(*, conversation_id: int, body: str, actor: str, author_name: str = "",
-                confirm_suppressed: bool = False) -> Answer:
+                confirm_suppressed: bool = False, reply_id: int | None = None, note: str = "") -> Answer:
     """Reserve, hand off, record: three steps, no transaction open across the transport. Returns the answer as
-    recorded (submitted, failed or unknown); ServiceError when it may not be sent (nothing was)."""
+    recorded (submitted, failed or unknown); ServiceError when it may not be sent (nothing was).
+
+    `reply_id`: answer that reply of the conversation, from the mailbox that received it (default: the latest).
+    `note`: what kind of prepared note this is (`inbound.replies.crossed`), kept on its event; "" for an answer."""
     if not body.strip():
         raise ServiceError("the answer is empty")
     if unstorable(body):
         raise ServiceError("the answer holds a NUL character or a lone surrogate, which no mail can carry")
-    reserved = _reserve(conversation_id, body, actor, author_name, confirm_suppressed)
+    reserved = _reserve(conversation_id, body, actor, author_name, confirm_suppressed, reply_id)
     answer = reserved.answer
     assert not connection.in_atomic_block, "never hold a transaction across the transport"
     try:
         submission = transport_for(answer.mailbox).send(sender=reserved.sender, recipient=answer.recipient,
                                                         message=reserved.data)
     except OutcomeUnknown as exc:
-        return _record(answer, A.UNKNOWN, error=str(exc), actor=actor)
+        return _record(answer, A.UNKNOWN, error=str(exc), actor=actor, note=note)
     except TransportError as exc:
-        return _record(answer, A.FAILED, error=str(exc), actor=actor)
-    return _record(answer, A.SUBMITTED, reply=submission.reply, actor=actor)
+        return _record(answer, A.FAILED, error=str(exc), actor=actor, note=note)
+    return _record(answer, A.SUBMITTED, reply=submission.reply, actor=actor, note=note)
 
 
-def _reserve(conversation_id: int, body: str, actor: str, author_name: str, confirm_suppressed: bool) -> _Reserved:
+def _reserve(conversation_id: int, body: str, actor: str, author_name: str, confirm_suppressed: bool,
+             reply_id: int | None = None) -> _Reserved:
     """The answer row (`sending`) and its bytes, after the checks; one durable transaction."""
     with transaction.atomic(durable=True):
         conversation = (Conversation.objects.select_for_update(of=("self",))
                         .select_related("mailbox", "latest", "contact").filter(pk=conversation_id).first())
         if conversation is None:
             raise ServiceError(f"conversation {conversation_id} does not exist")
-        check = answer_check(conversation)
+        latest = conversation.latest
+        if reply_id is not None and reply_id != conversation.latest_id:
+            latest = conversation_replies(conversation).select_related("mailbox").filter(pk=reply_id).first()
+            if latest is None:
+                raise ServiceError(f"inbound message {reply_id} is not a reply of this conversation")
+        check = answer_check(conversation, latest)
         if not check.allowed:
             raise ServiceError(check.reason)
         if check.needs_confirmation and not confirm_suppressed:
             raise ServiceError(f"{check.reason} Confirm to send anyway.")
         if conversation.answers.filter(state=A.SENDING, created_at__gt=timezone.now() - SENDING_STALE).exists():
             raise ServiceError("an answer to this conversation is being sent right now")
-        mailbox, latest = conversation.mailbox, conversation.latest
+        mailbox = latest.mailbox if latest.mailbox_id != conversation.mailbox_id else conversation.mailbox
         recipient = latest.from_address or conversation.contact.email
-        in_reply_to, references = answer_references(conversation)
+        in_reply_to, references = answer_references(conversation, latest)
         subject = answer_subject(latest.subject)
         message_id = new_message_id(mailbox)
         try:
@@ -156,7 +172,7 @@ def _reserve(conversation_id: int, body: str, actor: str, author_name: str, conf
     return _Reserved(answer, sender.addr_spec, data)
 
 
-def _record(answer: Answer, state: str, *, actor: str, reply: str = "", error: str = "") -> Answer:
+def _record(answer: Answer, state: str, *, actor: str, reply: str = "", error: str = "", note: str = "") -> Answer:
     """What became of the hand-off, on the timeline and in the operator log; a sent answer marks the conversation
     handled. One durable transaction."""
     conversation = answer.conversation
@@ -168,11 +184,13 @@ def _record(answer: Answer, state: str, *, actor: str, reply: str = "", error: s
         event_record(kind=Event.REPLY_ANSWERED, email=conversation.contact.email,
                      enrollment=conversation.enrollment_id, conversation=conversation.pk, answer=answer.pk,
                      state=state, message_id=answer.message_id, in_reply_to=answer.in_reply_to.message_id,
-                     mailbox=answer.mailbox.name, by=actor, server=(reply or error)[:300])
+                     mailbox=answer.mailbox.name, by=actor, server=(reply or error)[:300],
+                     **({"note": note, "inbound": answer.in_reply_to_id} if note else {}))
         operator_log(actor=actor, action="reply_answer", target=f"reply from {conversation.contact.email}",
                      kind=T.ENROLLMENT, target_id=conversation.enrollment_id,
                      result={"conversation": conversation.pk, "answer": answer.pk, "state": state,
-                             "to": answer.recipient, "suppressed_confirmed": answer.confirmed_suppressed})
+                             "to": answer.recipient, "suppressed_confirmed": answer.confirmed_suppressed,
+                             **({"note": note} if note else {})})
     answer.refresh_from_db()
     return answer
 

@@ -14,11 +14,10 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from mailboxes.models import InboundMessage
 from sequences.storable import row_id
 
 from ..classify.intent import Category
-from ..models import Conversation
+from ..models import Conversation, InboundMessage
 from .services import DECIDED
 
 PER_PAGE = 50

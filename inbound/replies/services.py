@@ -13,21 +13,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 
 from db.clock import DbClock, db_clock_written
-from mailboxes.kinds import Kind
-from mailboxes.models import InboundMessage
 from sequences.services.common import ServiceError, T, operator_log
 from sequences.timeline import Event, event_record
 
 from ..classify.intent import LABELS, Category, Suggestion, suggest
-from ..models import Conversation, ReplyLabel
+from ..handling import CONVERSATION_KINDS
+from ..models import Conversation, InboundMessage, ReplyLabel
 
 # Inbound kinds that make or join a conversation, and the category ingestion already decided for them (None: the
-# classifier suggests one from the reply's words).
-DECIDED: dict[str, Category | None] = {
-    Kind.HUMAN_REPLY: None,
-    Kind.AUTO_REPLY: Category.OUT_OF_OFFICE,
-    Kind.UNSUBSCRIBE_REQUEST: Category.UNSUBSCRIBE,
-}
+# classifier suggests one from the reply's words): inbound.handling.
+DECIDED = CONVERSATION_KINDS
 
 
 def suggestion_for(row: InboundMessage) -> Suggestion:
@@ -100,9 +95,11 @@ def conversation_categorize(*, conversation_id: int, category: str, actor: str) 
         previous = conversation.category
         Conversation.objects.filter(pk=conversation.pk).update(
             chosen=chosen.value, category=chosen.value, chosen_by=actor[:200], chosen_at=DbClock())
-        # Kept as a labelled example of the reply it was chosen for (manage.py export_reply_labels).
-        ReplyLabel.objects.create(inbound_id=conversation.latest_id, category=chosen.value, actor=actor[:200],
-                                  suggested=conversation.suggested, origin=ReplyLabel.Origin.RELABEL)
+        # Kept as a labelled example of the reply it was chosen for (manage.py export_reply_labels); a
+        # conversation that holds a booked meeting only has no reply to label.
+        if conversation.latest_id is not None:
+            ReplyLabel.objects.create(inbound_id=conversation.latest_id, category=chosen.value, actor=actor[:200],
+                                      suggested=conversation.suggested, origin=ReplyLabel.Origin.RELABEL)
         event_record(kind=Event.REPLY_CATEGORIZED, email=conversation.contact.email,
                      enrollment=conversation.enrollment_id, conversation=conversation.pk, category=chosen.value,
                      previous=previous, suggested=conversation.suggested, by=actor)

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from datetime import date
 
 from db.clock import db_now
-from mailboxes.models import InboundMessage
-from sequences.models import DataRequest, Suppression
-from sequences.selectors import data_requests_open, optouts_waiting
+from sequences.models import Suppression
+from sequences.selectors import optouts_waiting
 from sequences.services.suppressions import optout_review
 
 from ..classify.intent import Category
-from ..models import Conversation, ReplyLabel
+from ..data_requests import data_requests_open
+from ..models import Conversation, DataRequest, InboundMessage, ReplyLabel
 
 INBOUND_SOURCE = "inbound:"
 

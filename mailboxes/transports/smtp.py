@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ..kinds import HARD_STATUS_CODES
 from ..oauth2 import OAuth2Config, TokenRefused, TokenUnavailable, access_token, oauthbearer, xoauth2
+from ..status_codes import HARD_STATUS_CODES
 from ..targets import TargetRefused, Unresolved, mail_address
 from ..tls import cleartext_login_problem, tls_context
 from .base import (

@@ -36,8 +36,9 @@ from db.clock import db_now
 from inbound.ingest.correlate import ties_in_headers
 from inbound.ingest.parse import parse_headers
 from inbound.ingest.record import inbound_record, recorded_for
+from inbound.models import InboundMessage
 from mailboxes.imap.fetch import FetchedMessage
-from mailboxes.models import ImapCursor, InboundMessage
+from mailboxes.models import ImapCursor
 from proving.bench.cpu import ServerCpu, postmaster_pid
 from proving.bench.imapserver import child_env, dovecot, first_select, imap_fields, write_maildir
 from proving.bench.procs import run_child

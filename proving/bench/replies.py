@@ -29,7 +29,7 @@ from inbound.classify import classify, learned
 from inbound.classify.intent import Category, suggest
 from inbound.classify.reply import POSSIBLE_OPTOUT
 from inbound.classify.training import labelled_lines
-from mailboxes.kinds import Kind
+from inbound.kinds import Kind
 
 CATEGORIES = tuple(c.value for c in Category)
 # The phrase tables cover these; replies in other languages are scored, and shown apart.

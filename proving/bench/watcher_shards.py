@@ -32,7 +32,7 @@ from typing import Any
 from django.db.models import Sum
 
 from db.clock import db_now
-from mailboxes.models import WatchLease
+from inbound.models import WatchLease
 from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import Spawned, WorkerPool, spawn
 from proving.bench.reply_to_stop import clock_offset_ms

@@ -36,8 +36,9 @@ from django.test.utils import override_settings
 
 from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
+from inbound.models import InboundMessage
 from mailboxes.imap.errors import ImapError
-from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.models import Mailbox
 from proving.drills.race import LIVE, WORKER_DONE
 from proving.harness import data, mails
 from proving.harness.dovecot import Dovecot

@@ -41,7 +41,8 @@ from django.db import DatabaseError, connections
 from django.test.utils import override_settings
 
 from inbound.ingest.record import inbound_record
-from mailboxes.models import InboundMessage, Mailbox
+from inbound.models import InboundMessage
+from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.smtp import SmtpTransport
 from proving.drills import race_backlog

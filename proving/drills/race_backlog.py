@@ -29,7 +29,7 @@ from typing import TextIO
 from django.db.models import F, Value
 from django.db.models.functions import Concat
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.harness import backlog, data, mails
 from proving.harness.dovecot import Dovecot
 from proving.harness.smtp import Behaviour, SmtpServer

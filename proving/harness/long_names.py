@@ -8,7 +8,7 @@ scroll sideways on a phone if anything can. Built through the real services.
 
 from __future__ import annotations
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from sequences.models import Enrollment, SendJob, Sequence
 from sequences.services.enrollments import contact_upsert, enrollment_create
 from sequences.services.stops import enrollment_pause, enrollment_resume

@@ -22,7 +22,6 @@ from sequences.labels import job_label, stamp, stop_summary_text
 from sequences.messages import step_validate
 from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
 from sequences.services.common import ServiceError
-from sequences.services.erasure import contact_erase
 from sequences.services.stops import (
     enrollment_pause,
     enrollment_resume,
@@ -124,18 +123,7 @@ class ContactAdmin(SelectionChecked, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 
-    actions = ["erase_contacts"]
-
-    @admin.action(description="Erase selected people (GDPR art. 17): stop everything, keep only a hash of the "
-                              "address", permissions=["manage_suppressions"])
-    def erase_contacts(self, request, queryset: QuerySet[Contact]) -> None:
-        for email in list(queryset.values_list("email", flat=True)):
-            result = contact_erase(email=email, actor=request.user.get_username())
-            messages.info(request, f"Erased contact #{result['contact']}: {result['enrollments_stopped']} "
-                                   "enrollment(s) stopped; only a keyed hash of the address is kept.")
-
-    def has_manage_suppressions_permission(self, request) -> bool:
-        return request.user.has_perm("sequences.manage_suppressions")
+    # Erasing a person reaches the inbound ledger too: its action is added where that lives (inbound/admin.py).
 
 
 class StepForm(forms.ModelForm):

@@ -14,6 +14,7 @@ from mailboxes.models import Mailbox
 from mailboxes.secrets import ENV_FIELDS
 
 from ..models import Sequence, Step, StepVariant
+from ..reasons import Reason
 from ..secret_names import mailbox_name_problem
 from ..services.mailbox_health import held_release
 from ..services.mailbox_setup import VIEW_FIELDS
@@ -133,7 +134,7 @@ def config_apply(plan: Plan) -> ApplyResult:
                 result.unchanged.append(what)
             _bind_named(mailbox, entry["given"])
             if any(getattr(mailbox, name) != value for name, value in before.items()):
-                held_release(mailbox=mailbox, reason="config_applied")  # what it held for its view goes again
+                held_release(mailbox=mailbox, reason=Reason.CONFIG_APPLIED)  # what it held for its view goes again
         for entry in plan.sequences:
             what = f"sequence {entry['name']}"
             mailbox = Mailbox.objects.get(name=entry["mailbox"])
@@ -144,12 +145,20 @@ def config_apply(plan: Plan) -> ApplyResult:
                 sequence = Sequence.objects.create(name=entry["name"], mailbox=mailbox,
                                                    stop_on_reply=entry.get("stop_on_reply") or "person",
                                                    unsubscribe_style=entry.get("unsubscribe_style") or "headers",
+                                                   booking_url=entry.get("booking_url") or "",
+                                                   **({"crossed_note": entry["crossed_note"]}
+                                                      if entry.get("crossed_note") else {}),
                                                    status=entry.get("status") or Sequence.Status.ACTIVE)
             else:
                 changed |= _status_update(sequence, entry.get("status"), what, result)
                 if entry.get("stop_on_reply") and _update(sequence, entry, {"stop_on_reply"}, what, result):
                     changed = True
                 if entry.get("unsubscribe_style") and _update(sequence, entry, {"unsubscribe_style"}, what, result):
+                    changed = True
+                # Given, it is set ("" removes it); a file without the key leaves it as it is.
+                if entry.get("booking_url") is not None and _update(sequence, entry, {"booking_url"}, what, result):
+                    changed = True
+                if entry.get("crossed_note") and _update(sequence, entry, {"crossed_note"}, what, result):
                     changed = True
             if not created and sequence.mailbox_id != mailbox.pk:
                 result.changes.append(f"{what}: mailbox {sequence.mailbox.name!r} -> {mailbox.name!r}")

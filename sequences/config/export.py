@@ -7,7 +7,7 @@ from typing import Any
 
 from mailboxes.models import Mailbox
 
-from ..models import Sequence
+from ..models import CROSSED_NOTE, Sequence
 from .parse import MAILBOX_KEYS, duration_text
 
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
@@ -91,6 +91,10 @@ def sequence_export_toml(sequence: Sequence) -> str:
         lines.append(f"mailbox = {_toml_string(sequence.mailbox.name)}")
     lines.append(f"stop_on_reply = {_toml_string(sequence.stop_on_reply)}")
     lines.append(f"unsubscribe_style = {_toml_string(sequence.unsubscribe_style)}")
+    if sequence.booking_url:
+        lines.append(f"booking_url = {_toml_string(sequence.booking_url)}")
+    if sequence.crossed_note != CROSSED_NOTE:
+        lines.append(f"crossed_note = {_toml_string(sequence.crossed_note, multiline=True)}")
     if sequence.status == Sequence.Status.DRAFT:
         lines.append('status = "draft"  # nothing is sent until it is launched')
     for step in sequence.steps.order_by("position").prefetch_related("variants"):

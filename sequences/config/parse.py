@@ -19,6 +19,8 @@ from mailboxes.models import Mailbox, SaveToSent
 from mailboxes.secrets import mailbox_config_problems
 from mailboxes.tls import mailbox_connection_problems
 
+from ..booking_token import booking_url_problem
+from ..crossing import crossed_note_problem
 from ..messages import step_validate
 from ..models import Sequence
 from ..window import RECIPIENT, parse_days, zone_problem
@@ -405,7 +407,7 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
         reader.error(path, "must be a table")
         return None
     reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply", "status",
-                                 "unsubscribe_style"})
+                                 "unsubscribe_style", "booking_url", "crossed_note"})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
     # "draft": people may be enrolled, nothing is sent until it is launched; "active" (the default) sends. A file
     # launches a draft by saying "active"; it never makes a launched sequence a draft again.
@@ -424,6 +426,16 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
     if out["unsubscribe_style"] is not None and out["unsubscribe_style"] not in Sequence.UnsubscribeStyle.values:
         reader.error(f"{path}.unsubscribe_style", f"must be one of {', '.join(Sequence.UnsubscribeStyle.values)}",
                      out["unsubscribe_style"])
+    # The scheduling page a step links to with {{ booking_link }} (the person's token added); "" removes it.
+    out["booking_url"] = reader.get(table, path, "booking_url", str, None)
+    if out["booking_url"] is not None and (problem := booking_url_problem(out["booking_url"])):
+        reader.error(f"{path}.booking_url", problem, out["booking_url"])
+    # The note the replies page offers when a follow-up crossed a reply (sequences.crossing); absent: unchanged.
+    out["crossed_note"] = reader.get(table, path, "crossed_note", str, None)
+    if out["crossed_note"] is not None:
+        out["crossed_note"] = out["crossed_note"].strip()
+        if problem := crossed_note_problem(out["crossed_note"]):
+            reader.error(f"{path}.crossed_note", problem, out["crossed_note"][:80])
     out["mailbox"], out["pool"] = _sequence_mailboxes(reader, path, table, mailboxes)
     steps = reader.get(table, path, "step", list, [])
     if not steps:

@@ -14,18 +14,17 @@
 | `provider_events` | providers' tracking events                                                    |
 | `guardrails`      | a mailbox's hard-bounce and complaint rates: pause when a limit is crossed    |
 | `holds`           | an out-of-office answer holds the person's live jobs until their return       |
-| `erasure`         | erase a person (a keyed hash of the address stays) and export what is held    |
 | `campaigns`       | a sequence built in the UI: create, edit, steps, unsubscribe style, a test send |
 | `variants`        | A/B variants of a step: save, stop, and the people a stopped one was given to |
 | `contacts`        | one contact at a time: add, edit, enroll                                      |
 | `rotation`        | choosing a new enrollment's mailbox from its sequence's pool                  |
-| `reply_matches`   | replies from colleagues: the evidence, and an operator's decision on a probable one |
-| `data_requests`   | data-protection requests read in replies: the admins' task and its deadline   |
 | `imap_login`      | what the IMAP server said of a mailbox's credentials, from any connection     |
 | `reply_view_episodes` | a mailbox's reply view going blind and reading again: one event each     |
 | `domain_auth`     | a mailbox's SPF, DKIM and DMARC: checked, recorded, paused on after a grace   |
 | `mailbox_setup`   | mailboxes added and changed from the operator pages, with their sealed secrets |
 | `common`          | what every service shares: the refusal error and the operator log            |
 
-Lock order and why: `sequences.locks`. State changes: `sequences.states`.
+Lock order and why: `sequences.locks`. State changes: `sequences.states`. What reaches the inbound ledger lives in
+`inbound`: colleagues' replies (`inbound.reply_matches`), data-protection requests (`inbound.data_requests`) and
+a person's erasure and export (`inbound.erasure`).
 """

@@ -22,6 +22,7 @@ from mailboxes.models import Mailbox
 from mailboxes.selectors import transport_for
 from mailboxes.transports.base import TransportError
 
+from ..booking_token import booking_url_problem
 from ..locks import enrollments_lock, sequence_lock
 from ..messages import PrepareError, step_validate
 from ..models import Contact, Enrollment, SendJob, Sequence, Step
@@ -290,4 +291,22 @@ def sequence_unsubscribe_style_set(*, sequence_id: int, style: str, actor: str) 
         sequence.save(update_fields=["unsubscribe_style"])
         operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
                      target_id=sequence.pk, result={"unsubscribe_style": f"{before} → {style}"})
+    return True
+
+
+def sequence_booking_url_set(*, sequence_id: int, url: str, actor: str) -> bool:
+    """Set the scheduling page `{{ booking_link }}` links to ("" removes it); True when it changed (then one
+    operator-log row). Applies to every email not yet prepared."""
+    url = url.strip()
+    if problem := booking_url_problem(url):
+        raise ServiceError(f"Booking URL {problem}.")
+    with transaction.atomic():
+        sequence = sequence_lock(sequence_id=sequence_id)
+        before = sequence.booking_url
+        if before == url:
+            return False
+        sequence.booking_url = url
+        sequence.save(update_fields=["booking_url"])
+        operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
+                     target_id=sequence.pk, result={"booking_url": f"{before or '(none)'} → {url or '(none)'}"})
     return True

@@ -17,6 +17,7 @@ from mailboxes.models import Mailbox
 
 from ..locks import enrollment_lock
 from ..models import Enrollment, ProviderCancel, SendJob, Sequence
+from ..reasons import Reason
 from ..sending_mailbox import enrollment_mailbox_id
 from ..states import LIVE
 from .scheduling import latest_per_step, schedule_next
@@ -71,7 +72,7 @@ def _examine(enrollment_id: int, *, repair: bool) -> Finding | None:
                            "stop it (failed); `manage.py retry` sends the step again", repair)
         if not repair:
             return Finding(enrollment_id, email, "no job and no reason to wait", "schedule its next step")
-        job = schedule_next(enrollment, reason="doctor")
+        job = schedule_next(enrollment, reason=Reason.DOCTOR)
         enrollment.refresh_from_db(fields=["status"])
         action = f"scheduled step {job.step.position}" if job else f"now {enrollment.status}"
         return Finding(enrollment_id, email, "no job and no reason to wait", action, True)

@@ -17,6 +17,7 @@ from db.sql import rows_copied
 from ..digests import address_erased, addresses_erased
 from ..messages import MissingValue, PrepareError, contact_context, render
 from ..models import Contact, Enrollment, SendJob, Sequence, StepVariant, Suppression, TimelineEvent
+from ..reasons import Reason
 from ..selectors import normalize_email, suppression_active_for
 from ..states import LEFT
 from ..timeline import Event, event_record, events_record_many
@@ -74,7 +75,7 @@ def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "") -> 
         enrollment = Enrollment.objects.select_related("contact", "mailbox", "sequence__mailbox").get(pk=enrollment.pk)
         event_record(kind=Event.ENROLLED, email=contact.email, enrollment=enrollment, version_seen=1,
                      sequence=sequence.name, actor=actor, mailbox=mailbox.name)
-        schedule_next(enrollment, reason="enrolled")
+        schedule_next(enrollment, reason=Reason.ENROLLED)
         return enrollment
 
 
@@ -255,10 +256,11 @@ class StepNeeds:
             self.steps += list(StepVariant.objects.filter(step__sequence=sequence, stopped_at__isnull=True)
                                .order_by("step__position", "id").values_list("step__position", "subject", "body"))
         self.seen: dict[frozenset[str], str] = {}
+        self.sequence = sequence
 
     def missing(self, contact: Contact) -> str:
         try:
-            context = contact_context(contact)
+            context = contact_context(contact, self.sequence)
         except PrepareError:
             return ""  # not a missing value: preparation says what it is
         pattern = frozenset(k for k, v in context.items() if v not in (None, "") and not (isinstance(v, str)

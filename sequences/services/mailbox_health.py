@@ -33,6 +33,7 @@ from mailboxes.transports.base import CheckStep
 
 from ..locks import mailbox_lock
 from ..models import SendJob, TimelineEvent
+from ..reasons import Reason
 from ..sending_mailbox import sends_from
 from ..states import HEALTH_BLOCKED, HEALTH_OK, job_move, mailbox_health, mailbox_health_move
 from ..timeline import Event, event_record
@@ -196,7 +197,7 @@ def _release_held(mailbox: Mailbox, *, now: datetime) -> int:
 
 
 # The final check's deferral of a follow-up for the mailbox's reply view (`services.sending`).
-REPLY_VIEW_HOLD = Q(kind=Event.JOB_DEFERRED, data__reason="reply_view")
+REPLY_VIEW_HOLD = Q(kind=Event.JOB_DEFERRED, data__reason=Reason.REPLY_VIEW)
 
 
 def held_release(*, mailbox: Mailbox, reason: str) -> int:
@@ -213,5 +214,5 @@ def held_release(*, mailbox: Mailbox, reason: str) -> int:
     jobs = (SendJob.objects.filter(sends_from(mailbox.pk, via="enrollment__"), state=S.SCHEDULED, scheduled_at__gt=now)
             .filter(Exists(held)).select_related("enrollment__contact", "step").order_by("pk"))
     # A guarded move each: a dispatcher or a stop that moved the job first wins, and the job is left to it.
-    return sum(job_move(job=job, to=S.SCHEDULED, fields={"scheduled_at": now}, reason=reason, held="reply_view")
+    return sum(job_move(job=job, to=S.SCHEDULED, fields={"scheduled_at": now}, reason=reason, held=Reason.REPLY_VIEW)
                for job in jobs)

@@ -21,6 +21,7 @@ from mailboxes.models import Auth, Mailbox
 from mailboxes.sealed import SEALED_FIELDS
 
 from ..locks import mailbox_lock
+from ..reasons import Reason
 from ..states import HEALTH_BLOCKED, HEALTH_OK, mailbox_health, mailbox_health_move
 from .common import T, operator_log
 from .mailbox_health import held_release, probe_interval
@@ -51,7 +52,7 @@ def mailbox_save(*, mailbox_id: int | None, fields: dict[str, Any], sealed: dict
                                                          imap_next_login_at=None)
             mailbox.refresh_from_db()
             if VIEW_FIELDS & set(changed):
-                released = held_release(mailbox=mailbox, reason="mailbox_changed")
+                released = held_release(mailbox=mailbox, reason=Reason.MAILBOX_CHANGED)
         if not check_passed and mailbox_health(mailbox) == HEALTH_OK:
             mailbox_health_move(mailbox=mailbox, to=HEALTH_BLOCKED, reason=f"saved with a failing check: {check}",
                                 next_probe_at=db_now() + probe_interval(0), actor=actor)

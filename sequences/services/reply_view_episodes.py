@@ -27,6 +27,7 @@ from mailboxes.models import Mailbox
 
 from ..loads import FolderViews, folder_views
 from ..locks import mailbox_lock
+from ..reasons import Reason
 from ..reply_view import View, max_age_seconds, refused_words, view_of
 from ..timeline import Event, event_record, iso
 from .mailbox_health import held_release
@@ -93,7 +94,7 @@ def _write(mailbox_id: int, *, blind: bool) -> bool:
             event_record(kind=Event.MAILBOX_REPLY_VIEW_STALE, version_seen=mailbox.version, blind_since=iso(since),
                          reason=reason, **common)
         else:
+            released = held_release(mailbox=mailbox, reason=Reason.REPLY_VIEW_RESTORED)
             event_record(kind=Event.MAILBOX_REPLY_VIEW_RESTORED, version_seen=mailbox.version,
-                         blind_since=iso(started), released=held_release(mailbox=mailbox, reason="reply_view_restored"),
-                         **common)
+                         blind_since=iso(started), released=released, **common)
         return True

@@ -31,6 +31,7 @@ from .. import daily_cap, reply_view
 from ..loads import Facts, facts_read, hold_of, job_read
 from ..locks import job_enrollment_lock, mailbox_lock
 from ..models import MAILBOX_BLOCKED, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
+from ..reasons import Reason
 from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
 from ..states import job_move, job_quiet_moves_record
 from ..timeline import Event, event_record, iso
@@ -203,7 +204,7 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
         if enrollment.sequence.status == Sequence.Status.DRAFT:
             # Held, never failed: the dispatcher leaves a draft's jobs alone, and this one (queued before it
             # was a draft's, or by hand) waits for the launch; it is due again at once after it.
-            return _defer(job, worker_id=worker_id, until=max(now, job.scheduled_at), why="sequence_draft",
+            return _defer(job, worker_id=worker_id, until=max(now, job.scheduled_at), why=Reason.SEQUENCE_DRAFT,
                           held=held)
         if mailbox.blocked_at is not None:
             # The mailbox cannot send at all: wait for its next probe, and make no login attempt meanwhile.
@@ -216,31 +217,31 @@ def send_job_authorize(*, job_id: int, worker_id: str, version: int) -> Authoriz
             job_move(job=job, to=S.SCHEDULED, worker_id=worker_id, event=Event.JOB_DEFERRED, quiet=quiet,
                      fields={"scheduled_at": until, "worker_id": "", "lease_until": None,
                              "error": held_error(mailbox.blocked_reason), "attempts": F("attempts") - 1},
-                     reason="mailbox_blocked", until=until.isoformat(), hold=hold)
-            return Authorization("deferred", "mailbox_blocked", job.version)
+                     reason=Reason.MAILBOX_BLOCKED, until=until.isoformat(), hold=hold)
+            return Authorization("deferred", Reason.MAILBOX_BLOCKED, job.version)
         blind = reply_view.hold_reason(mailbox, facts)
         if blind:
             # Held, never failed: back through the final check soon, when a reply that arrived meanwhile has
             # been read (and has stopped its sender) or the view is fresh again.
             wait = settings.OUTREACH_REPLY_VIEW_RECHECK_SECONDS if mailbox.has_imap else 3600
-            return _defer(job, worker_id=worker_id, until=now + timedelta(seconds=wait), why="reply_view",
+            return _defer(job, worker_id=worker_id, until=now + timedelta(seconds=wait), why=Reason.REPLY_VIEW,
                           detail=blind, held=held, hold=_reply_view_hold(mailbox, facts))
         # A job handed to an ESP early is checked against the window at its send time.
         send_time = max(now, job.scheduled_at)
         opening = mailbox_next_open(send_time, mailbox=mailbox, contact_zone=enrollment.contact.timezone)
         if opening is not None:
-            return _defer(job, worker_id=worker_id, until=opening, why="outside_sending_window", held=held)
+            return _defer(job, worker_id=worker_id, until=opening, why=Reason.OUTSIDE_SENDING_WINDOW, held=held)
         day = daily_cap.cap_day(mailbox, send_time)
         limit = daily_cap.day_limit(mailbox, day)
         if limit <= 0:
-            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached",
+            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why=Reason.DAILY_CAP_REACHED,
                           held=held)
         gap = daily_cap.gap_wait(mailbox, now)
         if gap is not None:
-            return _defer(job, worker_id=worker_id, until=gap, why="min_gap", held=held)
+            return _defer(job, worker_id=worker_id, until=gap, why=Reason.MIN_GAP, held=held)
 
         if not daily_cap.slot_take(mailbox=mailbox, day=day, limit=limit):
-            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why="daily_cap_reached",
+            return _defer(job, worker_id=worker_id, until=daily_cap.day_end(mailbox, day), why=Reason.DAILY_CAP_REACHED,
                           held=held)
         daily_cap.gap_take(mailbox, now)
         _recheck_ends(job, held, worker_id=worker_id)
@@ -287,7 +288,7 @@ def _reply_view_hold(mailbox: Mailbox, facts: Facts) -> str:
     count the seconds), and the error of the last poll where the words quote it."""
     view = reply_view.view_of(mailbox, facts.views, now=facts.now)
     error = mailbox.last_poll_error if view in (reply_view.View.STALE, reply_view.View.NEVER_READ) else ""
-    return f"reply_view: {view.value}" + (f": {error}" if error else "")
+    return f"{Reason.REPLY_VIEW.value}: {view.value}" + (f": {error}" if error else "")
 
 
 def _lost(job: SendJob, *, worker_id: str, version: int) -> Authorization:
@@ -301,19 +302,19 @@ def final_check(*, job: SendJob, enrollment: Enrollment, mailbox: Mailbox, facts
     """The reason this job must not be sent, or '' when it may be: the rows from job_locked and the facts read
     after it (`facts_read`), under the enrollment lock."""
     if enrollment.status == E.STOPPED:
-        return enrollment.stop_reason or "enrollment_stopped"
+        return enrollment.stop_reason or Reason.ENROLLMENT_STOPPED
     if enrollment.status == E.PAUSED:
-        return "enrollment_paused"
+        return Reason.ENROLLMENT_PAUSED
     if enrollment.status == E.COMPLETED:
-        return "enrollment_completed"
+        return Reason.ENROLLMENT_COMPLETED
     if enrollment.sequence.status == Sequence.Status.PAUSED:
-        return "sequence_paused"  # a draft is held, not canceled (send_job_authorize)
+        return Reason.SEQUENCE_PAUSED  # a draft is held, not canceled (send_job_authorize)
     if mailbox.paused:
-        return "mailbox_paused"
+        return Reason.MAILBOX_PAUSED
     if facts.suppressed:  # the ledger of the address and its domain, and the hashed ledger of erased people
-        return "suppressed"
+        return Reason.SUPPRESSED
     if not facts.previous_step_sent:
-        return "previous_step_not_submitted"
+        return Reason.PREVIOUS_STEP_NOT_SUBMITTED
     if job.variant_id is not None and job.variant.stopped_at is not None:
         # The variant's row came with the job (`loads.job_read`), read after the enrollment lock like the rest.
         return VARIANT_STOPPED
@@ -347,10 +348,10 @@ def send_job_record_submitted(*, job_id: int, worker_id: str, smtp_reply: str, p
             # The server answered: the failures to reach it were not persistent.
             Mailbox.objects.filter(pk=mailbox.pk, connect_failures__gt=0).update(connect_failures=0)
         if active and not mailbox.paused:
-            schedule_next(enrollment, reason="previous_step_submitted")
+            schedule_next(enrollment, reason=Reason.PREVIOUS_STEP_SUBMITTED)
         elif schedule:
             # A stop committed while this job was being handed off for later delivery: ask the provider.
-            provider_cancel_request(enrollment=enrollment, reason="stopped_during_hand_off")
+            provider_cancel_request(enrollment=enrollment, reason=Reason.STOPPED_DURING_HAND_OFF)
         return True
 
 

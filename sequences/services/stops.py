@@ -20,6 +20,7 @@ from ..freemail import is_free_mail
 from ..loads import enrollment_jobs
 from ..locks import enrollment_lock, enrollments_lock, mailbox_lock, person_enrollments_lock, sequence_lock
 from ..models import Enrollment, SendJob, Sequence
+from ..reasons import Reason
 from ..selectors import suppression_active_for
 from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id, sends_from
 from ..states import (
@@ -192,7 +193,7 @@ def enrollment_pause_in_transaction(*, enrollment_id: int, actor: str = "", sour
     enrollment = enrollment_lock(enrollment_id=enrollment_id)
     if enrollment.status != E.ACTIVE:
         return StopSummary()
-    summary = cancel_pending(enrollment, reason="enrollment_paused", actor=actor)
+    summary = cancel_pending(enrollment, reason=Reason.ENROLLMENT_PAUSED, actor=actor)
     summary.enrollments, summary.changed = 1, True
     enrollment_move(enrollment=enrollment, to=E.PAUSED, event=Event.ENROLLMENT_PAUSED, actor=actor, source=source,
                     **summary.as_dict())
@@ -213,7 +214,7 @@ def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
             _reactivate(enrollment, actor=actor)
         # Resuming after a failed step is a retry of that step (through the final check, like any send).
         job = _retry_failed_locked(enrollment) if failed_step else None
-        job = job or schedule_next(enrollment, reason="resumed")
+        job = job or schedule_next(enrollment, reason=Reason.RESUMED)
         operator_log(actor=actor, action="enrollment_resume", target=str(enrollment), kind=T.ENROLLMENT,
                      target_id=enrollment.pk,
                      result={"scheduled_job": job.pk if job else None, "status": enrollment.status})
@@ -274,7 +275,7 @@ def sequence_pause(*, sequence_id: int, actor: str = "") -> StopSummary:
         sequence = sequence_lock(sequence_id=sequence_id)
         summary = StopSummary()
         if sequence.status == Sequence.Status.ACTIVE:  # a draft sends nothing: pausing it changes nothing
-            summary = _cancel_all(enrollments, reason="sequence_paused", actor=actor)
+            summary = _cancel_all(enrollments, reason=Reason.SEQUENCE_PAUSED, actor=actor)
             sequence_move(sequence=sequence, to=Sequence.Status.PAUSED, actor=actor, **summary.as_dict())
         operator_log(actor=actor, action="sequence_pause", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
                      target_id=sequence.pk, result=summary.as_dict() | {"status": "paused"})
@@ -288,7 +289,7 @@ def sequence_resume(*, sequence_id: int, actor: str = "") -> int:
         sequence = sequence_lock(sequence_id=sequence_id)
         scheduled = 0
         if sequence.status == Sequence.Status.PAUSED:
-            scheduled = _schedule_all(enrollments, reason="sequence_resumed")
+            scheduled = _schedule_all(enrollments, reason=Reason.SEQUENCE_RESUMED)
             sequence_move(sequence=sequence, to=Sequence.Status.ACTIVE, actor=actor, scheduled=scheduled)
         operator_log(actor=actor, action="sequence_resume", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
                      target_id=sequence.pk, result={"scheduled": scheduled, "status": "active"})
@@ -309,7 +310,7 @@ def sequence_launch(*, sequence_id: int, actor: str = "") -> int:
                                "it was launched already.")
         if not sequence.steps.exists():
             raise ServiceError(f"“{sequence.name}” has no steps yet: add its first step, then launch it.")
-        _schedule_all(stranded, reason="sequence_launched")
+        _schedule_all(stranded, reason=Reason.SEQUENCE_LAUNCHED)
         waiting = SendJob.objects.filter(enrollment__sequence_id=sequence_id, state=S.SCHEDULED).count()
         sequence_move(sequence=sequence, to=Sequence.Status.ACTIVE, actor=actor, waiting=waiting)
         operator_log(actor=actor, action="sequence_launch", target=f"sequence {sequence.name}", kind=T.SEQUENCE,
@@ -324,7 +325,7 @@ def mailbox_pause(*, mailbox_id: int, actor: str = "") -> StopSummary:
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         summary = StopSummary()
         if not mailbox.paused:
-            summary = _cancel_all(enrollments, reason="mailbox_paused", actor=actor)
+            summary = _cancel_all(enrollments, reason=Reason.MAILBOX_PAUSED, actor=actor)
             mailbox_move(mailbox=mailbox, to=MAILBOX_PAUSED, actor=actor, **summary.as_dict())
         operator_log(actor=actor, action="mailbox_pause", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,
                      target_id=mailbox.pk, result=summary.as_dict() | {"paused": True})
@@ -338,7 +339,7 @@ def mailbox_pause_sweep(*, mailbox_id: int) -> StopSummary:
         mailbox = mailbox_lock(mailbox_id=mailbox_id)
         if not mailbox.paused:
             return StopSummary()  # resumed meanwhile: nothing to cancel
-        summary = _cancel_all(enrollments, reason="mailbox_paused", actor="")
+        summary = _cancel_all(enrollments, reason=Reason.MAILBOX_PAUSED, actor="")
         operator_log(actor=GUARDRAIL, action="mailbox_pause_sweep", target=f"mailbox {mailbox.name}",
                      kind=T.MAILBOX, target_id=mailbox.pk, result=summary.as_dict())
         return summary
@@ -358,7 +359,7 @@ def mailbox_resume(*, mailbox_id: int, actor: str = "") -> int:
             # Resuming is a reason to look again: the next dispatcher pass probes it.
             Mailbox.objects.filter(pk=mailbox.pk).update(next_probe_at=db_now())
         if mailbox.paused:
-            scheduled = _schedule_all(enrollments, reason="mailbox_resumed")
+            scheduled = _schedule_all(enrollments, reason=Reason.MAILBOX_RESUMED)
             mailbox_move(mailbox=mailbox, to=MAILBOX_ACTIVE, actor=actor, scheduled=scheduled)
             guardrail_silence_locked(mailbox, actor=actor)
         operator_log(actor=actor, action="mailbox_resume", target=f"mailbox {mailbox.name}", kind=T.MAILBOX,

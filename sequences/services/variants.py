@@ -27,6 +27,7 @@ from db.clock import DbClock
 from ..locks import enrollments_lock
 from ..messages import step_validate
 from ..models import Enrollment, SendJob, Step, StepVariant
+from ..reasons import Reason
 from ..states import LIVE, PASSED_HANDOFF, job_variant_change
 from ..timeline import Event, event_record
 from ..variants import running_variants, variant_pick
@@ -36,7 +37,7 @@ from .scheduling import schedule_next
 from .stops import enrollment_stop_locked
 
 S = SendJob.State
-VARIANT_STOPPED = "variant_stopped"
+VARIANT_STOPPED = Reason.VARIANT_STOPPED
 NAME_MAX = 40
 
 

@@ -38,6 +38,8 @@ class WebhookEvent(StrEnum):
     # an operator chose a category.
     REPLY_RECEIVED = "reply.received"
     REPLY_CATEGORIZED = "reply.categorized"
+    # A booking made through Calendly or Cal.com stopped the person everywhere (meetings).
+    MEETING_BOOKED = "meeting.booked"
 
 
 GUARDRAIL_KIND = "mailbox_paused_by_guardrail"
@@ -56,13 +58,9 @@ KINDS = frozenset(
         GUARDRAIL_KIND,
         Event.REPLY_RECEIVED,
         Event.REPLY_CATEGORIZED,
+        Event.MEETING_BOOKED,
     }
 )
-INBOUND_EVENT = {
-    "human_reply": WebhookEvent.CONTACT_REPLIED,
-    "bounce": WebhookEvent.MESSAGE_BOUNCED,
-    "complaint": WebhookEvent.MESSAGE_COMPLAINED,
-}
 PROVIDER_EVENT = {"bounced": WebhookEvent.MESSAGE_BOUNCED, "complained": WebhookEvent.MESSAGE_COMPLAINED}
 
 
@@ -72,7 +70,8 @@ def webhook_event_for(
     """The webhook event a timeline event becomes, with its data; None when receivers do not hear of it."""
     ids = {"email": email, "enrollment_id": enrollment_id, "job_id": job_id}
     if kind == Event.INBOUND_RECEIVED:
-        event = INBOUND_EVENT.get(data.get("classified", ""))
+        # The inbound side names the webhook its kind of mail becomes (inbound.kinds.WEBHOOK_OF_KIND).
+        event = WebhookEvent(data["webhook"]) if data.get("webhook") in WebhookEvent else None
         if event is None or job_id is None:
             return None
         keep = ("inbound", "internaldate", "bounce_type", "rule", "message_id", "mailbox")
@@ -117,6 +116,10 @@ def webhook_event_for(
     if kind == Event.REPLY_CATEGORIZED:
         keep = ("conversation", "category", "previous", "suggested", "by")
         return WebhookEvent.REPLY_CATEGORIZED, ids | {k: data.get(k, "") for k in keep}
+    if kind == Event.MEETING_BOOKED:
+        keep = ("provider", "source", "booking", "event", "start_time", "matched_by", "stopped", "canceled",
+                "conversation")
+        return WebhookEvent.MEETING_BOOKED, ids | {k: data.get(k, "") for k in keep}
     if kind == GUARDRAIL_KIND:
         # The mailbox, the reason in words and the figures the guardrail decided on.
         return WebhookEvent.MAILBOX_PAUSED_BY_GUARDRAIL, dict(data)

@@ -36,9 +36,13 @@ def test_bench_pages_measures_every_page_on_both_sizes(tmp_path):
         "replies: older page",
         "replies: search",
         "conversation",
+        "reports: by step",
+        "reports: by week",
+        "reports: by domain, 30 days",
     }
     for size in ("small", "big"):
         assert set(result[size]["pages"]) == names
         assert all(page["n"] == 2 and page["p95_ms"] > 0 for page in result[size]["pages"].values())
         assert result[size]["dashboard_count_ms"] > 0
+        assert result[size]["rollup"]["first_run_ms"] > 0
     assert "dashboard: its numbers over all time are counted once a minute in the background" in stdout

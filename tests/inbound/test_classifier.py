@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from inbound.classify import Classification, classify
 from inbound.classify.quotes import extract_reply_text
-from mailboxes.kinds import (
+from inbound.kinds import (
     AUTH_FAILURE,
     AUTO_REPLY,
     BOUNCE,

@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 
 from inbound.ingest.poll import mailbox_poll
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage, ReplyMatch
 from proving.harness import data
 from sequences.messages import contact_context, render
-from sequences.models import Enrollment, ReplyMatch, SendJob, TimelineEvent
+from sequences.models import Enrollment, SendJob, TimelineEvent
 from sequences.pipeline import send_job_process
 from sequences.services.sending import dispatch_due
 from tests.factories import enroll

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from inbound.classify import classify
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.harness import mails
 from sequences.models import SendJob
 from tests.inbound.test_ingest import poll, send_first_step

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment, Suppression
 from tests.factories import MailboxFactory, enroll, make_sequence

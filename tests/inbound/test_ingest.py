@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from inbound.ingest.poll import mailbox_poll
+from inbound.models import InboundMessage
 from mailboxes.imap.errors import ImapConnectionError
-from mailboxes.models import ImapCursor, InboundMessage
+from mailboxes.models import ImapCursor
 from proving.harness import mails
 from sequences.models import Enrollment, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process

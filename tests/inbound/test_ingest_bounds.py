@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 
 from inbound.classify import classify
 from inbound.ingest.parse import parse
+from inbound.models import InboundMessage
 from inbound.tasks import warm
-from mailboxes.models import ImapCursor, InboundMessage
+from mailboxes.models import ImapCursor
 from proving.harness import mails
 from proving.harness.stack import database_url
 from sequences.models import Enrollment

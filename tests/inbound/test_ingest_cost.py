@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.bench.ingest import statements_by_kind
 from sequences.models import Enrollment
 

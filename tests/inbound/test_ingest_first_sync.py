@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from db.clock import db_now
-from mailboxes.models import ImapCursor, InboundMessage
+from inbound.models import InboundMessage
+from mailboxes.models import ImapCursor
 from proving.harness import mails
 from sequences.models import Enrollment
 from tests.inbound.test_ingest import poll, send_first_step

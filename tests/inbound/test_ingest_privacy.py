@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from db.clock import db_now
 from inbound import tasks
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_dump
 from sequences.models import Enrollment, TimelineEvent

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from inbound.ingest.minimise import source_kept
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.harness import mails
 from proving.harness.stack import database_dump
 from sequences.models import SendJob, Suppression

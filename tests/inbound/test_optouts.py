@@ -13,8 +13,8 @@ import pytest
 
 from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
-from mailboxes.kinds import Kind
-from mailboxes.models import InboundMessage
+from inbound.kinds import Kind
+from inbound.models import InboundMessage
 from proving.harness import mails
 from sequences.models import Enrollment, Suppression
 from tests.inbound.test_ingest import poll, send_first_step

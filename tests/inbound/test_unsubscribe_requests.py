@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
-from mailboxes.kinds import Kind
+from inbound.kinds import Kind
 
 pytestmark = pytest.mark.one_database("the unsubscribe wording of a text")
 

@@ -10,8 +10,9 @@ import pytest
 from db.clock import db_now
 from inbound.ingest.poll import mailbox_poll
 from inbound.ingest.view import folder_unread_mark
+from inbound.models import InboundMessage
 from inbound.watcher import Watcher, key, openers, run
-from mailboxes.models import ImapCursor, InboundMessage, Mailbox
+from mailboxes.models import ImapCursor, Mailbox
 from proving.harness import mails
 from tests.races.helpers import Worker
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from rq.queue import Queue
 
 from db.clock import db_now
-from mailboxes.models import WatcherProcess, WatchLease
+from inbound.models import WatcherProcess, WatchLease
 from outreach.scheduler import SchedulerLease
 from proving.harness.stack import free_port
 from tests.factories import MailboxFactory

@@ -23,8 +23,9 @@ from django.db import connection
 
 from db.clock import db_now
 from inbound.leases import LeaseKeeper, account_of
+from inbound.models import WatcherProcess, WatchLease
 from mailboxes.bound import bind
-from mailboxes.models import ImapCursor, WatcherProcess, WatchLease
+from mailboxes.models import ImapCursor
 from proving.bench.watcher import tcp_connections
 from proving.harness import data, mails
 from proving.harness.dovecot import Dovecot

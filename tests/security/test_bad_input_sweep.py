@@ -24,11 +24,11 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from api.main import api
 from api.tokens import api_token_create
-from inbound.models import Conversation
+from inbound.models import Conversation, InboundMessage, ReplyMatch
 from inbound.replies.services import conversation_record_in_transaction
 from inbound.webhook_events import tracking_patterns
-from mailboxes.models import InboundMessage
-from sequences.models import ReplyMatch, SendJob, StepVariant
+from meetings.models import BookingSource
+from sequences.models import SendJob, StepVariant
 from sequences.services.stops import enrollment_pause
 from sequences.services.suppressions import suppression_add
 from sequences.webhooks_out.models import WebhookEndpoint
@@ -99,12 +99,15 @@ def world(api_roles, users):  # noqa: F811 - the fixture imported above
                                       replier="colleague@example.com", status=ReplyMatch.Status.PROBABLE)
     endpoint = WebhookEndpoint.objects.create(url="https://crm.example/hooks", secret_env="OUTREACH_SECRET_CRM",
                                               event_types=["contact.replied"])
+    booking = BookingSource.objects.create(name="Sweep Calendly", provider="calendly", slug="sweep-source",
+                                           secret_sealed="not-a-token")
     admin = Client(raise_request_exception=False)
     admin.force_login(users["admin"])
     upload = admin.post(f"/sequences/{sequence.pk}/enroll/", {"file": _csv("email,first_name\nann@example.com,Ann\n")})
     token = upload["Location"].rstrip("/").rsplit("/", 1)[-1]
     # The route's literal start names the row its <int:pk> is (the longest prefix that matches).
-    pks = {"outbound-webhooks/": endpoint.pk, "sequences/": sequence.pk, "steps/": step.pk, "variants/": variant.pk,
+    pks = {"outbound-webhooks/": endpoint.pk, "booking-webhooks/": booking.pk,
+           "sequences/": sequence.pk, "steps/": step.pk, "variants/": variant.pk,
            "enrollments/": active.pk, "jobs/": job.pk, "incidents/jobs/": job.pk,
            "contacts/": active.contact_id, "mailboxes/": mailbox.pk, "inbound/probable/": match.pk,
            "inbound/": world["inbound"].pk, "replies/": conversation.pk}

@@ -16,7 +16,8 @@ from django.urls import reverse
 
 from db.clock import db_now
 from inbound import tasks
-from mailboxes.models import InboundMessage, ProviderEvent
+from inbound.models import InboundMessage
+from mailboxes.models import ProviderEvent
 from proving.harness import mails
 from proving.harness.stack import database_dump
 from sequences.models import Suppression

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.db import connection, transaction
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from sequences.models import KINDS_FOUND_BY_KIND, DailySendCount, Enrollment, SendJob, TimelineEvent
 from tests.factories import MailboxFactory, enroll, make_sequence
 from ui.rows import enrollment_events

@@ -11,7 +11,8 @@ from email import message_from_bytes
 import pytest
 
 from inbound.ingest.poll import mailbox_poll
-from mailboxes.models import InboundMessage, Mailbox
+from inbound.models import InboundMessage
+from mailboxes.models import Mailbox
 from proving.harness import mails
 from proving.harness.dovecot import DEFAULT_USERS, Dovecot
 from sequences.config.parse import parse as config_parse

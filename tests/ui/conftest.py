@@ -19,6 +19,7 @@ PASSWORD = "correct horse battery"
 ROLE_GROUPS = {"staff": "staff", "operator": "operators", "admin": "admins"}
 
 _roles_migration = importlib.import_module("sequences.migrations.0002_roles")
+_moved_migration = importlib.import_module("inbound.migrations.0005_ledger_moved_here")
 
 
 @pytest.fixture
@@ -34,6 +35,7 @@ def roles(db):
 
     if Group.objects.filter(name__in=ROLE_GROUPS.values(), permissions__codename="view_sequence").count() < 3:
         _roles_migration.roles_create(apps)
+        _moved_migration.roles_after_move(apps)
 
 
 @pytest.fixture
@@ -52,7 +54,7 @@ def users(roles, django_user_model):
 @pytest.fixture
 def world(db):
     """One of everything the pages show, built through the real services (no SMTP needed)."""
-    from mailboxes.models import InboundMessage
+    from inbound.models import InboundMessage
     from sequences.models import SendJob
     from sequences.services.stops import enrollment_pause
     from sequences.services.suppressions import suppression_add

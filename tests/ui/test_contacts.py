@@ -11,7 +11,7 @@ from django.urls import reverse
 from rq import SimpleWorker
 from rq.job import Job
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from sequences.contact_rows import column_field
 from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Suppression
 from sequences.services.suppressions import suppression_add

@@ -157,10 +157,13 @@ def test_admin_is_read_only_for_append_only_data_and_state_fields(client, users,
                 f"/admin/sequences/suppression/{entry.pk}/change/",
                 f"/admin/sequences/sendjob/{world['job'].pk}/change/",
                 f"/admin/sequences/enrollment/{world['active'].pk}/change/",
-                f"/admin/mailboxes/inboundmessage/{world['inbound'].pk}/change/"):
+                f"/admin/inbound/inboundmessage/{world['inbound'].pk}/change/"):
         html = client.get(url).content.decode()
         assert 'name="_save"' not in html, url  # no edit form
         assert client.post(url, {}).status_code == 403, url
+    # The ledger's admin pages moved with the model to the inbound app; the old address sends there.
+    old = client.get(f"/admin/mailboxes/inboundmessage/{world['inbound'].pk}/change/")
+    assert (old.status_code, old["Location"]) == (301, f"/admin/inbound/inboundmessage/{world['inbound'].pk}/change/")
     for model in ("timelineevent", "suppression", "sendjob", "enrollment", "operatoraction"):
         assert client.get(f"/admin/sequences/{model}/add/").status_code == 403
     assert client.post(f"/admin/sequences/suppression/{entry.pk}/delete/").status_code == 403

@@ -66,6 +66,7 @@ TABLE = [
     ("variant_stop", lambda w: reverse("variant_stop", args=[_variant(w)]), OPERATE),
     ("sequence_edit", lambda w: reverse("sequence_edit", args=[w["sequence"].pk]), OPERATE_FORM),
     ("sequence_export", lambda w: reverse("sequence_export", args=[w["sequence"].pk]), READ),
+    ("sequence_send_ledger", lambda w: reverse("sequence_send_ledger", args=[w["sequence"].pk]), READ),
     ("step_new", lambda w: reverse("step_new", args=[w["sequence"].pk]), OPERATE_FORM),
     ("step_edit", lambda w: reverse("step_edit", args=[_step(w)]), OPERATE_FORM),
     ("step_delete", lambda w: reverse("step_delete", args=[_step(w)]), OPERATE_POST),
@@ -73,6 +74,7 @@ TABLE = [
     ("step_preview", lambda w: reverse("step_preview", args=[_step(w)]), READ),
     ("step_send_test", lambda w: reverse("step_send_test", args=[_step(w)]), OPERATE_POST),
     ("enrollment_detail", lambda w: reverse("enrollment_detail", args=[w["active"].pk]), READ),
+    ("enrollment_send_ledger", lambda w: reverse("enrollment_send_ledger", args=[w["active"].pk]), READ),
     ("enrollment_pause", lambda w: reverse("enrollment_pause", args=[w["active"].pk]), OPERATE),
     ("enrollment_resume", lambda w: reverse("enrollment_resume", args=[w["paused"].pk]), OPERATE),
     ("enrollment_stop", lambda w: reverse("enrollment_stop", args=[w["active"].pk]), OPERATE),
@@ -111,8 +113,12 @@ TABLE = [
      {**ADMIN_READ, AD: (404, 405)}),
     ("suppression_export", lambda w: reverse("suppression_export"), ADMIN_READ),
     ("operator_log", lambda w: reverse("operator_log"), READ),
+    ("reports", lambda w: reverse("reports") + "?by=step", READ),
+    ("report_export_csv", lambda w: reverse("report_export_csv") + "?by=week", READ),
+    ("report_export_xlsx", lambda w: reverse("report_export_xlsx"), READ),
     ("contact_list", lambda w: reverse("contact_list") + "?q=@example.com", READ),
     ("contact_detail", lambda w: reverse("contact_detail", args=[w["active"].contact_id]), READ),
+    ("contact_send_ledger", lambda w: reverse("contact_send_ledger", args=[w["active"].contact_id]), READ),
     ("enrollment_bulk", lambda w: reverse("enrollment_bulk", args=[w["sequence"].pk]), OPERATE_BACK),
     ("enroll_upload", lambda w: reverse("enroll_upload", args=[w["sequence"].pk]), OPERATE_FORM),
     ("enroll_map", lambda w: reverse("enroll_map", args=[w["sequence"].pk, "nosuchupload"]), OPERATE_MISSING),
@@ -135,10 +141,12 @@ CASES = [
 
 
 def test_the_table_covers_every_ui_route():
-    # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py.
-    names = {p.name for p in ui_urls.urlpatterns if not str(p.pattern).startswith("outbound-webhooks/")}
+    # The outbound webhook pages (admins only) have a table of their own: tests/api/test_webhook_pages.py; the
+    # booking webhook pages (admins only) theirs: tests/meetings/test_pages.py.
+    names = {p.name for p in ui_urls.urlpatterns
+             if not str(p.pattern).startswith(("outbound-webhooks/", "booking-webhooks/"))}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8 + 24 + 24
 
 
 def test_every_ui_view_checks_a_permission():

@@ -17,14 +17,13 @@ from django.urls import reverse
 
 from db.clock import db_now
 from inbound.classify import learned
-from inbound.models import ReplyLabel
-from mailboxes.kinds import Kind
-from mailboxes.models import InboundMessage
+from inbound.data_requests import one_month_after
+from inbound.kinds import Kind
+from inbound.models import DataRequest, InboundMessage, ReplyLabel
 from proving.bench.replies import load_corpus
-from sequences.models import DataRequest, OperatorAction, SendJob, Suppression, TimelineEvent
+from sequences.models import OperatorAction, SendJob, Suppression, TimelineEvent
 from sequences.pipeline import send_job_process
 from sequences.services.common import ServiceError
-from sequences.services.data_requests import one_month_after
 from sequences.services.sending import dispatch_due
 from sequences.timeline import Event
 from tests.factories import enroll, make_sequence

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from sequences.services.enrollments import contact_upsert, enrollment_create
 from sequences.services.suppressions import suppression_add
 from tests.factories import MailboxFactory, make_sequence
@@ -96,7 +96,7 @@ def test_search_terms_are_escaped(client, users, hostile):
 
 def test_admin_shows_payloads_inert(client, users, hostile):
     client.force_login(users["admin"])
-    for url in (f"/admin/mailboxes/inboundmessage/{hostile['message'].pk}/change/", "/admin/mailboxes/inboundmessage/",
+    for url in (f"/admin/inbound/inboundmessage/{hostile['message'].pk}/change/", "/admin/inbound/inboundmessage/",
                 f"/admin/sequences/enrollment/{hostile['enrollment'].pk}/change/", "/admin/sequences/suppression/"):
         response = client.get(url)
         assert response.status_code == 200, url

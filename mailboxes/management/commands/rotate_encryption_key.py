@@ -1,4 +1,5 @@
-"""`manage.py rotate_encryption_key`: re-seal every stored mailbox secret with the newest key.
+"""`manage.py rotate_encryption_key`: re-seal every stored mailbox secret (and every other sealed secret, such as a
+booking source's signing key: mailboxes.sealed.SEALED_ELSEWHERE) with the newest key.
 
 Put the new key first in OUTREACH_ENCRYPTION_KEYS (or let `--generate` put a new one first in the install's
 key file), keep the old ones behind it, run this; once it says every secret opens with the newest key, the
@@ -15,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from mailboxes.models import Mailbox
 from mailboxes.sealed import (
     KEYS_ENV,
+    SEALED_ELSEWHERE,
     SEALED_FIELDS,
     SealedSecretUnreadable,
     configured_keys,
@@ -25,7 +27,8 @@ from mailboxes.sealed import (
 
 
 class Command(BaseCommand):
-    help = ("Re-encrypt every mailbox secret stored in the database with the newest encryption key (the first of "
+    help = ("Re-encrypt every mailbox secret (and booking webhook signing key) stored in the database with the "
+            "newest encryption key (the first of "
             f"{KEYS_ENV}, or of the install's key file). After it, the older keys can be removed.")
 
     def add_arguments(self, parser):
@@ -44,22 +47,25 @@ class Command(BaseCommand):
             self.stdout.write(f"a new key is first in {keys_file()}")
         if not configured_keys():
             raise CommandError(f"no encryption key: set {KEYS_ENV} or create {keys_file()} (scripts/run does)")
-        resealed = unreadable = 0
-        for mailbox in Mailbox.objects.order_by("pk"):
-            for field in SEALED_FIELDS:
-                token = getattr(mailbox, field)
-                if not token:
-                    continue
-                try:
-                    new = reseal(token)
-                except (InvalidToken, SealedSecretUnreadable):
-                    unreadable += 1
-                    self.stderr.write(f"mailbox {mailbox.name}: the {SEALED_FIELDS[field]} opens with none of the keys")
-                    continue
-                # Compare-and-set: a secret replaced on the form meanwhile is already sealed with the newest key.
-                resealed += Mailbox.objects.filter(pk=mailbox.pk, **{field: token}).update(**{field: new})
-        left = sum(1 for m in Mailbox.objects.all() for f in SEALED_FIELDS
-                   if getattr(m, f) and not opens_with_newest(getattr(m, f)))
+        resealed = unreadable = left = 0
+        # The mailboxes' secrets, then those other apps keep sealed the same way (a booking source's key).
+        for model, fields in [(Mailbox, SEALED_FIELDS), *SEALED_ELSEWHERE.items()]:
+            for row in model.objects.order_by("pk"):
+                for field in fields:
+                    token = getattr(row, field)
+                    if not token:
+                        continue
+                    try:
+                        new = reseal(token)
+                    except (InvalidToken, SealedSecretUnreadable):
+                        unreadable += 1
+                        self.stderr.write(f"{model._meta.verbose_name} {row}: the {fields[field]} opens with none of "
+                                          "the keys")
+                        continue
+                    # Compare-and-set: a secret replaced on the form meanwhile is already sealed with the newest key.
+                    resealed += model.objects.filter(pk=row.pk, **{field: token}).update(**{field: new})
+            left += sum(1 for row in model.objects.all() for f in fields
+                        if getattr(row, f) and not opens_with_newest(getattr(row, f)))
         self.stdout.write(f"{resealed} stored secret{'s' if resealed != 1 else ''} re-encrypted with the newest key")
         if unreadable or left:
             raise CommandError(f"{left} stored secret(s) do not open with the newest key: keep the old keys")

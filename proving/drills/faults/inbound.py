@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection, connections
 
-from mailboxes.models import InboundMessage
+from inbound.models import InboundMessage
 from proving.drills.audit import audit
 from proving.drills.faults.base import (
     IMAP_PASSWORD_ENV,

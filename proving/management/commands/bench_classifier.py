@@ -25,7 +25,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from inbound.classify import Classification, classify
-from mailboxes.kinds import BOUNCE, HARD, SOFT
+from inbound.kinds import BOUNCE, HARD, SOFT
 from proving.jsonout import json_target
 
 # Expected classes scored for agreement (the corpus' vocabulary).

@@ -3,8 +3,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from inbound.erasure import contact_export
 from sequences.services.common import ServiceError
-from sequences.services.erasure import contact_export
 
 
 class Command(BaseCommand):

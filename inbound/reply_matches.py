@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from db.clock import DbClock
+from sequences.services.common import ServiceError, T, operator_log
+from sequences.services.stops import reply_stop_in_transaction
 from sequences.stop_summary import StopSummary
 
-from ..models import ReplyMatch
-from .common import ServiceError, T, operator_log
-from .stops import reply_stop_in_transaction
+from .models import ReplyMatch
 
 M = ReplyMatch.Status
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from inbound.erasure import contact_erase
 from sequences.services.common import ServiceError
-from sequences.services.erasure import contact_erase
 
 
 class Command(BaseCommand):

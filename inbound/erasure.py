@@ -29,17 +29,19 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.forms.models import model_to_dict
 
-from mailboxes.models import InboundMessage, ProviderEvent
+from mailboxes.models import ProviderEvent
+from sequences.digests import address_digest
+from sequences.ledger import ledger_dicts, send_ledger_rows
+from sequences.locks import enrollments_lock
+from sequences.models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob, Suppression, TimelineEvent
+from sequences.selectors import normalize_email
+from sequences.sending_mailbox import enrollment_mailbox
+from sequences.services.common import ServiceError, operator_log
+from sequences.services.stops import enrollment_stop_locked
+from sequences.timeline import Event, event_record
 
-from ..digests import address_digest
-from ..locks import enrollments_lock
-from ..models import Contact, Enrollment, ErasedAddress, OperatorAction, SendJob, Suppression, TimelineEvent
-from ..selectors import normalize_email
-from ..sending_mailbox import enrollment_mailbox
-from ..timeline import Event, event_record
-from .common import ServiceError, operator_log
 from .data_requests import data_requests_close_erased
-from .stops import enrollment_stop_locked
+from .models import InboundMessage
 
 ERASED = "[erased]"
 TEXT_FIELDS = (models.CharField, models.TextField, models.JSONField)  # EmailField and SlugField are CharFields
@@ -133,7 +135,10 @@ def _replace_everywhere(email: str) -> int:
     """Replace the address in every text and JSON column of the product's tables (and the admin log)."""
     pattern = re.compile(re.escape(email), re.IGNORECASE)
     replaced = 0
-    targets = [*apps.get_app_config("sequences").get_models(), *apps.get_app_config("mailboxes").get_models(), LogEntry]
+    # By label, not import: the meetings app (bookings, above this one) holds invitee addresses too.
+    labels = ("sequences", "inbound", "mailboxes", "meetings")
+    targets = [model for app in labels for model in apps.get_app_config(app).get_models()]
+    targets.append(LogEntry)
     for model in targets:
         if model is ErasedAddress:
             continue
@@ -202,6 +207,8 @@ def contact_export(*, email: str) -> dict[str, Any]:
                 {"at": e.at, "kind": e.kind, "enrollment": e.enrollment_id, "job": e.job_id, "data": e.data}
                 for e in events
             ],
+            # Every message that was due, and what left or what held it back (sequences.ledger).
+            "send_ledger": list(ledger_dicts(send_ledger_rows(contact_id=contact.pk))),
             "inbound": [
                 {
                     "id": m.pk,

@@ -2,7 +2,7 @@
 
 The address is suppressed by ingestion in the same transaction (inbound.ingest.effects); this is the task:
 one a person and open request (a second demand from the same person while one is open adds nothing), due one
-calendar month after receipt (GDPR Art. 12(3)). Erasing the person closes it (services.erasure).
+calendar month after receipt (GDPR Art. 12(3)). Erasing the person closes it (inbound.erasure).
 """
 
 from __future__ import annotations
@@ -11,18 +11,24 @@ import calendar
 from datetime import date, datetime
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from db.clock import db_now
+from sequences.selectors import normalize_email
+from sequences.services.common import ServiceError, T, operator_log
 
-from ..models import DataRequest
-from ..selectors import normalize_email
-from .common import ServiceError, T, operator_log
+from .models import DataRequest
 
 
 def one_month_after(day: date) -> date:
     """The same day of the next month, or that month's last day ("31 January" gives 28 or 29 February)."""
     year, month = (day.year + 1, 1) if day.month == 12 else (day.year, day.month + 1)
     return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
+
+
+def data_requests_open() -> QuerySet[DataRequest]:
+    """The data-protection requests not closed yet (Replies, the dashboard's count)."""
+    return DataRequest.objects.filter(done_at__isnull=True)
 
 
 def data_request_open_in_transaction(*, address: str, words: str, inbound_id: int | None,
