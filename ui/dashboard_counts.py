@@ -4,7 +4,8 @@ At a million jobs, counting every sequence's results, the enrollments by status 
 about a second: too long for each view of the dashboard. The scheduler counts them once a minute (`count_task`,
 registered in outreach/cron.py) into one row (DashboardCounts); the dashboard reads that row and says when it
 was counted. When the row is missing or older than STALE (no scheduler running), the page counts itself, and
-a sequence created since the last count is counted on the spot. What is happening now (emails on their way,
+a sequence created since the last count is counted on the spot. Reply → stop over the last days (the receipts'
+quantiles per mailbox) is counted with them. What is happening now (emails on their way,
 outcomes unknown, mailboxes, replies waiting) is always counted live, and so is a sequence's own page.
 """
 
@@ -14,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from db.clock import db_now
+from inbound.replies import receipts
 from sequences.models import DashboardCounts, Sequence
 
 from . import charts, results
@@ -30,6 +32,8 @@ def count() -> DashboardCounts:
         "activity": charts.activity_numbers(),
         "sequences": {str(pk): counts.numbers()
                       for pk, counts in results.sequence_counts(Sequence.objects.all()).items()},
+        "reply_to_stop": [{"mailbox": x.mailbox, "replies": x.replies, "quantiles": list(x.quantiles.items())}
+                          for x in receipts.reply_to_stop_latencies()],
     }
     row, _ = DashboardCounts.objects.update_or_create(pk=ROW, defaults={"counted_at": began, "numbers": numbers})
     return row
@@ -56,6 +60,16 @@ def sequence_results(row: DashboardCounts, limit: int = 20) -> list[tuple[Sequen
     missing = results.sequence_counts(Sequence.objects.filter(pk__in=[s.pk for s in sequences
                                                                        if str(s.pk) not in kept]))
     return [(s, (missing.get(s.pk) or _counts(kept[str(s.pk)])).finish(sequence_id=s.pk)) for s in sequences]
+
+
+def reply_to_stop(row: DashboardCounts) -> list[receipts.Latency]:
+    """Reply → stop per mailbox over the last days, as counted in *row* (counted now for a row kept before it
+    held them)."""
+    kept = row.numbers.get("reply_to_stop")
+    if kept is None:
+        return receipts.reply_to_stop_latencies()
+    return [receipts.Latency(mailbox=x["mailbox"], replies=x["replies"], quantiles=dict(map(tuple, x["quantiles"])))
+            for x in kept]
 
 
 def _counts(numbers: dict[str, int]) -> results.Counts:

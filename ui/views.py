@@ -108,7 +108,7 @@ def dashboard(request):
         **charts.dashboard(counted.numbers), "counted_at": counted.counted_at,
         "sequence_results": dashboard_counts.sequence_results(counted),
         "unhandled_replies": results.unhandled_replies(), **results.reply_tasks(),
-        "reply_to_stop": receipts.reply_to_stop_latencies(), "reply_to_stop_days": receipts.DAYS,
+        "reply_to_stop": dashboard_counts.reply_to_stop(counted), "reply_to_stop_days": receipts.DAYS,
     })
 
 

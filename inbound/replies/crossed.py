@@ -160,8 +160,14 @@ def reply_crossings(conversation: Conversation) -> dict[int, list[Crossing]]:
 def crossed_counts(steps: QuerySet) -> Counter:
     """{step id: messages that crossed a reply} for `steps` (a query of Step): the jobs that left of enrollments a
     reply stopped, whose final check came before that stop, measured as everywhere else."""
-    jobs = SendJob.objects.filter(step__in=steps.values("pk"), enrollment__status=Enrollment.Status.STOPPED,
-                                  enrollment__stop_reason__in=REPLIES,
+    # From the few people a reply stopped (the enrollments' (sequence, status) index), never a join over every job
+    # of the steps: the sequence page and the dashboard's count read this.
+    stopped = list(Enrollment.objects.filter(sequence_id__in=steps.values("sequence_id"),
+                                             status=Enrollment.Status.STOPPED, stop_reason__in=REPLIES,
+                                             stopped_at__isnull=False).values_list("pk", flat=True))
+    if not stopped:
+        return Counter()
+    jobs = SendJob.objects.filter(enrollment_id__in=stopped, step__in=steps.values("pk"),
                                   authorized_at__lt=F("enrollment__stopped_at"))
     return Counter(c.step_id for c in crossings_of(jobs) if c.inbound_id is not None)
 
