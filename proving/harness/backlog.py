@@ -125,6 +125,9 @@ def followups_waiting(*, mailbox: Mailbox, count: int, tag: str) -> list[SendJob
                                  due_in=timedelta(days=1))
 
 
+DISPATCH_WAIT = 10  # seconds
+
+
 def release(jobs: list[SendJob]) -> list[int]:
     """Make the follow-ups due now and run one dispatcher pass: all of them queued on `send`, in order.
 
@@ -132,17 +135,23 @@ def release(jobs: list[SendJob]) -> list[int]:
     starts between the update and this pass queues them instead, as it would in production; what counts is that
     every follow-up was queued. One a worker has already taken back to `scheduled` (its final check deferred it:
     a reply view not read through yet, on a loaded machine) was queued all the same: its `job_queued` event says
-    so."""
+    so. A pass that finds nothing to queue (the scheduler's, or a loaded machine's, took them a moment before
+    and let go) is followed by another, as the scheduler's next one would, for up to DISPATCH_WAIT seconds."""
     ids = [j.pk for j in jobs]
     since = db_now()
     SendJob.objects.filter(pk__in=ids).update(scheduled_at=since)
-    dispatch()
-    waiting = set(SendJob.objects.filter(pk__in=ids, state=S.SCHEDULED).values_list("pk", flat=True))
-    waiting -= set(TimelineEvent.objects.filter(job_id__in=waiting, kind=Event.JOB_QUEUED, at__gte=since)
-                   .values_list("job_id", flat=True))
-    if waiting:
-        raise DrillError(f"the dispatcher queued {len(jobs) - len(waiting)} of {len(jobs)} follow-ups")
-    return ids
+    deadline = time.monotonic() + DISPATCH_WAIT
+    while True:
+        dispatch()
+        waiting = set(SendJob.objects.filter(pk__in=ids, state=S.SCHEDULED).values_list("pk", flat=True))
+        waiting -= set(TimelineEvent.objects.filter(job_id__in=waiting, kind=Event.JOB_QUEUED, at__gte=since)
+                       .values_list("job_id", flat=True))
+        if not waiting:
+            return ids
+        if time.monotonic() > deadline:
+            raise DrillError(f"the dispatcher queued {len(jobs) - len(waiting)} of {len(jobs)} follow-ups "
+                             f"in {DISPATCH_WAIT} s")
+        time.sleep(0.2)
 
 
 def submitted(jobs: list[SendJob]) -> int:
