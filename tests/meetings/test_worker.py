@@ -83,8 +83,12 @@ def link_in(message, page: str) -> str:
     return link
 
 
-def step_twos_due_and_dispatched() -> int:
-    """Every step 2 due now (those still scheduled go out); how many the dispatcher queued."""
+def step_twos_due_and_dispatched(live: int) -> int:
+    """Every step 2 due now (those still scheduled go out); how many the dispatcher queued. Waits first for the
+    `live` step 2s still scheduled to exist: the worker makes each once it has recorded its person's step 1, a
+    moment after the SMTP server has it."""
+    wait_for(lambda: SendJob.objects.filter(step__position=2, state=S.SCHEDULED).count() >= live, timeout=30,
+             what=f"{live} step 2s scheduled")
     SendJob.objects.filter(step__position=2).update(scheduled_at=timezone.now() - timedelta(seconds=1))
     return dispatch()["queued"]
 
@@ -101,7 +105,7 @@ def assert_booked(people, smtp_server, receiver, status: int, words: str) -> Non
     assert (conversation.category, conversation.latest_id, conversation.replies) == ("meeting", None, 0)
 
     # Her next steps: made due with Bob's, the dispatcher runs; Bob's arrives, hers never does.
-    assert step_twos_due_and_dispatched() == 1
+    assert step_twos_due_and_dispatched(1) == 1
     wait_for(lambda: len(to(smtp_server, "bob@acme.test")) == 2, timeout=60, what="Bob's step 2")
     wait_for(idle, timeout=30, what="the worker to be idle")
     assert len(to(smtp_server, "ada@acme.test")) == 2  # step 1 of each sequence, and nothing after the booking
@@ -156,7 +160,7 @@ def test_without_the_stop_step_2_reaches_the_server(live_server, people, calendl
                          calendly_headers(body, key="not-the-signing-key-0000000"))
     assert status == 403 and "does not match" in words
 
-    assert step_twos_due_and_dispatched() == 3
+    assert step_twos_due_and_dispatched(3) == 3
     wait_for(lambda: len(smtp_server.received) == 6, timeout=60, what="every step 2")
     assert len(to(smtp_server, "ada@acme.test")) == 4
     assert not Enrollment.objects.filter(status=E.STOPPED).exists()
