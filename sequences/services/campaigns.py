@@ -15,6 +15,8 @@ only the sequence and its steps: a job renders its step when it is prepared.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
@@ -277,21 +279,29 @@ def step_send_test(*, step_id: int, contact_id: int, to: str, actor: str, varian
     return submission.reply
 
 
+def sequence_setting_set(*, sequence_id: int, field: str, value: str, actor: str,
+                         logged: Callable[[str], str]) -> bool:
+    """Set one setting of the sequence under its lock; True when it changed, then one operator-log row with
+    `logged(before)` as what changed. The caller has checked the value."""
+    with transaction.atomic():
+        sequence = sequence_lock(sequence_id=sequence_id)
+        before = getattr(sequence, field)
+        if before == value:
+            return False
+        setattr(sequence, field, value)
+        sequence.save(update_fields=[field])
+        operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
+                     target_id=sequence.pk, result={field: logged(before)})
+    return True
+
+
 def sequence_unsubscribe_style_set(*, sequence_id: int, style: str, actor: str) -> bool:
     """Set how the sequence's emails offer to unsubscribe; True when it changed (then one operator-log row)."""
     if style not in Sequence.UnsubscribeStyle.values:
         styles = ", ".join(Sequence.UnsubscribeStyle.values)
         raise ServiceError(f"Unknown unsubscribe style {style!r}: one of {styles}.")
-    with transaction.atomic():
-        sequence = sequence_lock(sequence_id=sequence_id)
-        before = sequence.unsubscribe_style
-        if before == style:
-            return False
-        sequence.unsubscribe_style = style
-        sequence.save(update_fields=["unsubscribe_style"])
-        operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
-                     target_id=sequence.pk, result={"unsubscribe_style": f"{before} → {style}"})
-    return True
+    return sequence_setting_set(sequence_id=sequence_id, field="unsubscribe_style", value=style, actor=actor,
+                                logged=lambda before: f"{before} → {style}")
 
 
 def sequence_booking_url_set(*, sequence_id: int, url: str, actor: str) -> bool:
@@ -300,13 +310,5 @@ def sequence_booking_url_set(*, sequence_id: int, url: str, actor: str) -> bool:
     url = url.strip()
     if problem := booking_url_problem(url):
         raise ServiceError(f"Booking URL {problem}.")
-    with transaction.atomic():
-        sequence = sequence_lock(sequence_id=sequence_id)
-        before = sequence.booking_url
-        if before == url:
-            return False
-        sequence.booking_url = url
-        sequence.save(update_fields=["booking_url"])
-        operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
-                     target_id=sequence.pk, result={"booking_url": f"{before or '(none)'} → {url or '(none)'}"})
-    return True
+    return sequence_setting_set(sequence_id=sequence_id, field="booking_url", value=url, actor=actor,
+                                logged=lambda before: f"{before or '(none)'} → {url or '(none)'}")

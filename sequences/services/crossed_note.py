@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from ..crossing import crossed_note_problem
-from ..locks import sequence_lock
-from .common import ServiceError, T, operator_log
+from .campaigns import sequence_setting_set
+from .common import ServiceError
 
 
 def sequence_crossed_note_set(*, sequence_id: int, text: str, actor: str) -> bool:
@@ -15,12 +13,5 @@ def sequence_crossed_note_set(*, sequence_id: int, text: str, actor: str) -> boo
     text = text.strip()
     if problem := crossed_note_problem(text):
         raise ServiceError(f"The crossed note {problem}.")
-    with transaction.atomic():
-        sequence = sequence_lock(sequence_id=sequence_id)
-        if sequence.crossed_note == text:
-            return False
-        sequence.crossed_note = text
-        sequence.save(update_fields=["crossed_note"])
-        operator_log(actor=actor, action="sequence_edit", target=sequence.name, kind=T.SEQUENCE,
-                     target_id=sequence.pk, result={"crossed_note": text[:200]})
-    return True
+    return sequence_setting_set(sequence_id=sequence_id, field="crossed_note", value=text, actor=actor,
+                                logged=lambda before: text[:200])
