@@ -7,8 +7,10 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 
 from inbound.erasure import contact_erase
+from mailboxes import settings_schema
 from mailboxes.models import ImapCursor, Mailbox, ProviderEvent
 from mailboxes.secrets import ENV_FIELDS, PREFIX, validate_secret_env_name
+from mailboxes.settings_schema import Bounds, Kind
 from mailboxes.tls import mailbox_connection_problems
 from sequences.admin import ContactAdmin, ReadOnlyAdmin, SelectionChecked, report_stop
 from sequences.labels import stamp
@@ -19,17 +21,37 @@ from sequences.window import RECIPIENT, zone_problem
 
 from .models import InboundMessage
 
+# Durations are kept as whole numbers here: the unit the column holds.
+UNITS = {Kind.DURATION: "in seconds", Kind.DAYS: "in days"}
+
+
+def _bounds_validator(bounds: Bounds):
+    def validate(value) -> None:
+        if value is not None and (problem := bounds.problem(value)):
+            raise forms.ValidationError(problem, code="out_of_bounds")
+
+    return validate
+
 
 class MailboxForm(forms.ModelForm):
-    """The *_env fields name an environment variable from the allow-list (mailboxes/secrets.py)."""
+    """The settings of mailboxes.settings_schema, with their bounds; the *_env fields name an environment variable
+    from the allow-list (mailboxes/secrets.py)."""
 
     class Meta:
         model = Mailbox
-        # The admin's fieldsets choose the fields; esp_api_url is not among them (an ESP's API URL is fixed).
+        # The admin's fieldsets choose the fields: the settings (esp_api_url is none: an ESP's API URL is fixed).
         fields = tuple(ENV_FIELDS)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        for setting in settings_schema.SETTINGS:
+            field = self.fields.get(setting.field)
+            if field is None:
+                continue
+            if setting.bounds is not None:
+                field.validators.append(_bounds_validator(setting.bounds))
+            if setting.kind in UNITS and not field.help_text:
+                field.help_text = UNITS[setting.kind]
         for name in ENV_FIELDS:
             if name in self.fields:
                 self.fields[name].validators.append(validate_secret_env_name)
@@ -70,24 +92,18 @@ class MailboxAdmin(SelectionChecked, admin.ModelAdmin):
     readonly_fields = ("paused", "version", "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
                        "imap_login_refused_at", "imap_login_refused_error", "created_at", "guardrail_paused_at",
                        "guardrail_reason", "guardrail_silenced_until", "sent_copy_failed_at", "sent_copy_error")
-    fieldsets = (
-        (None, {"fields": ("name", "address", "display_name", "paused", "version")}),
-        ("SMTP", {"fields": ("transport_kind", "smtp_host", "smtp_port", "smtp_username", "smtp_password_env",
-                             "smtp_security")}),
-        ("ESP (anymail)", {"fields": ("esp_name", "esp_api_key_env", "esp_schedule_ahead_minutes")}),
-        ("Limits", {"fields": ("daily_cap", "window_days", "window_start", "window_end", "window_timezone",
-                               "window_fallback_timezone",
-                               "is_drill_target")}),
-        ("Deliverability guardrail", {"fields": (
-            "guardrail_window_days", "guardrail_bounce_rate", "guardrail_bounce_min_sends", "guardrail_complaint_rate",
-            "guardrail_complaint_min_deliveries", "guardrail_silence_seconds", "guardrail_paused_at",
-            "guardrail_reason", "guardrail_silenced_until")}),
-        ("IMAP", {"fields": ("imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security",
-                             "imap_folders", "save_to_sent", "sent_copy_failed_at", "sent_copy_error")}),
-        ("Poll health", {"fields": ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",
-                                    "imap_login_refused_at", "imap_login_refused_error", "created_at")}),
-    )
+    # State shown (read only) beside the settings of a section, and a section of its own.
+    STATE = {"Mailbox": ("paused", "version"),
+             "Deliverability guardrail": ("guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until"),
+             "Sent folder": ("sent_copy_failed_at", "sent_copy_error")}
+    POLL_HEALTH = ("last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures", "imap_login_refused_at",
+                   "imap_login_refused_error", "created_at")
     actions = ["pause_mailboxes", "resume_mailboxes"]
+
+    def get_fieldsets(self, request, obj=None):
+        """The settings' sections (mailboxes.settings_schema), each with its state, and the poller's health."""
+        return [(title, {"fields": (*(s.field for s in group), *self.STATE.get(title, ()))})
+                for title, group in settings_schema.groups().items()] + [("Poll health", {"fields": self.POLL_HEALTH})]
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False

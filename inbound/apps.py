@@ -13,3 +13,9 @@ class InboundConfig(AppConfig):
         from .webhooks import tracking_received
 
         tracking.connect(tracking_received, dispatch_uid="outreach.mailboxes.tracking")
+        # `[[sequence.on_reply]]` in a sequence's TOML: the reply rules (inbound.reply_rules).
+        from sequences.config.parts import sequence_part_register
+
+        from .reply_rules_config import PART
+
+        sequence_part_register(PART)

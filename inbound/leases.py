@@ -15,8 +15,15 @@ watches exactly the folders whose lease it holds. Every third of a lease (OUTREA
 4. a take is a guarded compare-and-set, `update(holder=me)` filtered on "nobody holds it, or its lease
    expired, or it is mine", so two processes never both win a folder. Takes for one IMAP account run in
    one transaction that first locks that account's lease rows (`select_for_update`; on SQLite the
-   IMMEDIATE transaction takes the write lock), then counts its live leases: the per-account limit
-   (OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT) holds across processes.
+   IMMEDIATE transaction takes the write lock), then counts its live leases: the per-account limit holds
+   across processes.
+
+The per-account limit is the server's own connection limit less two connections left to the polls (a poll of
+the mailbox, a connection check): Gmail allows 15 connections per account, Microsoft 365 20 per mailbox, and
+any other server `OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT` (10 by default, Dovecot's
+`mail_max_userip_connections`); `OUTREACH_IMAP_CONNECTION_LIMITS` names other figures by host. Folders beyond
+it hold no lease: the periodic poll reads them, on one connection with the mailbox's other folders, and the
+mailbox page says so (`folders_watching`).
 
 A process that dies stops renewing: its leases and its `WatcherProcess` row expire together, and the next
 round of any survivor takes the folders (within a lease and a third, 20 s by default). Its catch-up poll
@@ -36,9 +43,10 @@ import os
 import secrets
 import socket
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 
 from django.conf import settings
 from django.db import transaction
@@ -51,6 +59,12 @@ from .models import WatcherProcess, WatchLease
 
 log = logging.getLogger("outreach.ingest")
 FolderKey = tuple[int, str]  # (mailbox id, folder)
+POLL_ROOM = 2  # connections of an account the watchers leave to the polls (a poll, a connection check)
+# Connections one account may hold at once, as the providers document them.
+KNOWN_LIMITS = {
+    "imap.gmail.com": 15,  # Gmail: 15 simultaneous IMAP connections per account
+    "outlook.office365.com": 20,  # Microsoft 365 (Exchange Online): 20 per mailbox
+}
 
 
 def lease_seconds() -> float:
@@ -60,6 +74,59 @@ def lease_seconds() -> float:
 def account_of(mailbox: Mailbox) -> str:
     """The IMAP account a connection logs in to (host and login): what the per-account limit counts."""
     return f"{mailbox.imap_host.strip().lower()}:{mailbox.imap_port} {mailbox.imap_username.strip().lower()}"
+
+
+def account_host(account: str) -> str:
+    """The host of an account as `account_of` writes it ("host:port login")."""
+    return account.split(" ", 1)[0].rpartition(":")[0]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """An IMAP server's connections per account, where the figure comes from, and how many the watchers use."""
+
+    host: str
+    connections: int
+    source: str  # "known" (the provider's documented limit), "setting" (OUTREACH_IMAP_CONNECTION_LIMITS), "default"
+
+    @property
+    def idle(self) -> int:
+        return max(self.connections - POLL_ROOM, 0)
+
+
+def connection_limit(host: str) -> Limit:
+    """The connection limit of `host` per account: OUTREACH_IMAP_CONNECTION_LIMITS names it, else the provider's
+    documented one, else OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT."""
+    host = host.strip().lower()
+    named = _limits_setting()
+    if host in named:
+        return Limit(host, named[host], "setting")
+    if host in KNOWN_LIMITS:
+        return Limit(host, KNOWN_LIMITS[host], "known")
+    return Limit(host, settings.OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT, "default")
+
+
+def _limits_setting() -> dict[str, int]:
+    """OUTREACH_IMAP_CONNECTION_LIMITS ("host=N,host=N"); an entry that is not host=number is left out (the
+    watcher says so when it starts: `limits_setting_problem`)."""
+    out = {}
+    for entry in _entries():
+        host, _, number = entry.partition("=")
+        if host.strip() and number.strip().isdigit():
+            out[host.strip().lower()] = int(number)
+    return out
+
+
+def limits_setting_problem() -> str:
+    """What is wrong with OUTREACH_IMAP_CONNECTION_LIMITS, in words ("" when nothing)."""
+    bad = [entry for entry in _entries() if not (entry.partition("=")[0].strip()
+                                                  and entry.partition("=")[2].strip().isdigit())]
+    return (f"OUTREACH_IMAP_CONNECTION_LIMITS: {', '.join(repr(b) for b in bad)} not host=number (e.g. "
+            "imap.example.com=20): left out, those servers get the default limit") if bad else ""
+
+
+def _entries() -> list[str]:
+    return [part.strip() for part in settings.OUTREACH_IMAP_CONNECTION_LIMITS.split(",") if part.strip()]
 
 
 def holder_name() -> str:
@@ -81,9 +148,10 @@ class LeaseKeeper:
     """This process's side of the watch leases."""
 
     def __init__(self, *, holder: str | None = None, seconds: float | None = None, per_account: int | None = None):
+        """`per_account`: IDLE connections per account for every server (else each server's, `connection_limit`)."""
         self.holder = holder or holder_name()
         self.seconds = lease_seconds() if seconds is None else seconds
-        self.per_account = settings.OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT if per_account is None else per_account
+        self.per_account = per_account
         self.every = self.seconds / 3  # rounds per lease: a renewal may miss twice before the lease expires
 
     def round(self, folders: dict[FolderKey, str], *, every_mailbox: bool = True) -> Round:
@@ -164,7 +232,8 @@ class LeaseKeeper:
             held = list(WatchLease.objects.select_for_update().filter(account=account).values_list(
                 "holder", "expires_at"))
             live = sum(1 for holder, expires in held if holder and expires is not None and expires > now)
-            room = min(wanted, self.per_account - live)
+            cap = self.per_account if self.per_account is not None else connection_limit(account_host(account)).idle
+            room = min(wanted, cap - live)
             if room <= 0:
                 return 0
             expired = Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lte=now)
@@ -177,3 +246,51 @@ class LeaseKeeper:
 def watchers_live() -> list[WatcherProcess]:
     """The watcher processes whose row has not expired (for /healthz and the tests)."""
     return list(WatcherProcess.objects.filter(expires_at__gt=db_now()).order_by("name"))
+
+
+class Watching(StrEnum):
+    """How a reply folder is read now, for the mailbox page."""
+
+    IDLE = "idle"  # a live watcher holds its lease: pushes at once, a heartbeat every few seconds
+    OVER_LIMIT = "over_limit"  # the account's connections for IDLE are all in use: read by the periodic poll only
+    NO_WATCHER = "no_watcher"  # no watcher process runs: read by the periodic poll only
+    WAITING = "waiting"  # a watcher runs and has not taken it yet: its next lease round does
+
+
+@dataclass(frozen=True)
+class FolderWatching:
+    state: Watching
+    words: str
+
+
+def folders_watching(mailboxes: list[Mailbox]) -> dict[FolderKey, FolderWatching]:
+    """Each reply folder of `mailboxes` (those with IMAP): watched with IDLE, or read by the periodic poll only and
+    why (three queries)."""
+    now = db_now()
+    boxes = [box for box in mailboxes if box.has_imap]
+    live = Q(expires_at__gt=now) & ~Q(holder="")
+    held = set(WatchLease.objects.filter(live, mailbox_id__in=[b.pk for b in boxes]).values_list("mailbox_id",
+                                                                                              "folder"))
+    accounts = {account_of(box) for box in boxes}
+    in_use = Counter(WatchLease.objects.filter(live, account__in=accounts).values_list("account", flat=True))
+    watchers = WatcherProcess.objects.filter(expires_at__gt=now).exists()
+    every = f"every {settings.OUTREACH_POLL_INTERVAL} s"
+    out = {}
+    for box in boxes:
+        account = account_of(box)
+        limit = connection_limit(account_host(account))
+        for folder in box.reply_folders:
+            if (box.pk, folder) in held:
+                out[box.pk, folder] = FolderWatching(Watching.IDLE, "watched with IDLE")
+            elif not watchers:
+                out[box.pk, folder] = FolderWatching(Watching.NO_WATCHER,
+                                                     f"read by polling only ({every}): no IDLE watcher is running")
+            elif in_use[account] >= limit.idle:
+                out[box.pk, folder] = FolderWatching(Watching.OVER_LIMIT, (
+                    f"read by polling only ({every}), over the connection limit: {limit.host} allows "
+                    f"{limit.connections} connections per account, {limit.idle} for IDLE (all in use) and "
+                    f"{limit.connections - limit.idle} for polls"))
+            else:
+                out[box.pk, folder] = FolderWatching(Watching.WAITING,
+                                                     "not watched yet: a watcher takes it at its next lease round")
+    return out

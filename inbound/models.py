@@ -376,3 +376,68 @@ class WatcherProcess(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ReplyRule(models.Model):
+    """What a reply of one category does next in one sequence, besides stopping the person (inbound.reply_rules):
+    enroll them in another sequence after a while, assign the conversation, or tell a user by email.
+
+    Written by `[[sequence.on_reply]]` in TOML and on the sequence's page. A rule acts on replies categorized
+    after it was made, once per conversation (`ReplyRuleRun`)."""
+
+    class Action(models.TextChoices):
+        ENROLL = "enroll", "Enroll in a sequence"
+        ASSIGN = "assign", "Assign the conversation"
+        NOTIFY = "notify", "Email a user"
+
+    sequence = models.ForeignKey("sequences.Sequence", on_delete=models.CASCADE, related_name="reply_rules")
+    position = models.PositiveSmallIntegerField()
+    category = models.CharField(max_length=20, choices=CATEGORY_CHOICES)
+    action = models.CharField(max_length=10, choices=Action.choices)
+    # enroll: the sequence and how long after the reply its first step is due.
+    enroll_in = models.ForeignKey("sequences.Sequence", on_delete=models.PROTECT, null=True, blank=True,
+                                  related_name="+")
+    after_seconds = models.PositiveIntegerField(default=0)
+    # assign, notify: the user.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                             related_name="+")
+    created_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        ordering = ["sequence", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["sequence", "position"], name="reply_rule_position_unique"),
+            models.CheckConstraint(condition=Q(action="enroll", enroll_in__isnull=False, user__isnull=True)
+                                   | Q(~Q(action="enroll"), enroll_in__isnull=True, user__isnull=False),
+                                   name="reply_rule_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"rule {self.position} of sequence {self.sequence_id}: {self.category} -> {self.action}"
+
+
+class ReplyRuleRun(models.Model):
+    """One rule acting on one conversation: claimed once (the unique pair), then what it did, in words."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending", "Under way"
+        DONE = "done", "Done"
+        REFUSED = "refused", "Not done"
+        FAILED = "failed", "Failed, will be tried again"
+
+    rule = models.ForeignKey(ReplyRule, on_delete=models.CASCADE, related_name="runs")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="rule_runs")
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.PENDING)
+    detail = models.CharField(max_length=500, blank=True)
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(db_default=DbClock())
+    updated_at = models.DateTimeField(db_default=DbClock())
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule", "conversation"], name="reply_rule_run_once")]
+        indexes = [models.Index(fields=["outcome"], name="reply_rule_run_retry_idx",
+                                condition=Q(outcome__in=["pending", "failed"]))]
+
+    def __str__(self) -> str:
+        return f"rule {self.rule_id} on conversation {self.conversation_id}: {self.outcome}"

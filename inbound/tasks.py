@@ -13,6 +13,8 @@ from mailboxes.models import Mailbox
 from .classify import learned
 from .ingest.poll import mailbox_poll
 from .ingest.retention import inbound_raw_purge as _raw_purge
+from .reply_rules import reply_rules_due as _rules_due
+from .reply_rules import reply_rules_run as _rules_run
 from .webhook_events import event_converter
 from .webhooks import webhook_batch_chunk_apply, webhook_batches_forget, webhook_batches_resume
 
@@ -116,3 +118,13 @@ def webhook_batches_due() -> dict:
     if resumed:
         log.warning("webhook batches %s had stalled: enqueued again", resumed)
     return {"resumed": len(resumed), "forgotten": webhook_batches_forget()}
+
+
+def reply_rules_run(conversation_id: int) -> list[dict]:
+    """What the sequence's reply rules do with one conversation's category (inbound.reply_rules)."""
+    return [vars(done) for done in _rules_run(conversation_id)]
+
+
+def reply_rules_due() -> int:
+    """Periodic: the reply rules nothing ran yet (a lost enqueue) and the notices that failed."""
+    return _rules_due()

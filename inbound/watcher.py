@@ -6,30 +6,36 @@ own folders, never the others. Folders are handed to the pool one of each
 mailbox in turn, so the logins in flight at once belong to different
 mailboxes, not to one account's folders.
 
-Each folder has one IMAP connection in IDLE. When the server pushes (EXISTS),
-the watcher marks the folder unread (`inbound.ingest.view.folder_unread_mark`)
-and only then asks for a poll of that mailbox (`on_new`): from the mark on, the
-final check holds the mailbox's follow-ups until a poll has read the folder. It
-does no ingestion itself. After `idle_seconds` in IDLE a folder is selected
-again (the re-check) and what that SELECT says is compared with what the
-watcher knew: a new UIDVALIDITY (a folder deleted and created again sends no
-push), or a UIDNEXT or EXISTS that moved while no IDLE was listening (between
-the DONE and the SELECT) beyond what was ingested, marks the folder and triggers
-a poll; so does a connection opened on a folder whose UIDNEXT is beyond the
-cursor's last UID (every new connection asks for a catch-up poll). A re-check
-that finds no push and nothing beyond the cursor's last UID advances the
-folder's read-through time to the database time taken before its own SELECT
-(`folder_quiet_through`): one UPDATE per folder per round. A broken connection
-is reopened with backoff and advances nothing; the periodic poll covers any
-gap. A login the server refuses, here or on any other connection, marks the
-mailbox's credentials refused (`sequences.services.imap_login`): a session that
-logged in before a password change keeps its IDLE and its marks, but its quiet
-re-checks no longer make the view trusted until a login is accepted again.
-The mailbox list is read again at every lease round (every `refresh` seconds, at most a third of a
-watch lease): added, changed and removed mailboxes are picked up without a restart. Any number of watcher
-processes share the folders: each watches those whose lease it holds (inbound.leases).
-The database failing costs a mark or an advance (logged), never the watcher or
-a poll.
+Each folder has one IMAP connection in IDLE, driven without blocking once open (mailboxes.imap.idle_line): a
+server that stops answering holds up only its own folder. When the server pushes (EXISTS), the watcher marks the
+folder unread (`inbound.ingest.view.folder_unread_mark`) and only then asks for a poll of that mailbox
+(`on_new`): from the mark on, the final check holds the mailbox's follow-ups until a poll has read the folder.
+It does no ingestion itself.
+
+The heartbeat: every `OUTREACH_WATCHER_HEARTBEAT_SECONDS` (5 s) each folder leaves IDLE for a NOOP and enters it
+again, the commands sent in turn as each is answered while the thread serves the other folders. The database
+time is read before the NOOP is sent; the NOOP makes the server sync the folder, so every message delivered
+before that time is announced in its answer or was announced before. An answer that announces nothing, on a
+folder whose connection has shown nothing beyond the cursor's last UID since it last looked (and a UID SEARCH
+after the cursor, asked for with the NOOP whenever mail was announced since), advances the folder's
+replies-read-through time to the time read (`folders_quiet_through`, one UPDATE for the folders of a round).
+So the view trails real time by a heartbeat and a round trip, not an IDLE cycle. Only answers to commands move
+it: a push never does, and a server that answers late gives a view as old as its answers.
+
+After `idle_seconds` the heartbeat EXAMINEs the folder instead of the NOOP (the re-check): a new UIDVALIDITY (a
+folder deleted and created again sends no push), or a UIDNEXT or EXISTS that moved beyond what was ingested
+with no push, marks the folder and triggers a poll; so does a connection opened on a folder whose UIDNEXT is
+beyond the cursor's last UID (every new connection asks for a catch-up poll). Heartbeats are sent oldest first,
+at most HEARTBEATS_PER_ROUND a round of the loop, after the pushes of that turn: pushes never wait for them.
+
+A broken connection, or an exchange not answered within the IMAP timeout, is reopened with backoff and advances
+nothing; the periodic poll covers any gap. A login the server refuses, here or on any other connection, marks
+the mailbox's credentials refused (`sequences.services.imap_login`): a session that logged in before a password
+change keeps its IDLE and its marks, but its quiet heartbeats no longer make the view trusted until a login is
+accepted again. The mailbox list is read again at every lease round (every `refresh` seconds, at most a third
+of a watch lease): added, changed and removed mailboxes are picked up without a restart. Any number of watcher
+processes share the folders: each watches those whose lease it holds (inbound.leases), within each server's
+connection limit. The database failing costs a mark or an advance (logged), never the watcher or a poll.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import logging
 import selectors
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -45,24 +52,36 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import Q
 
 from db.clock import db_now
-from mailboxes.imap.errors import ImapAuthError, ImapError
+from mailboxes.imap.errors import ImapAuthError, ImapConnectionError, ImapError
 from mailboxes.imap.folders import FolderStatus
+from mailboxes.imap.idle_line import Answer, IdleLine
 from mailboxes.imap.session import ImapSession
 from mailboxes.models import ImapCursor, Mailbox
 from mailboxes.selectors import imap_config_for
 
 from .ingest.login import Connection, login_accepted, login_refused, login_wait
-from .ingest.view import folder_quiet_through, folder_unread_mark
-from .leases import LeaseKeeper, Round, account_of
+from .ingest.view import folder_unread_mark, folders_quiet_through
+from .leases import LeaseKeeper, Round, account_of, limits_setting_problem
 
 log = logging.getLogger("outreach.ingest")
 MAX_BACKOFF = 300.0
-RECHECKS_PER_STEP = 8  # IDLE cycles renewed per turn of the loop, so pushes are read between them
+ROUND_SECONDS = 0.25  # heartbeats due are sent together, a round at most this often: one clock read, one UPDATE
+HEARTBEATS_PER_ROUND = 200  # oldest first; the rest wait for the next round
 
 
-@dataclass
+@dataclass(frozen=True)
+class Cursor:
+    """What was ingested from a folder, read before an exchange is sent."""
+
+    uidvalidity: int | None
+    last_uid: int
+    unread: bool  # an unread mark stands: a poll has been asked for
+
+
+@dataclass(eq=False)
 class Watch:
     """One folder: its connection in IDLE, or when to try connecting again."""
 
@@ -70,8 +89,14 @@ class Watch:
     mailbox: Mailbox
     folder: str
     session: ImapSession | None = None
-    status: FolderStatus | None = None  # what the last SELECT said (UIDVALIDITY, UIDNEXT, EXISTS)
-    idle_since: float = 0.0
+    line: IdleLine | None = None
+    status: FolderStatus | None = None  # what the last SELECT or EXAMINE said (UIDVALIDITY, UIDNEXT, EXISTS)
+    # The connection has shown nothing beyond the cursor since it last looked: a heartbeat needs no search.
+    verified: bool = False
+    beat_at: float = 0.0  # when the next heartbeat is due (monotonic)
+    examine_at: float = 0.0  # when the next re-check (EXAMINE) is due
+    asked_at: datetime | None = None  # the database time read before the exchange in flight was sent
+    asked_cursor: Cursor | None = None  # the cursor read with it
     retry_at: float = 0.0
     backoff: float = 1.0
     opening: Future | None = None
@@ -79,12 +104,16 @@ class Watch:
 
 
 class Watcher:
-    def __init__(self, *, on_new: Callable[[int], None], idle_seconds: float = 300.0):
+    def __init__(self, *, on_new: Callable[[int], None], idle_seconds: float = 300.0,
+                 heartbeat_seconds: float | None = None):
         self.on_new = on_new
         self.idle_seconds = idle_seconds
+        self.heartbeat_seconds = heartbeat() if heartbeat_seconds is None else heartbeat_seconds
         self.selector = selectors.DefaultSelector()
         self.watches: dict[tuple, Watch] = {}
         self.openers = ThreadPoolExecutor(openers(), thread_name_prefix="imap-open")
+        self.next_round = 0.0
+        self.quiet: dict[datetime, list[tuple[int, str]]] = defaultdict(list)  # read through, by the time read
 
     # --- the set of folders ----------------------------------------------------------------
 
@@ -102,7 +131,7 @@ class Watcher:
     # --- one turn of the loop -----------------------------------------------------------------
 
     def step(self, timeout: float) -> None:
-        """Open what is due, read what was pushed, re-check what idled long enough."""
+        """Open what is due, read what was pushed and answered, send the heartbeats due."""
         now = time.monotonic()
         to_open = []
         for watch in self.watches.values():
@@ -112,20 +141,17 @@ class Watcher:
                 to_open.append(watch)
         for watch in _one_of_each_mailbox_in_turn(to_open):
             watch.opening = self.openers.submit(_connect, watch.mailbox, watch.folder)
-        for key, _ in self.selector.select(timeout=timeout):
-            watch = key.data
-            try:
-                if watch.session is not None and watch.session.idle_poll():
-                    self._new_mail(watch)
-            except ImapError as exc:
-                self._fail(watch, exc)
+        wait = max(min(timeout, self.next_round - time.monotonic()), 0.0)
+        for key, _ in self.selector.select(timeout=wait):
+            self._read(key.data)
         now = time.monotonic()
-        due = [w for w in self.watches.values() if w.session is not None and now - w.idle_since >= self.idle_seconds]
-        # A few per turn, oldest first: folders opened together come due together, and re-checking a thousand
-        # in one turn held every push behind them (`bench watcher`: 36 s at 1,000 folders).
-        begun = _database("read the database clock", db_now) if due else None
-        for watch in sorted(due, key=lambda w: w.idle_since)[:RECHECKS_PER_STEP]:
-            self._recheck(watch, begun)
+        if now >= self.next_round:
+            self.next_round = now + ROUND_SECONDS
+            for watch in [w for w in self.watches.values() if w.line is not None and w.line.overdue(now)]:
+                self._fail(watch, ImapConnectionError(f"IMAP on {watch.mailbox.imap_host}: no answer within "
+                                                      f"{watch.line.timeout:.0f}s"))
+            self._beat(now)
+        self._advance()
 
     def close(self) -> None:
         for watch in self.watches.values():
@@ -133,6 +159,73 @@ class Watcher:
         self.openers.shutdown(wait=False, cancel_futures=True)
         self.watches.clear()
         self.selector.close()
+
+    # --- pushes and answers -----------------------------------------------------------------------
+
+    def _read(self, watch: Watch) -> None:
+        if watch.line is None:
+            return
+        try:
+            got = watch.line.read()
+        except ImapError as exc:
+            self._fail(watch, exc)
+            return
+        if got.pushed:
+            self._new_mail(watch)
+        if got.answer is not None:
+            self._answered(watch, got.answer)
+
+    def _answered(self, watch: Watch, answer: Answer) -> None:
+        """An exchange was answered: advance the folder's view to the time read before it was sent when the answer
+        shows nothing beyond the cursor; mail it shows that no poll was asked for is marked and polled."""
+        at, cursor = watch.asked_at, watch.asked_cursor
+        watch.asked_at = watch.asked_cursor = None
+        moved = renewed = False
+        if answer.status is not None:  # the re-check's EXAMINE
+            known, watch.status = watch.status, answer.status
+            renewed = known is None or answer.status.uidvalidity != known.uidvalidity
+            moved = renewed or answer.status.uidnext > known.uidnext or answer.status.exists > known.exists
+        if answer.pushed:  # new mail announced meanwhile: marked and polled when it was read
+            return
+        if answer.status is not None:  # a fresh UIDNEXT, or the search after it
+            watch.verified = _nothing_beyond(cursor, answer.status.uidvalidity, answer.status.uidnext, answer)
+        elif answer.after is not None:  # the search after the NOOP's sync: the UIDNEXT known is no longer news
+            watch.verified = _nothing_beyond(cursor, watch.status.uidvalidity, 0, answer)
+        if renewed or (not watch.verified and (moved or (cursor is not None and not cursor.unread))):
+            # A new UIDVALIDITY, or mail beyond the cursor that no push announced or no poll is reading now.
+            self._new_mail(watch)
+        elif watch.verified and at is not None:
+            self.quiet[at].append((watch.mailbox.pk, watch.folder))
+
+    def _beat(self, now: float) -> None:
+        """Send the heartbeats (and re-checks) due, oldest first, with the database time read before them."""
+        due = [w for w in self.watches.values() if w.line is not None and not w.line.busy and now >= w.beat_at]
+        if not due:
+            return
+        due = sorted(due, key=lambda w: w.beat_at)[:HEARTBEATS_PER_ROUND]
+        at = _database("read the database clock", db_now)
+        looking = {w for w in due if now >= w.examine_at or not w.verified}  # a search after the cursor, too
+        cursors = (_database("read the cursors", lambda: _cursors(list(looking))) if looking else None) or {}
+        for watch in due:
+            examine = now >= watch.examine_at
+            cursor = cursors.get((watch.mailbox.pk, watch.folder)) if watch in looking else None
+            after = cursor.last_uid if cursor is not None and cursor.uidvalidity is not None else None
+            try:
+                watch.line.begin(examine=examine, after=after)
+            except ImapError as exc:
+                self._fail(watch, exc)
+                continue
+            watch.asked_at, watch.asked_cursor = at, cursor
+            if examine:
+                watch.examine_at = now + self.idle_seconds
+            watch.beat_at = now + self.heartbeat_seconds if self.heartbeat_seconds > 0 else watch.examine_at
+
+    def _advance(self) -> None:
+        """The folders whose answers showed nothing new: read through the time read before each was asked."""
+        quiet, self.quiet = self.quiet, defaultdict(list)
+        for at, folders in quiet.items():
+            _database(f"advance the reply view of {len(folders)} folders",
+                      lambda at=at, folders=folders: folders_quiet_through(folders=folders, at=at))
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -146,42 +239,32 @@ class Watcher:
         if self.watches.get(watch.key) is not watch:  # removed while it was connecting
             session.drop()
             return
-        watch.session, watch.status, watch.idle_since, watch.backoff = session, status, time.monotonic(), 1.0
-        watch.fd = session.fileno()
+        try:
+            line = session.hand_over(watch.folder)
+        except ImapError as exc:
+            session.drop()
+            self._fail(watch, exc)
+            return
+        now = time.monotonic()
+        watch.session, watch.line, watch.status, watch.backoff = session, line, status, 1.0
+        watch.beat_at = now + (self.heartbeat_seconds if self.heartbeat_seconds > 0 else self.idle_seconds)
+        watch.examine_at = now + self.idle_seconds
+        watch.fd = line.fileno()
         self.selector.register(watch.fd, selectors.EVENT_READ, watch)
-        if pending or not _read_up_to(_cursor(watch), status):
+        cursor = (_database(f"read the cursor of {watch.mailbox.name}/{watch.folder}", lambda: _cursors([watch]))
+                  or {}).get((watch.mailbox.pk, watch.folder))
+        watch.verified = _nothing_beyond(cursor, status.uidvalidity, status.uidnext, None)
+        if pending or not watch.verified:
             self._new_mail(watch)  # mail announced, or beyond what was ingested: marked before the poll
         else:
             self.on_new(watch.mailbox.pk)  # catch up on anything that arrived while we were not watching
-
-    def _recheck(self, watch: Watch, begun: datetime | None) -> None:
-        """DONE, SELECT again, IDLE again. Mail that arrives between the DONE and the SELECT is announced by
-        neither IDLE; the SELECT's UIDNEXT and EXISTS show it, compared with what the watcher knew."""
-        session = watch.session
-        try:
-            pushed = session.idle_done()
-            status = session.select(watch.folder)
-            read = _read_up_to(_cursor(watch), status, session)  # before IDLE: it may search the folder
-            pushed = session.idle_start() or pushed
-        except ImapError as exc:
-            self._fail(watch, exc)
-            return
-        watch.idle_since = time.monotonic()
-        known, watch.status = watch.status, status
-        renewed = status.uidvalidity != known.uidvalidity
-        moved = renewed or status.uidnext > known.uidnext or status.exists > known.exists
-        if pushed or renewed or (moved and not read):
-            self._new_mail(watch)
-        elif read and begun is not None:
-            # Every message that reached the folder before `begun` (read before this SELECT) got a UID below the
-            # SELECT's UIDNEXT, and the folder holds nothing beyond the cursor: all of them were ingested (or
-            # left the folder unread, which a poll could not tell either).
-            _database(f"advance the reply view of {watch.mailbox.name}/{watch.folder}",
-                      lambda: folder_quiet_through(mailbox_id=watch.mailbox.pk, folder=watch.folder, at=begun))
+        if line.buffered:  # the server spoke right after IDLE began: read it now, the selector will not say
+            self._read(watch)
 
     def _new_mail(self, watch: Watch) -> None:
         """Mark the folder unread, then ask for the poll: the final check holds follow-ups from the mark on, so
         none leaves in the time the poll takes to read the reply. No mark (the database failing) still polls."""
+        watch.verified = False
         _database(f"mark {watch.mailbox.name}/{watch.folder} unread",
                   lambda: folder_unread_mark(mailbox_id=watch.mailbox.pk, folder=watch.folder))
         self.on_new(watch.mailbox.pk)
@@ -194,6 +277,9 @@ class Watcher:
         watch.backoff = min(watch.backoff * 2, MAX_BACKOFF)
 
     def _close(self, watch: Watch) -> None:
+        watch.asked_at = watch.asked_cursor = None
+        watch.verified = False
+        watch.line = None
         if watch.session is None:
             return
         if watch.fd is not None:
@@ -204,6 +290,12 @@ class Watcher:
             watch.fd = None
         watch.session.drop()  # it is in IDLE: no LOGOUT, the server drops it with the socket
         watch.session = None
+
+
+def heartbeat() -> float:
+    """Seconds between heartbeats on each folder (`OUTREACH_WATCHER_HEARTBEAT_SECONDS`; 0: none, the view then
+    moves only at the re-check, every `idle_seconds`)."""
+    return max(0.0, float(settings.OUTREACH_WATCHER_HEARTBEAT_SECONDS))
 
 
 def openers() -> int:
@@ -231,21 +323,26 @@ def _drop_opened(future: Future) -> None:
         future.result()[0].drop()
 
 
-def _cursor(watch: Watch) -> ImapCursor | None:
-    """What was ingested from the folder (None: never polled, or the database did not answer)."""
-    return _database(f"read the cursor of {watch.mailbox.name}/{watch.folder}", lambda: ImapCursor.objects.filter(
-        mailbox_id=watch.mailbox.pk, folder=watch.folder).only("uidvalidity", "last_uid").first())
+def _cursors(watches: list[Watch]) -> dict[tuple[int, str], Cursor]:
+    """What was ingested from each folder (missing: never polled), one query."""
+    if not watches:
+        return {}
+    which = Q()
+    for watch in watches:
+        which |= Q(mailbox_id=watch.mailbox.pk, folder=watch.folder)
+    return {(m, f): Cursor(v, last, unread is not None) for m, f, v, last, unread in ImapCursor.objects.filter(
+        which).values_list("mailbox_id", "folder", "uidvalidity", "last_uid", "unread_since")}
 
 
-def _read_up_to(cursor: ImapCursor | None, status: FolderStatus, session: ImapSession | None = None) -> bool:
-    """Whether the folder holds nothing beyond what was ingested. UIDNEXT says so when the cursor has passed
-    it; when the newest mail left the folder before it was read, UIDNEXT stays ahead of the cursor for good,
-    and a search after the cursor's last UID (with the folder selected in `session`) decides, as for a poll."""
-    if cursor is None or cursor.uidvalidity != status.uidvalidity:
+def _nothing_beyond(cursor: Cursor | None, uidvalidity: int, uidnext: int, answer: Answer | None) -> bool:
+    """Whether the folder holds nothing beyond what was ingested. A UIDNEXT just read (0: none) says so when the
+    cursor has passed it; when the newest mail left the folder before it was read, UIDNEXT stays ahead of the
+    cursor for good, and a search after the cursor's last UID decides, as for a poll."""
+    if cursor is None or cursor.uidvalidity != uidvalidity:
         return False
-    if status.uidnext - 1 <= cursor.last_uid:
+    if uidnext and uidnext - 1 <= cursor.last_uid:
         return True
-    return session is not None and not session.uids_after(cursor.last_uid)
+    return answer is not None and answer.after == cursor.last_uid and not answer.beyond
 
 
 def _database[T](what: str, read_or_write: Callable[[], T]) -> T | None:
@@ -294,6 +391,8 @@ def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None
     (inbound.leases: any number of watcher processes share the folders, each watched once)."""
     watcher = Watcher(on_new=on_new, idle_seconds=idle_seconds)
     keeper = keeper or LeaseKeeper()
+    if problem := limits_setting_problem():
+        say(problem)
     shown = None
     next_round = 0.0
     held_until: float | None = None  # when the leases held at the last round expire (this process's clock)

@@ -270,6 +270,18 @@ LOGGING = {
     },
 }
 
+# --- the install's own mail (weekly reports, notices to users) -----------
+# Not a mailbox: mail to the install's users, never to contacts. Unset host: each message is written as a
+# file under var/outbox (mailboxes.install_mail), so nothing is lost and nothing leaves.
+OUTREACH_INSTALL_MAIL_FROM = os.environ.get("OUTREACH_INSTALL_MAIL_FROM", "outreach@localhost")
+OUTREACH_INSTALL_SMTP_HOST = os.environ.get("OUTREACH_INSTALL_SMTP_HOST", "")
+OUTREACH_INSTALL_SMTP_PORT = int(os.environ.get("OUTREACH_INSTALL_SMTP_PORT", "587"))
+OUTREACH_INSTALL_SMTP_SECURITY = os.environ.get("OUTREACH_INSTALL_SMTP_SECURITY", "starttls")
+OUTREACH_INSTALL_SMTP_USERNAME = os.environ.get("OUTREACH_INSTALL_SMTP_USERNAME", "")
+OUTREACH_INSTALL_SMTP_PASSWORD = os.environ.get("OUTREACH_INSTALL_SMTP_PASSWORD", "")
+OUTREACH_INSTALL_SMTP_CA_FILE = os.environ.get("OUTREACH_INSTALL_SMTP_CA_FILE", "")  # a private CA, PEM
+OUTREACH_INSTALL_OUTBOX = Path(os.environ.get("OUTREACH_INSTALL_OUTBOX", VAR_DIR / "outbox"))
+
 # --- outreach behaviour -------------------------------------------------
 OUTREACH_PUBLIC_URL = os.environ.get("OUTREACH_PUBLIC_URL", "http://127.0.0.1:8000")
 # How long a claim or an authorization is owned by a worker before the
@@ -329,8 +341,14 @@ OUTREACH_WATCHER_OPENERS = int(os.environ.get("OUTREACH_WATCHER_OPENERS", "4"))
 # Watcher processes share the folders through leases in the database (inbound.leases): a lease lives this many
 # seconds unless its holder renews it, so a dead watcher's folders are watched again within about 1.3 leases.
 OUTREACH_WATCHER_LEASE_SECONDS = float(os.environ.get("OUTREACH_WATCHER_LEASE_SECONDS", "15"))
-# IDLE connections every watcher process together holds to one IMAP account (host and login), at most.
+# Seconds between the watcher's heartbeats on each folder (DONE, NOOP, IDLE): each answered one that shows nothing
+# beyond the folder's cursor moves its replies-read-through time to when it was sent. 0: only the re-check does.
+OUTREACH_WATCHER_HEARTBEAT_SECONDS = float(os.environ.get("OUTREACH_WATCHER_HEARTBEAT_SECONDS", "5"))
+# Connections an IMAP server allows one account (host and login) where inbound.leases knows no figure of its own
+# (Dovecot's mail_max_userip_connections: 10); the watchers hold all but two of them, which stay for the polls.
 OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT = int(os.environ.get("OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT", "10"))
+# Per-server connection limits, overriding the known ones and the above: "imap.example.com=20,mail.corp.test=5".
+OUTREACH_IMAP_CONNECTION_LIMITS = os.environ.get("OUTREACH_IMAP_CONNECTION_LIMITS", "")
 OUTREACH_INBOUND_RAW_LIMIT = int(os.environ.get("OUTREACH_INBOUND_RAW_LIMIT", str(2 * 1024 * 1024)))
 # Bytes of one message read from IMAP (a partial fetch): enough for any DSN, ARF or reply; memory stays flat.
 OUTREACH_INBOUND_FETCH_LIMIT = int(os.environ.get("OUTREACH_INBOUND_FETCH_LIMIT", str(10 * 1024 * 1024)))

@@ -11,6 +11,7 @@ brought back, however late it came (a reply next week counts for this week's mes
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -195,13 +196,16 @@ class Report:
 
 
 def report(*, by: str, sequence: Sequence | None = None, since: date | None = None,
-           until: date | None = None) -> Report:
-    """The rollup's counts of messages handed off from *since* to *until* (days, inclusive, UTC), grouped *by*."""
+           until: date | None = None, leave_out: Collection[int] = ()) -> Report:
+    """The rollup's counts of messages handed off from *since* to *until* (days, inclusive, UTC), grouped *by*;
+    without the sequences whose ids are in *leave_out* (those the weekly report is turned off for)."""
     if by not in BY:
         raise ValueError(f"by must be one of {', '.join(BY)}, not {by!r}")
     rows = DailyFigures.objects.order_by()
     if sequence is not None:
         rows = rows.filter(sequence=sequence)
+    if leave_out:
+        rows = rows.exclude(sequence_id__in=list(leave_out))
     if since is not None:
         rows = rows.filter(day__gte=since)
     if until is not None:

@@ -7,12 +7,19 @@ reply, a bounce or an operator's new category changes a message counted days ago
 run repeated changes nothing (reports.rollup). `RollupMark` is how far the rollup has read the timeline.
 
 Both tables are written only by reports.rollup, under the mark's row lock.
+
+The weekly report by email (reports.weekly, reports.weekly_send): `WeeklyReportRecipient` is who an admin chose
+to receive it, `WeeklyReportSequence` a sequence turned off (or on again) for it, and `WeeklyReportWeek` one
+row per week sent or being sent, unique on its week: the claim that makes a week go out once.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from db.clock import DbClock
 
 # The counts each row holds, in the order the reports show them (reports.figures says what each one means). For one
 # message each is 0 or 1: PersonFigures keeps them as the bits of one number, in this order.
@@ -95,3 +102,79 @@ class RollupMark(models.Model):
 
     def __str__(self) -> str:
         return f"reports rolled up to {self.read_to}"
+
+
+MANAGE_WEEKLY = "reports.manage_weekly_report"
+
+
+class WeeklyReportRecipient(models.Model):
+    """A user an admin chose to receive the weekly report. The mail goes to them only while they are active, have
+    an email address and a role that may see results (reports.weekly_send.recipients)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    chosen_at = models.DateTimeField(db_default=DbClock())
+    chosen_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        permissions = [("manage_weekly_report",
+                        "Can choose who receives the weekly report and which sequences it covers")]
+
+    def __str__(self) -> str:
+        return f"weekly report to user {self.user_id}"
+
+
+class WeeklyReportSequence(models.Model):
+    """Whether a sequence is in the weekly report. A sequence without a row is in it: a new sequence is reported
+    without anyone having to remember to add it; an admin turns off the ones a recipient should not see."""
+
+    sequence = models.OneToOneField("sequences.Sequence", on_delete=models.CASCADE, primary_key=True,
+                                    related_name="+")
+    enabled = models.BooleanField(default=True)
+    changed_at = models.DateTimeField(db_default=DbClock())
+    changed_by = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"sequence {self.sequence_id} {'in' if self.enabled else 'not in'} the weekly report"
+
+
+class WeekState(models.TextChoices):
+    """What became of a week's weekly report (WeeklyReportWeek)."""
+
+    SENDING = "sending", "Being sent"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Not sent — tried again on the next run"
+    UNKNOWN = "unknown", "Outcome unknown — the sender stopped while sending; it may have been sent"
+
+
+class WeeklyReportWeek(models.Model):
+    """One week's weekly report: claimed (a row, unique on its Monday) before it is sent, then its outcome.
+
+    sending -> sent | failed; failed -> sending (the next run tries again); sending for longer than a send can
+    take -> unknown (the sender stopped after the hand-off began: the mail may have left, so nothing sends it
+    again on its own; `manage.py weekly_report --week` does when asked).
+    """
+
+    State = WeekState
+
+    week = models.DateField()  # its Monday
+    state = models.CharField(max_length=10, choices=WeekState.choices, default=WeekState.SENDING)
+    recipients = models.JSONField(default=list)  # the addresses of the last attempt
+    summary = models.CharField(max_length=300, blank=True)  # "12 sent, 3 replied, 1 positive in 2 sequences"
+    attempts = models.PositiveIntegerField(default=1)
+    claimed_at = models.DateTimeField(db_default=DbClock())  # the last attempt's claim
+    finished_at = models.DateTimeField(null=True, blank=True)
+    by = models.CharField(max_length=200)  # "the scheduler", or who ran manage.py weekly_report
+    error = models.TextField(blank=True)  # the last failure, in words
+
+    class Meta:
+        ordering = ["-week"]
+        constraints = [
+            # The once-guard: whoever inserts a week's row sends it; a second scheduler, a retried job or the
+            # command finds the row and sends nothing (reports.weekly_send.week_claim).
+            models.UniqueConstraint(fields=["week"], name="weeklyreportweek_once"),
+            models.CheckConstraint(condition=Q(state__in=WeekState.values),
+                                   name="weeklyreportweek_state_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"weekly report of the week of {self.week}: {self.state}"

@@ -1,10 +1,17 @@
-"""The reports' periodic job (registered in outreach/cron.py): a few lines, the work is reports.rollup's."""
+"""The reports' periodic jobs (registered in outreach/cron.py): a few lines each, the work is their services'."""
 
 from __future__ import annotations
 
 from .rollup import rollup
+from .weekly_send import report_week_send
 
 
 def reports_rollup() -> str:
     """Roll up what changed since the last run, and say what it cost."""
     return rollup().words()
+
+
+def weekly_report_send() -> str:
+    """Send the last complete week's report to the chosen users, once (hourly: within the hour after the week
+    ends; a failed send is tried again on the next run)."""
+    return report_week_send().words

@@ -97,6 +97,8 @@ class Event(StrEnum):
     REPLY_RECEIVED = "reply_received"
     REPLY_CATEGORIZED = "reply_categorized"
     REPLY_ANSWERED = "reply_answered"
+    # A reply rule of the sequence acted on the conversation (inbound.reply_rules): enrolled, assigned, emailed.
+    REPLY_RULE_APPLIED = "reply_rule_applied"
     # A booking from Calendly or Cal.com (meetings): the person booked (stopped everywhere; outbound webhook
     # `meeting.booked`), or canceled a booking (recorded only).
     MEETING_BOOKED = "meeting_booked"

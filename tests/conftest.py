@@ -118,3 +118,75 @@ def pytest_collection_modifyitems(config, items):
         if marker is not None:
             reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "needs PostgreSQL")
             item.add_marker(pytest.mark.skip(reason=f"PostgreSQL only: {reason}"))
+    _shard_deal(config, items)
+
+
+def _shard() -> tuple[int, int] | None:
+    """OUTREACH_TEST_SHARD="K/N" (scripts/test): this process runs the K-th of N shares of the pass."""
+    value = os.environ.get("OUTREACH_TEST_SHARD", "").strip()
+    if not value:
+        return None
+    k, _, n = value.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise pytest.UsageError(f"OUTREACH_TEST_SHARD must be K/N with 1 <= K <= N, got {value!r}")
+    return int(k), int(n)
+
+
+def _shard_deal(config, items) -> None:
+    """With OUTREACH_TEST_SHARD, keep this shard's test modules: whole modules (their fixtures stay together),
+    dealt out longest first by the seconds tests/shard_seconds.json measured for this database (a module it does
+    not know counts 5 s), each to the shard with the least so far. Every shard of a pass computes the same deal."""
+    shard = _shard()
+    if shard is None:
+        return
+    import json
+    from pathlib import Path
+
+    from django.conf import settings
+
+    k, n = shard
+    database = "postgresql" if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else "sqlite"
+    table = Path(__file__).with_name("shard_seconds.json")
+    seconds = json.loads(table.read_text())[database] if table.exists() else {}
+    modules = sorted({item.nodeid.split("::")[0] for item in items})
+    loads, owner = [0.0] * n, {}
+    for module in sorted(modules, key=lambda m: (-seconds.get(m, 5.0), m)):
+        least = loads.index(min(loads))
+        owner[module] = least + 1
+        loads[least] += seconds.get(module, 5.0)
+    kept = [item for item in items if owner[item.nodeid.split("::")[0]] == k]
+    config.hook.pytest_deselected(items=[item for item in items if owner[item.nodeid.split("::")[0]] != k])
+    items[:] = kept
+
+
+_module_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """With OUTREACH_TEST_SECONDS_OUT: each module's seconds (set-up, call and tear-down of its tests)."""
+    if os.environ.get("OUTREACH_TEST_SECONDS_OUT"):
+        module = report.nodeid.split("::")[0]
+        _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Merge this pass's module seconds into OUTREACH_TEST_SECONDS_OUT (`scripts/test --measure-shards` makes
+    tests/shard_seconds.json so)."""
+    out = os.environ.get("OUTREACH_TEST_SECONDS_OUT")
+    if not out or not _module_seconds:
+        return
+    import fcntl
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from django.conf import settings
+
+    database = "postgresql" if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else "sqlite"
+    path = Path(out)
+    with open(Path(tempfile.gettempdir()) / "outreach-shard-seconds.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        table = json.loads(path.read_text()) if path.exists() and path.stat().st_size else {}
+        mine = table.setdefault(database, {})
+        mine.update({module: round(seconds, 1) for module, seconds in _module_seconds.items()})
+        path.write_text(json.dumps({db: dict(sorted(t.items())) for db, t in sorted(table.items())}, indent=1) + "\n")

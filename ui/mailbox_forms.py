@@ -6,16 +6,19 @@ only "set — type to replace". Empty means keep the stored one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import available_timezones
 
 from django import forms
 
+from mailboxes import settings_schema
 from mailboxes.bound import WORDS, bound_problem, endpoint
-from mailboxes.models import Auth, Mailbox, SaveToSent, Security
+from mailboxes.models import Auth, Mailbox, SaveToSent
 from mailboxes.oauth2 import token_url_problem
 from mailboxes.secrets import validate_secret_env_name
+from mailboxes.settings_schema import Kind, Setting
 from mailboxes.tls import mailbox_connection_problems
 from sequences.config.parse import duration_text, parse_duration
 from sequences.secret_names import mailbox_name_problem
@@ -49,15 +52,6 @@ SECRET_OF = {column: field for field, (column, _label) in SECRET_FIELDS.items()}
 # Set by admins only: what names a secret of the install, or where a secret is sent.
 ADMIN_FIELDS = ("smtp_password_env", "imap_password_env", "oauth2_authorize_url", "oauth2_token_url",
                 "oauth2_userinfo_url")
-SECURITY_CHOICES = [(Security.NONE, "no encryption"), (Security.STARTTLS, "STARTTLS"), (Security.TLS, "TLS")]
-# The columns the form writes (besides the sealed secrets).
-FIELDS = ("name", "address", "display_name", "auth", "smtp_host", "smtp_port", "smtp_security", "smtp_username",
-          "smtp_password_env", "imap_host", "imap_port", "imap_security", "imap_username", "imap_password_env",
-          "imap_folders", "ca_file", "dkim_selector", "daily_cap", "window_days", "window_start", "window_end",
-          "window_timezone",
-          "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter", "ramp_start", "ramp_step",
-          "save_to_sent", "oauth2_provider", "oauth2_client_id",
-          "oauth2_token_url", "oauth2_authorize_url", "oauth2_userinfo_url", "oauth2_scope")
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Fields that one way of logging in uses and the other does not: the page hides them while the other is chosen
 # (static/mailbox_form.js; without JavaScript every field shows, and the server ignores those of the other way).
@@ -71,114 +65,143 @@ SMTP_LOGIN = ("smtp_username", "smtp_password", "smtp_password_env")
 # Short fields: two share a row on a phone (the page's stylesheet, .field.short).
 SHORT = ("smtp_port", "smtp_security", "imap_port", "imap_security", "window_start", "window_end", "min_gap",
          "gap_jitter", "ramp_start", "ramp_step")
+# Settings the model needs that the form may leave empty: clean() fills them (the preset's host, the default).
+FILLED_BY_PRESET = ("smtp_host",)
+FILLED_BY_DEFAULT = ("ramp_step", "save_to_sent")
+# The form's fields that are no setting, each shown before (or after) the setting named.
+BEFORE = {"smtp_username": ("smtp_no_login",), "smtp_password_env": ("smtp_password",), "imap_host": ("imap_enabled",),
+          "imap_password_env": ("imap_password",), "oauth2_authorize_url": ("oauth2_client_secret",)}
+AFTER = {"imap_folders": ("imap_folders_more",)}
+# A section the page shows on its own, below the others, with the last copy that failed (ui/mailbox_form.html).
+OWN_PLACE = ("Sent folder",)
 
 
-def _secret_input() -> forms.CharField:
-    return forms.CharField(required=False, strip=False, max_length=4096,
+def setting_names() -> list[str]:
+    """The Mailbox columns the form writes (besides the sealed secrets): the settings on the form."""
+    return [s.field for s in settings_schema.on_form()]
+
+
+def form_groups() -> list[tuple[str, list[str]]]:
+    """The form's sections in order, each with its fields: its settings (mailboxes.settings_schema) and the fields
+    that are no setting beside them."""
+    out = []
+    for title, group in settings_schema.groups().items():
+        names = [name for s in group if s.on_form for name in (*BEFORE.get(s.field, ()), s.field,
+                                                                *AFTER.get(s.field, ()))]
+        if names and title not in OWN_PLACE:
+            out.append((title, names))
+    return out
+
+
+class DurationField(forms.CharField):
+    """A duration in words ("90s", "15m", "3 days"), cleaned to seconds; empty: the setting's default."""
+
+    def __init__(self, *, default: int | None, **kwargs):
+        super().__init__(max_length=40, **kwargs)
+        self.default = default
+
+    def prepare_value(self, value):
+        if isinstance(value, int) and not isinstance(value, bool):  # seconds, from the mailbox
+            return "" if value == self.default else duration_text(value)
+        return value
+
+    def clean(self, value) -> int | None:
+        text = super().clean(value)
+        if not text:
+            return self.default
+        try:
+            return parse_duration(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+class WeekdaysField(forms.MultipleChoiceField):
+    """Sending days as boxes to tick, cleaned to the column's "mon,tue" (none ticked: every day)."""
+
+    widget = forms.CheckboxSelectMultiple
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=[(d, d.capitalize()) for d in DAYS], **kwargs)
+
+    def prepare_value(self, value):
+        return [d for d in value.split(",") if d] if isinstance(value, str) else value
+
+    def clean(self, value) -> str:
+        chosen = super().clean(value)
+        return ",".join(d for d in DAYS if d in chosen)
+
+
+def _number(setting: Setting, field: type[forms.Field], common: dict[str, Any]) -> forms.Field:
+    bounds = setting.bounds
+    return field(min_value=bounds.low if bounds else None,
+                 max_value=bounds.high if bounds and bounds.high is not None else INT_MAX, **common)
+
+
+def _text(setting: Setting, common: dict[str, Any]) -> forms.Field:
+    if setting.pattern:
+        return forms.RegexField(regex=rf"\A(?:{setting.pattern})\Z", max_length=setting.max_length,
+                                error_messages={"invalid": setting.pattern_words}, **common)
+    return forms.CharField(max_length=setting.max_length, **common)
+
+
+# A setting's kind -> its form field (with the setting's label, help and whether it may be left empty).
+FIELD_OF: dict[Kind, Callable[[Setting, dict[str, Any]], forms.Field]] = {
+    Kind.TEXT: _text,
+    Kind.EMAIL: lambda s, common: forms.EmailField(**common),
+    Kind.URL: lambda s, common: forms.URLField(max_length=s.max_length, assume_scheme="https", **common),
+    Kind.SECRET_ENV: lambda s, common: forms.CharField(max_length=s.max_length, validators=[validate_secret_env_name],
+                                                       **common),
+    Kind.CHOICE: lambda s, common: forms.ChoiceField(choices=s.choices or s.model_field.choices, **common),
+    Kind.INT: lambda s, common: _number(s, forms.IntegerField, common),
+    Kind.PERCENT: lambda s, common: _number(s, forms.FloatField, common),
+    Kind.BOOL: lambda s, common: forms.BooleanField(**common),
+    Kind.TIME: lambda s, common: forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), **common),
+    Kind.WEEKDAYS: lambda s, common: WeekdaysField(**common),
+    Kind.FOLDERS: lambda s, common: forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, **common),
+    Kind.DURATION: lambda s, common: DurationField(default=s.default, **common),
+    Kind.DAYS: lambda s, common: forms.IntegerField(min_value=1, max_value=365, **common),
+}
+
+
+def setting_field(setting: Setting) -> forms.Field:
+    """The form field of a setting: its kind's input with its label, help, bounds and column size."""
+    required = (not setting.blank and setting.kind not in (Kind.BOOL, Kind.DURATION)
+                and setting.field not in (*FILLED_BY_PRESET, *FILLED_BY_DEFAULT))
+    common: dict[str, Any] = {"label": setting.label, "help_text": setting.help, "required": required}
+    if required or setting.kind is Kind.CHOICE:
+        common["initial"] = setting.default  # what a new mailbox starts from
+    return FIELD_OF[setting.kind](setting, common)
+
+
+def _secret_input(label: str) -> forms.CharField:
+    return forms.CharField(required=False, strip=False, max_length=4096, label=label,
                            widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}))
 
 
-def _server_fields(part: str, *, username_help: str) -> tuple[forms.Field, ...]:
-    """Host, port, security, username, password and password variable of one side (SMTP or IMAP)."""
-    password = _secret_input()
-    password.label = f"{part} password"
-    return (
-        forms.CharField(max_length=255, required=False, label=f"{part} host",
-                        help_text="empty: from the preset and the address's domain"),
-        forms.IntegerField(min_value=1, max_value=65535, label=f"{part} port"),
-        forms.ChoiceField(choices=SECURITY_CHOICES, label=f"{part} security"),
-        forms.CharField(max_length=255, required=False, label=f"{part} username", help_text=username_help),
-        password,
-        forms.CharField(max_length=100, required=False, label=f"{part} password variable",
-                        validators=[validate_secret_env_name],
-                        help_text="instead of a stored password: an OUTREACH_SECRET_… variable"),
-    )
-
-
 class MailboxForm(forms.Form):
+    """The settings on the form (mailboxes.settings_schema, added to each form as it is made), and the fields that
+    are no setting: the preset, the secrets, "No login to send", "Read replies over IMAP", more folders."""
+
     no_login = False  # clean(): the mailbox sends without an SMTP login ("No login to send")
 
     preset = forms.ChoiceField(choices=[(k, p.label) for k, p in PRESETS.items()], label="Provider",
                                widget=forms.HiddenInput)
-    name = forms.SlugField(max_length=100, label="Name", help_text="a short name: letters, digits, - and _")
-    address = forms.EmailField(label="Address")
-    display_name = forms.CharField(max_length=200, required=False, label="Display name")
-    auth = forms.ChoiceField(choices=[(Auth.PASSWORD, "Password"), (Auth.OAUTH2, "OAuth sign-in")],
-                             label="Log in with")
-
     smtp_no_login = forms.BooleanField(
         required=False, label="No login to send",
         help_text="the SMTP server takes mail from this host without a login: a local relay (Postfix), a smarthost, "
                   "the local run's capture server")
-    smtp_host, smtp_port, smtp_security, smtp_username, smtp_password, smtp_password_env = _server_fields(
-        "SMTP", username_help="empty: the address when a password is given; no login at all without one "
-                              "(a relay that needs none)")
+    smtp_password = _secret_input("SMTP password")
     imap_enabled = forms.BooleanField(required=False, initial=True, label="Read replies over IMAP")
-    imap_host, imap_port, imap_security, imap_username, imap_password, imap_password_env = _server_fields(
-        "IMAP", username_help="empty: the SMTP username")
-    imap_folders = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
-                                             label="Folders to read", help_text="the server's folders after a check")
+    imap_password = _secret_input("IMAP password")
     imap_folders_more = forms.CharField(max_length=500, required=False, label="Other folders to read",
                                         help_text="comma separated, e.g. INBOX, Bounces")
-    ca_file = forms.CharField(max_length=500, required=False, label="Private CA",
-                              help_text="a PEM file on the server trusted for SMTP and IMAP TLS (empty: the system's)")
-
-    dkim_selector = forms.RegexField(
-        regex=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$", max_length=63, required=False,
-        label="DKIM selector", error_messages={"invalid": "letters, digits, dots, - and _ only"},
-        help_text="the selector your provider signs with, e.g. google or selector1; the check reads "
-                  "<selector>._domainkey.<your domain>")
-
-    daily_cap = forms.IntegerField(min_value=0, max_value=INT_MAX, label="Daily cap", initial=200)
-    window_days = forms.MultipleChoiceField(choices=[(d, d.capitalize()) for d in DAYS], required=False,
-                                            widget=forms.CheckboxSelectMultiple, label="Sending days",
-                                            help_text="none ticked: every day")
-    window_start = forms.TimeField(required=False, label="Sending window start", widget=forms.TimeInput(
-        attrs={"type": "time"}))
-    window_end = forms.TimeField(required=False, label="Sending window end",
-                                 widget=forms.TimeInput(attrs={"type": "time"}))
-    window_timezone = forms.CharField(max_length=64, initial="UTC", label="Time zone",
-                                      help_text='an IANA zone such as Europe/Berlin, or "recipient"')
-    min_gap = forms.CharField(max_length=40, required=False, label="Minimum gap",
-                              help_text='at least this long between two messages of this mailbox, e.g. "3m" '
-                                        '(empty: no spacing); the next one leaves at the first dispatcher pass '
-                                        'after the gap (every 10 s), so 30 s gives 30 to 40 s')
-    gap_jitter = forms.CharField(max_length=40, required=False, label="Gap jitter",
-                                 help_text='a random extra up to this long on each gap, e.g. "1m"')
-    ramp_start = forms.IntegerField(min_value=1, max_value=1_000_000, required=False, label="Ramp-up start",
-                                    help_text="messages on the first sending day (empty: the daily cap from day one)")
-    ramp_step = forms.IntegerField(min_value=0, max_value=1_000_000, required=False, label="Ramp-up step",
-                                   help_text="more messages each following day, up to the daily cap")
-    reply_view_max_age = forms.CharField(max_length=40, required=False, label="Reply view max age",
-                                         help_text='follow-ups wait when replies were last read longer ago than '
-                                                   'this, e.g. "10m" (empty: the install\'s default)')
-    follow_ups_without_reply_view = forms.BooleanField(
-        required=False, label="Follow-ups without reply view",
-        help_text="send follow-ups from a mailbox that reads no replies (no IMAP)")
-
-    save_to_sent = forms.ChoiceField(
-        choices=[(SaveToSent.AUTO, "automatic"), (SaveToSent.ALWAYS, "always"), (SaveToSent.NEVER, "never")],
-        initial=SaveToSent.AUTO, required=False, label="Copy to the Sent folder",
-        help_text="each message sent, marked read, in the IMAP Sent folder your mail program shows; automatic: not "
-                  "through Gmail (which keeps its own copy) or an ESP")
-
-    oauth2_provider = forms.ChoiceField(
-        choices=[("", "—"), ("google", "Google"), ("microsoft", "Microsoft"), ("generic", "OAuth2 provider")],
-        required=False, label="OAuth provider")
-    oauth2_client_id = forms.CharField(max_length=255, required=False, label="OAuth client ID",
-                                       help_text="empty: the install's for Google or Microsoft")
-    oauth2_client_secret = _secret_input()
-    oauth2_client_secret.label = "OAuth client secret"
-    oauth2_authorize_url = forms.URLField(max_length=500, required=False, label="Authorization URL",
-                                          assume_scheme="https")
-    oauth2_token_url = forms.URLField(max_length=500, required=False, label="Token URL", assume_scheme="https")
-    oauth2_userinfo_url = forms.URLField(max_length=500, required=False, label="Userinfo URL", assume_scheme="https")
-    oauth2_scope = forms.CharField(max_length=500, required=False, label="OAuth scope",
-                                   help_text="empty: the provider's")
+    oauth2_client_secret = _secret_input("OAuth client secret")
 
     def __init__(self, *args, mailbox: Mailbox | None = None, listed: list[str] | None = None,
                  pending: dict[str, tuple[str, str]] | None = None, admin: bool = False, **kwargs):
         super().__init__(*args, label_suffix="", **kwargs)
+        for setting in settings_schema.on_form():
+            self.fields[setting.field] = setting_field(setting)
         self.mailbox = mailbox
         # Sealed secrets typed on an earlier round of this form, not yet saved: column -> (token, typed for).
         self.pending = pending or {}
@@ -214,36 +237,6 @@ class MailboxForm(forms.Form):
         return (f"stored encrypted for {entered_for}; leave empty to keep it. Changing that server, port, security "
                 "or username asks for it again")
 
-    def clean_reply_view_max_age(self) -> int | None:
-        value = self.cleaned_data["reply_view_max_age"].strip()
-        if not value:
-            return None
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from None
-
-    def _seconds(self, field: str) -> int:
-        value = self.cleaned_data[field].strip()
-        if not value:
-            return 0
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from None
-
-    def clean_min_gap(self) -> int:
-        return self._seconds("min_gap")
-
-    def clean_gap_jitter(self) -> int:
-        return self._seconds("gap_jitter")
-
-    def clean_save_to_sent(self) -> str:
-        return self.cleaned_data["save_to_sent"] or SaveToSent.AUTO  # a form sent without it: the default
-
-    def clean_ramp_step(self) -> int:
-        return self.cleaned_data["ramp_step"] or 0
-
     def clean_window_timezone(self) -> str:
         zone = self.cleaned_data["window_timezone"].strip()
         if zone != "recipient" and zone not in available_timezones():
@@ -259,6 +252,9 @@ class MailboxForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        for name in FILLED_BY_DEFAULT:  # left empty, or a form sent without it
+            if data.get(name) in (None, ""):
+                data[name] = settings_schema.setting(name).default
         if self.errors:
             return data
         preset = PRESETS[data["preset"]]
@@ -274,8 +270,8 @@ class MailboxForm(forms.Form):
             data["smtp_username"] = data["smtp_username"].strip() or (data["address"] if logs_in else "")
         data["imap_username"] = data["imap_username"].strip() or data["smtp_username"] or data["address"]
         more = [f.strip() for f in data.pop("imap_folders_more", "").split(",") if f.strip()]
-        data["imap_folders"] = list(dict.fromkeys([*data["imap_folders"], *more])) or ["INBOX"]
-        data["window_days"] = ",".join(d for d in DAYS if d in data["window_days"])
+        data["imap_folders"] = (list(dict.fromkeys([*data["imap_folders"], *more]))
+                                or settings_schema.setting("imap_folders").default)
         if data["save_to_sent"] == SaveToSent.ALWAYS and not data["imap_host"]:
             self.add_error("save_to_sent", "a copy goes to the Sent folder over IMAP: tick \"Read replies over IMAP\" "
                                            "and give its server, or choose automatic or never")
@@ -334,7 +330,7 @@ class MailboxForm(forms.Form):
     def column_values(self) -> dict[str, Any]:
         """The Mailbox columns this form sets (no secret among them, but a stored SMTP password dropped when the
         mailbox sends without a login: nothing keeps a secret no connection uses)."""
-        values = {name: self.cleaned_data[name] for name in FIELDS}
+        values = {name: self.cleaned_data[name] for name in setting_names()}
         if self.no_login:
             values["smtp_password_sealed"] = ""
         return values
@@ -354,15 +350,12 @@ def initial_for(mailbox: Mailbox | None, preset: str) -> dict[str, Any]:
                 "smtp_host": "" if "{domain}" in chosen.smtp[0] else chosen.smtp[0], "smtp_port": chosen.smtp[1],
                 "smtp_security": chosen.smtp[2],
                 "imap_host": "" if "{domain}" in chosen.imap[0] else chosen.imap[0], "imap_port": chosen.imap[1],
-                "imap_security": chosen.imap[2], "imap_folders": ["INBOX"], "daily_cap": 200, "imap_enabled": True,
-                "window_timezone": "UTC", "save_to_sent": SaveToSent.AUTO}
-    values = {name: getattr(mailbox, name) for name in FIELDS}
+                "imap_security": chosen.imap[2], "imap_enabled": True,
+                **{name: settings_schema.setting(name).default
+                   for name in ("imap_folders", "daily_cap", "window_timezone", "save_to_sent")}}
+    # Durations and sending days are shown in words by their fields (DurationField, WeekdaysField).
+    values = {name: getattr(mailbox, name) for name in setting_names()}
     values["preset"] = mailbox.oauth2_provider if mailbox.oauth2_provider in PRESETS else "other"
-    values["window_days"] = [d for d in mailbox.window_days.split(",") if d]
     values["imap_enabled"] = bool(mailbox.imap_host)
     values["smtp_no_login"] = mailbox.auth == Auth.PASSWORD and not mailbox.smtp_username
-    if mailbox.reply_view_max_age is not None:
-        values["reply_view_max_age"] = duration_text(mailbox.reply_view_max_age)
-    for name in ("min_gap", "gap_jitter"):
-        values[name] = duration_text(getattr(mailbox, name)) if getattr(mailbox, name) else ""
     return values

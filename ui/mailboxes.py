@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from db.clock import db_now
+from inbound.leases import folders_watching
 from inbound.models import InboundMessage
 from mailboxes.bound import SECRETS, bind, endpoint
 from mailboxes.checks import ConnectionCheck
@@ -54,7 +55,7 @@ from sequences.services.mailbox_setup import mailbox_signed_in
 from ui import rows, summary
 from ui.access import page_of, query_without_page, ui_view
 from ui.charts import mailbox_rows
-from ui.mailbox_forms import PRESETS, SECRET_FIELDS, SECRET_OF, MailboxForm, initial_for
+from ui.mailbox_forms import PRESETS, SECRET_FIELDS, SECRET_OF, MailboxForm, form_groups, initial_for
 
 RAW_SHOWN_BYTES = 256 * 1024
 NO_WORKER_SECONDS = 15  # a check queued this long without a result: the page asks whether a worker runs
@@ -66,8 +67,10 @@ def mailbox_list(request):
     result = summary.result_kept(request, "ui-result:mailbox")
     listed = mailbox_rows(list(Mailbox.objects.prefetch_related("cursors", "sequences").order_by("name")))
     now = db_now()
+    watching = folders_watching([m for m, _ in listed])  # IDLE, or polled only (and why) per reply folder
     return render(request, "ui/mailbox_list.html", {
-        "mailbox_rows": [(m, view, pace_words(m, now)) for m, view in listed],
+        "mailbox_rows": [(m, view, pace_words(m, now), [(f, watching[m.pk, f]) for f in m.reply_folders
+                                                         if (m.pk, f) in watching]) for m, view in listed],
         "can_operate": request.user.has_perm(OPERATE), "result": result, "check": check, "checking": checking,
     })
 
@@ -265,23 +268,9 @@ def _form_page(request, form: MailboxForm, mailbox: Mailbox | None, *, check: Co
     sources = {}
     if mailbox is not None:
         sources = {which: secret_source(mailbox, which) for which in ("smtp_password", "imap_password")}
-    groups = [
-        ("Mailbox", ["name", "address", "display_name", "auth"]),
-        ("Sending (SMTP)", ["smtp_host", "smtp_port", "smtp_security", "smtp_no_login", "smtp_username",
-                            "smtp_password", "smtp_password_env"]),
-        ("Reading replies (IMAP)", ["imap_enabled", "imap_host", "imap_port", "imap_security", "imap_username",
-                                    "imap_password", "imap_password_env", "imap_folders", "imap_folders_more"]),
-        ("TLS", ["ca_file"]),
-        ("Domain authentication", ["dkim_selector"]),
-        ("Limits", ["daily_cap", "window_days", "window_start", "window_end", "window_timezone"]),
-        ("Pace", ["min_gap", "gap_jitter", "ramp_start", "ramp_step"]),
-        ("Reply view", ["reply_view_max_age", "follow_ups_without_reply_view"]),
-        ("OAuth sign-in", ["oauth2_provider", "oauth2_client_id", "oauth2_client_secret", "oauth2_authorize_url",
-                           "oauth2_token_url", "oauth2_userinfo_url", "oauth2_scope"]),
-    ]
     # Settings most mailboxes leave as they are: folded (a phone's page stays short), open where one has an error.
     folded = {"TLS", "Domain authentication", "Pace"}
-    shown = [(title, [form[name] for name in names]) for title, names in groups]
+    shown = [(title, [form[name] for name in names]) for title, names in form_groups()]
     return render(request, "ui/mailbox_form.html", {
         "form": form, "mailbox": mailbox, "presets": PRESETS, "preset_chosen": preset_chosen,
         "groups": [(title, fields, title in folded and not any(field.errors for field in fields))

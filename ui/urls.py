@@ -15,12 +15,14 @@ from . import (
     people,
     preview,
     probable,
+    reply_rules,
     reports,
     variants,
     views,
     webhooks,
 )
 from . import mailboxes as mailbox_views
+from .weekly_report import weekly_report_page
 
 urlpatterns = [
     # Outbound webhooks: endpoints and the delivery log (admins).
@@ -40,6 +42,9 @@ urlpatterns = [
     path("sequences/<int:pk>/edit/", editor.sequence_edit, name="sequence_edit"),
     path("sequences/<int:pk>/steps/new/", editor.step_new, name="step_new"),
     path("sequences/<int:pk>/export.toml", editor.sequence_export, name="sequence_export"),
+    path("sequences/<int:pk>/reply-rules/", reply_rules.reply_rules_edit, name="reply_rules_edit"),
+    path("sequences/<int:pk>/reply-rules/<int:position>/remove/", reply_rules.reply_rule_delete,
+         name="reply_rule_delete"),
     path("sequences/<int:pk>/ledger.csv", ledger.sequence_send_ledger, name="sequence_send_ledger"),
     path("steps/<int:pk>/edit/", editor.step_edit, name="step_edit"),
     path("steps/<int:pk>/delete/", editor.step_delete, name="step_delete"),
@@ -99,4 +104,5 @@ urlpatterns = [
     path("reports/", reports.reports_page, name="reports"),
     path("reports/export.csv", reports.report_export_csv, name="report_export_csv"),
     path("reports/export.xlsx", reports.report_export_xlsx, name="report_export_xlsx"),
+    path("reports/weekly/", weekly_report_page, name="report_weekly"),
 ]

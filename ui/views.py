@@ -57,7 +57,7 @@ from sequences.services.rotation import sequence_pool
 from sequences.services.stops import send_job_retry
 from sequences.states import CANCELABLE
 
-from . import charts, dashboard_counts, editor, hold_words, incidents, results, rows, sendwhen, summary
+from . import charts, dashboard_counts, editor, hold_words, incidents, reply_rules, results, rows, sendwhen, summary
 from .access import page_of, query_without_page, ui_view
 from .forms import (
     SearchForm,
@@ -176,7 +176,7 @@ def sequence_detail(request, pk: int):
         "variant_results": variant_results(sequence),
         # By step (an index of step and state), not through the enrollments.
         **_send_when(SendJob.objects.filter(step__in=sequence.steps.values("pk"))),
-        "empty_why": sendwhen.idle_reason(sequence=sequence),
+        "empty_why": sendwhen.idle_reason(sequence=sequence), "reply_rules": reply_rules.rule_rows(sequence),
     })
 
 

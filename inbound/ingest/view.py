@@ -3,9 +3,10 @@
 Two marks on the folder's cursor, both on the database clock:
 
 - `read_through`: every message that reached the folder before it has been ingested. A poll of the folder
-  that completes sets it to when that pass began (`folder_read_through`); the IDLE watcher advances it
-  while its connection is healthy and no new mail arrived (`folder_quiet_through`). A failed login, a
-  timeout or a missing folder moves nothing, so the view grows stale on its own.
+  that completes sets it to when that pass began (`folder_read_through`); the IDLE watcher advances it to the
+  time it read before a command whose answer showed nothing beyond the folder's cursor
+  (`folders_quiet_through`, every few seconds while its connection is healthy). A failed login, a timeout, a
+  missing folder or a server that stops answering moves nothing, so the view grows stale on its own.
 - `unread_since`: the watcher heard of new mail in the folder (`folder_unread_mark`), before it asks for the
   poll. The final check holds the mailbox's follow-ups while such a mark is not covered by a completed pass:
   the reply it may carry is known to be on its way.
@@ -13,7 +14,11 @@ Two marks on the folder's cursor, both on the database clock:
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
+from functools import reduce
+from operator import or_
 
 from django.db.models import Q
 
@@ -36,8 +41,15 @@ def folder_read_through(*, mailbox_id: int, folder: str, at: datetime) -> None:
     cursors.filter(unread_since__lte=at).update(unread_since=None)
 
 
-def folder_quiet_through(*, mailbox_id: int, folder: str, at: datetime) -> None:
-    """The watcher's healthy connection saw no new mail in the folder up to `at`, and nothing it heard of
-    before is unread: the folder is read through `at`. An unread mark stays until a poll lifts it."""
-    ImapCursor.objects.filter(mailbox_id=mailbox_id, folder=folder, unread_since__isnull=True).filter(
+def folders_quiet_through(*, folders: Iterable[tuple[int, str]], at: datetime) -> int:
+    """The watcher's healthy connections showed nothing beyond these folders' cursors (mailbox id, folder) in
+    answers to commands sent after `at`, and nothing heard of before is unread: each is read through `at`, in
+    one UPDATE. An unread mark stays until a poll lifts it. How many folders moved forward."""
+    by_mailbox: dict[int, set[str]] = defaultdict(set)
+    for mailbox_id, folder in folders:
+        by_mailbox[mailbox_id].add(folder)
+    if not by_mailbox:
+        return 0
+    which = reduce(or_, (Q(mailbox_id=pk, folder__in=sorted(names)) for pk, names in by_mailbox.items()))
+    return ImapCursor.objects.filter(which, unread_since__isnull=True).filter(
         Q(read_through__isnull=True) | Q(read_through__lt=at)).update(read_through=at)

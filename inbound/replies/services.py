@@ -19,6 +19,7 @@ from sequences.timeline import Event, event_record
 from ..classify.intent import LABELS, Category, Suggestion, suggest
 from ..handling import CONVERSATION_KINDS
 from ..models import Conversation, InboundMessage, ReplyLabel
+from ..reply_rules import reply_rules_enqueue
 
 # Inbound kinds that make or join a conversation, and the category ingestion already decided for them (None: the
 # classifier suggests one from the reply's words): inbound.handling.
@@ -62,6 +63,7 @@ def conversation_record_in_transaction(*, row: InboundMessage) -> int | None:
     event_record(kind=Event.REPLY_RECEIVED, email=enrollment.contact.email, enrollment=enrollment.pk,
                  job=row.job_id, conversation=enrollment.pk, inbound=row.pk, suggested=s.category.value,
                  phrase=s.phrase[:300], confidence=round(s.confidence, 3), mailbox=row.mailbox.name)
+    reply_rules_enqueue(enrollment.pk)  # what the sequence's rules do with this category, once committed
     return enrollment.pk
 
 
@@ -105,6 +107,7 @@ def conversation_categorize(*, conversation_id: int, category: str, actor: str) 
                      previous=previous, suggested=conversation.suggested, by=actor)
         _log(conversation, actor=actor, action="reply_categorize",
              result={"category": chosen.value, "label": LABELS[chosen], "previous": previous})
+        reply_rules_enqueue(conversation.pk)
     conversation.refresh_from_db()
     return conversation
 

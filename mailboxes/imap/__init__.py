@@ -7,7 +7,8 @@ Knows nothing about Django or our models. The poller owns the cursor
 grouped by job: ``connection`` (connect, log in with a password or an OAuth2
 token, translate failures), ``folders`` (LIST, EXAMINE, the configured
 folders' check), ``fetch`` (UIDs after a cursor, messages and their sizes),
-``idle`` (wait for new mail); ``errors`` holds what they raise.
+``idle`` (wait for new mail, or hand a session in IDLE over to ``idle_line``, which a multiplexing watcher
+drives without blocking); ``errors`` holds what they raise.
 
 Invariants this package keeps for the poller:
 - Folders are opened with EXAMINE (read-only) and bodies fetched with

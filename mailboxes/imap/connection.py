@@ -100,6 +100,10 @@ class ImapConnection:
                     try:
                         client.login(cfg.username, cfg.password)
                     except imap_exc.LoginError as e:
+                        if over_connection_limit(e):  # the password was not the problem: try again later
+                            raise ImapConnectionError(f"IMAP login as {cfg.username!r} on {where} refused: the "
+                                                      f"account has as many connections as the server allows: "
+                                                      f"{as_text(e.args[0] if e.args else e)[:200]}") from e
                         raise ImapAuthError(f"IMAP login as {cfg.username!r} on {where} refused: {e}") from e
                 # HIGHESTMODSEQ only appears in SELECT once CONDSTORE is enabled,
                 # and ENABLE is only legal before a folder is selected.
@@ -204,6 +208,18 @@ class ImapConnection:
         # (e.g. "* 7 EXISTS" piggybacked on a FETCH) in this dict; imapclient
         # reads it the same way. Stdlib, stable.
         return self._c._imap.untagged_responses
+
+
+# A login refused because the account holds as many connections as the server allows, not for its credentials:
+# the RFC 5530 [LIMIT] code (Dovecot: "Maximum number of connections from user+IP exceeded"), Gmail's "Too many
+# simultaneous connections".
+_LIMIT_WORDS = (b"[LIMIT]", b"too many simultaneous connections", b"maximum number of connections")
+
+
+def over_connection_limit(error: Exception) -> bool:
+    said = error.args[0] if error.args else str(error)
+    text = (said if isinstance(said, bytes) else str(said).encode("utf-8", "replace")).lower()
+    return any(words.lower() in text for words in _LIMIT_WORDS)
 
 
 def as_text(value) -> str:

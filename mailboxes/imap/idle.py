@@ -1,5 +1,5 @@
-"""IDLE on the selected folder: block until new mail or a timeout (idle_wait, for one poller), or enter, poll and
-leave IDLE around a readable socket (idle_start / idle_poll / idle_done, for inbound.watcher's multiplexer).
+"""IDLE on the selected folder: block until new mail or a timeout (idle_wait, for one poller), or enter IDLE and
+hand the session over to a non-blocking IdleLine (idle_start / hand_over, for inbound.watcher's multiplexer).
 
 A True from any of them is a hint to poll, not a count; mail announced with another command's response (kept in
 imaplib's untagged responses) counts too, so none is left waiting for the next IDLE."""
@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import time
 
-from imapclient import exceptions as imap_exc
-
 from .connection import ImapConnection
-from .errors import ImapConnectionError, ImapError
+from .errors import ImapError
+from .idle_line import IdleLine
 
 
 class IdleCommands(ImapConnection):
@@ -85,28 +84,22 @@ class IdleCommands(ImapConnection):
             c.idle()
         return pending
 
-    def idle_poll(self) -> bool:
-        """What the server pushed while in IDLE (call when the socket is readable); True on EXISTS."""
+    def hand_over(self, folder: str) -> IdleLine:
+        """This session, in IDLE on `folder` (after idle_start), as a non-blocking IdleLine for a multiplexing
+        watcher: what imaplib's reader has read ahead goes with it, and this session runs no command afterwards
+        (only `drop`, which closes the socket)."""
+        c = self._c
+        imap = c._imap
+        imap.sock.setblocking(False)
         try:
-            resps = self._c.idle_check(timeout=0)
-        except (OSError, EOFError, imap_exc.IMAPClientError) as e:
-            self._broken = True
-            raise ImapConnectionError(f"IMAP IDLE on {self.config.host}:{self.config.port}: {e}") from e
-        if not resps:
-            # Readable with nothing to parse: imapclient swallows EOF there.
-            self._broken = True
-            raise ImapConnectionError(f"IMAP IDLE on {self.config.host}:{self.config.port}: connection closed")
-        return any(_is_exists(r) for r in resps)
-
-    def idle_done(self) -> bool:
-        """Leave IDLE; True when the server reported new mail on the way out."""
-        with self._errors("IDLE"):
-            _done_text, resps = self._c.idle_done()
-        self._pending_untagged().pop("EXISTS", None)
-        return any(_is_exists(r) for r in resps)
-
-    def fileno(self) -> int:
-        return self._c.socket().fileno()
+            read_ahead = imap.file.peek()  # bytes the server sent after the IDLE continuation, already read
+        except OSError:  # nothing there (a TLS socket says so with an error)
+            read_ahead = b""
+        if read_ahead:
+            imap.file.read(len(read_ahead))
+        self._broken = True  # imaplib no longer reads this socket: no command, no LOGOUT
+        return IdleLine(imap.sock, read_ahead, c._idle_tag, folder=folder,
+                        where=f"{self.config.host}:{self.config.port}", timeout=self.config.timeout)
 
 
 def _is_exists(resp) -> bool:

@@ -77,6 +77,7 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "folders": (1000, 100),
     "folders_per_mailbox": (20, 10),
     "watch_reply_rate": (2.0, 2.0),
+    "load": ("", ""),  # bench watcher: background load, e.g. "cpu:2,send:3000" (proving.bench.load)
     "processes": ([1, 2, 4], [1, 2]),
     "shard_folders_per_mailbox": (2, 2),
     "watch_lease_seconds": (15.0, 15.0),

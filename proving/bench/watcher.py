@@ -16,6 +16,10 @@ server confirmed the APPEND (bench clock) to the `enrollment_stopped` event (dat
 view the watcher keeps (proving.bench.watcher_view): how far each mailbox's replies-read-through time trails
 the database clock while idle (one IDLE cycle) and while replies arrive, and how many follow-ups the final
 check holds on these healthy mailboxes.
+
+`--load` (proving.bench.load) runs the designs under a background load on purpose: CPU burner processes and/or a
+send backlog. A third table sets each figure of the product beside the same figure of the baseline of the same
+run, and beside the target of issue #47.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ import time
 from datetime import UTC, timedelta
 from typing import Any
 
-from inbound.watcher import openers
+from inbound.leases import POLL_ROOM
+from inbound.watcher import heartbeat, openers
 from proving.bench.imapserver import child_env, dovecot, imap_fields
+from proving.bench.load import Load, LoadSeen, cpu_burners, parse_load, send_backlog
 from proving.bench.procs import WorkerPool, spawn
 from proving.bench.reply_to_stop import clock_offset_ms
 from proving.bench.stats import ratio, summary_ms, table
@@ -110,21 +116,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ingest_drained(timeout: float) -> bool:
+def ingest_drained(timeout: float) -> float | None:
+    """Seconds until the ingest queue is empty and no poll runs; None when it was not within `timeout`."""
     from django_rq import get_queue
 
     queue = get_queue("ingest")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    started = time.monotonic()
+    while time.monotonic() < started + timeout:
         if queue.count == 0 and queue.started_job_registry.count == 0:
-            return True
+            return time.monotonic() - started
         time.sleep(0.2)
-    return False
+    return None
 
 
 def design_run(
-    ctx, server, *, design: str, prefix: str, folders: int, per_mailbox: int, replies: int, rate: float
+    ctx, server, *, design: str, prefix: str, folders: int, per_mailbox: int, replies: int, rate: float,
+    load: Load | None = None
 ) -> dict[str, Any]:
+    load = load or Load()
     ctx.reset()
     count = max(1, folders // per_mailbox)
     users = make_accounts(server, prefix, count, per_mailbox)
@@ -151,34 +160,42 @@ def design_run(
     sampler = ViewSampler(boxes)
     # The idle samples span one IDLE cycle of every folder (each re-check advances its read-through time).
     idle_window = 5.0 if ctx.quick else IDLE_SECONDS + 5.0
-    # Every folder of an account is watched here: the per-account cap (10 by default) is lifted to them.
-    env = child_env(PASSWORD) | {"OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT": str(per_mailbox)}
+    # Every folder of an account is watched here: the server's limit (Dovecot's, raised above) is named to the
+    # watchers as the folders plus the connections they leave to the polls.
+    env = child_env(PASSWORD) | {"OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT": str(per_mailbox + POLL_ROOM)}
     os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
-    with WorkerPool(2, "ingest") as workers:
+    seen = LoadSeen()
+    with WorkerPool(2, "ingest") as workers, send_backlog(load.send, tag=prefix) as sends:
         started = time.monotonic()
         watcher = spawn(f"watcher-{prefix}", DESIGNS[design], env=env)
         try:
             deadline = started + 120 + folders * 0.2
+            base_rss = None  # the process before its connections: what does not grow with the folders
             while (open_now := tcp_connections(watcher.proc.pid, server.port)) < count * per_mailbox:
                 if time.monotonic() > deadline or watcher.proc.poll() is not None:
                     raise RuntimeError(
                         f"{design}: {open_now} of {count * per_mailbox} folders connected:\n{watcher.log_tail()}"
                     )
+                if not open_now:
+                    base_rss = proc_status(watcher.proc.pid).get("VmRSS", base_rss)  # the last look before any
                 time.sleep(0.1)
             connect_s = time.monotonic() - started
-            drained = ingest_drained(600)  # the catch-up poll each opened folder asks for
+            seen.sample()
+            drained_s = ingest_drained(600)  # the catch-up poll each opened folder asks for
             time.sleep(1.0)
             idle_cpu0, idle_t0 = cpu_seconds(watcher.proc.pid), time.monotonic()
             sampler.wait(5.0, "idle")
             idle_cpu = (cpu_seconds(watcher.proc.pid) - idle_cpu0) / (time.monotonic() - idle_t0)
             steady = proc_status(watcher.proc.pid)
+            seen.sample()
             sampler.wait(idle_window - 5.0, "idle")
+            seen.sample()
             # One follow-up per mailbox through the final check, nobody having replied yet.
             checked = follow_ups_checked(jobs[:count])
             offset = clock_offset_ms()
             rng = random.Random(23)
             appended: dict[int, float] = {}
-            sent: list[tuple[int, float]] = []  # (mailbox pk, APPEND sent), for push -> poll enqueued
+            sent_at: list[tuple[int, float]] = []  # (mailbox pk, APPEND sent), for push -> poll enqueued
             for i in range(replies):
                 sampler.wait(rng.expovariate(rate), "replies")
                 user = users[i % count]  # followups_create puts enrollment i on mailbox i % count
@@ -187,7 +204,7 @@ def design_run(
                     sender=f"p{i}.{prefix}@prospects.test", to_message_id=data.first_message_id(prefix, i)
                 )
                 with server.client(user) as client:
-                    sent.append((boxes[i % count].pk, time.time()))
+                    sent_at.append((boxes[i % count].pk, time.time()))
                     client.append(folder, raw)
                 appended[enrollment_of[i]] = time.time()
             stopped = Enrollment.objects.filter(pk__in=enrollment_of, status=Enrollment.Status.STOPPED)
@@ -195,6 +212,8 @@ def design_run(
             while stopped.count() < replies and time.monotonic() < wait_until:
                 sampler.wait(0.1, "replies")
             final = proc_status(watcher.proc.pid)
+            seen.sample()
+            sent = sends.report() if sends is not None else None
             if stopped.count() < replies:  # say why, next to the figures
                 for child in (*workers.workers, watcher):
                     ctx.say(f"{child.name}, last lines: {child.log_tail(5)}")
@@ -206,7 +225,9 @@ def design_run(
         )
     )
     latencies = [events[e].timestamp() - t for e, t in appended.items() if e in events]
-    pushes, skipped = push_latencies(sent)
+    pushes, skipped = push_latencies(sent_at)
+    peak_mib = max(peak, final["VmHWM"]) / 1024
+    base_mib = None if base_rss is None else base_rss / 1024  # None: connected before the first look
     return {
         "design": design,
         "folders": count * per_mailbox,
@@ -214,8 +235,13 @@ def design_run(
         "folders_per_mailbox": per_mailbox,
         "connect_all_s": round(connect_s, 2),
         "openers": openers() if design == "multiplexed" else None,
-        "catch_up_drained": drained,
-        "watcher_peak_rss_mib": round(max(peak, final["VmHWM"]) / 1024, 1),
+        "catch_up_drained": drained_s is not None,
+        "catch_up_drained_s": None if drained_s is None else round(drained_s, 1),
+        "watcher_peak_rss_mib": round(peak_mib, 1),
+        # What the process holds before its first connection, and the rest scaled to 1,000 folders.
+        "watcher_base_rss_mib": None if base_mib is None else round(base_mib, 1),
+        "watcher_peak_rss_mib_per_1000_folders": None if base_mib is None else round(
+            base_mib + (peak_mib - base_mib) * 1000 / (count * per_mailbox), 1),
         "watcher_rss_idle_mib": round(steady["VmRSS"] / 1024, 1),
         "watcher_threads": steady["Threads"],
         "watcher_idle_cpu_pct": round(idle_cpu * 100, 2),
@@ -232,6 +258,8 @@ def design_run(
         "idle_window_s": idle_window,
         "final_check_healthy": checked,
         "follow_ups_held_healthy": checked["held"],
+        "heartbeat_s": heartbeat() if design == "multiplexed" else None,
+        "load": {"asked": load.words(), "loadavg_1m": seen.report(), "sends": sent},
     }
 
 
@@ -268,12 +296,13 @@ def push_latencies(sent: list[tuple[int, float]]) -> tuple[list[float], int]:
 def run(ctx) -> dict[str, Any]:
     o = ctx.options
     folders, per_mailbox = o["folders"], min(o["folders_per_mailbox"], o["folders"])
+    load = parse_load(o.get("load"))
     runs = {}
-    with dovecot(ctx, {}, dovecot_limits(folders, per_mailbox)) as server:
+    with dovecot(ctx, {}, dovecot_limits(folders, per_mailbox)) as server, cpu_burners(load.cpu):
         for index, design in enumerate(DESIGNS):
             ctx.say(
                 f"watcher: {design}, {folders} folders ({per_mailbox} per mailbox), {o['replies']} replies "
-                f"at {o['watch_reply_rate']}/s"
+                f"at {o['watch_reply_rate']}/s, background load: {load.words()}"
             )
             runs[design] = design_run(
                 ctx,
@@ -284,6 +313,7 @@ def run(ctx) -> dict[str, Any]:
                 per_mailbox=per_mailbox,
                 replies=o["replies"],
                 rate=o["watch_reply_rate"],
+                load=load,
             )
     base = runs["thread per folder"]
     rows = [
@@ -383,7 +413,79 @@ def run(ctx) -> dict[str, Any]:
             "the baseline watcher advances no read-through time: its lag is the time since the catch-up polls.",
         ],
     )
-    return {"runs": runs, "tables": [text, view_text]}
+    return {"runs": runs, "tables": [text, view_text, beside_baseline(runs, folders, load)]}
+
+
+def beside_baseline(runs: dict[str, dict[str, Any]], folders: int, load: Load) -> str:
+    """Each figure of the product, the same figure of the baseline of the same run, their ratio and the target."""
+    product, base = runs["multiplexed"], runs["thread per folder"]
+
+    def pair(get) -> tuple[Any, Any]:
+        return get(product), get(base)
+
+    figures = [
+        ("all connected s", pair(lambda r: r["connect_all_s"]), "-"),
+        ("catch-up drained s after all connected", pair(lambda r: r["catch_up_drained_s"]), "<= 60"),
+        ("push p50 / p99 ms", pair(lambda r: _two(r["push_to_enqueue"])), "-"),
+        ("reply -> stop p50 / p99 ms", pair(lambda r: _two(r["latency"])), "p99 <= 2,000 and <= 1.5 x baseline"),
+        ("read-through lag idle p50 / p99 s", pair(lambda r: _two(r["read_through_lag_idle"], 1000)), "p99 <= 10"),
+        ("read-through lag replies p50 / p99 s", pair(lambda r: _two(r["read_through_lag_replies"], 1000)),
+         "p99 <= 10"),
+        ("follow-ups held (healthy)", pair(lambda r: f"{r['follow_ups_held_healthy']}/"
+                                                     f"{r['final_check_healthy']['checked']}"), "0"),
+        ("peak RSS MiB", pair(lambda r: r["watcher_peak_rss_mib"]), "-"),
+        ("peak RSS MiB per 1,000 folders", pair(lambda r: r["watcher_peak_rss_mib_per_1000_folders"]), "<= 117"),
+        ("threads", pair(lambda r: r["watcher_threads"]), "-"),
+        ("idle CPU %", pair(lambda r: r["watcher_idle_cpu_pct"]), "-"),
+        ("load average (1 min) min-max", pair(lambda r: "{min}-{max}".format(**r["load"]["loadavg_1m"])), "-"),
+    ]
+    rows = [(name, p, b, _ratio(p, b), target) for name, (p, b), target in figures]
+    p99 = (product["latency"]["p99_ms"], base["latency"]["p99_ms"])
+    return table(
+        f"watcher: {folders} folders, the product beside its baseline of the same run",
+        ["figure", "product (multiplexed)", "baseline (thread per folder)", "product / baseline", "target (#47)"],
+        rows,
+        [
+            f"background load: {load.words()}; heartbeat every {product['heartbeat_s']:g} s.",
+            f"reply -> stop p99 {_fmt(p99[0])} ms against the baseline's {_fmt(p99[1])} ms: "
+            f"{_fmt(ratio(*p99))} x.",
+            "per 1,000 folders: the process at its last look before its first connection (product: "
+            f"{_fmt(product['watcher_base_rss_mib'])} MiB, Django and every app imported by the system checks) plus "
+            "what its connections added, scaled to 1,000 (at 1,000 folders: the peak itself); - when it had "
+            "connected at the first look.",
+            "the baseline advances no read-through time: its lag is the time since its catch-up polls.",
+        ],
+    )
+
+
+def _two(summary: dict[str, Any], scale: float = 1.0) -> str:
+    p50, p99 = summary["p50_ms"], summary["p99_ms"]
+    if p50 is None:
+        return "-"
+    return f"{_fmt(p50 / scale)} / {_fmt(p99 / scale)}"
+
+
+def _fmt(value: Any) -> str:
+    from proving.bench.stats import fmt
+
+    return fmt(value)
+
+
+def _ratio(product: Any, base: Any) -> float | str | None:
+    """product / baseline of a figure, or of each half of a "p50 / p99" pair."""
+    if isinstance(product, str) and isinstance(base, str) and " / " in product and " / " in base:
+        halves = [ratio(_number(a), _number(b)) for a, b in zip(product.split(" / "), base.split(" / "), strict=True)]
+        return " / ".join(_fmt(h) for h in halves)
+    if isinstance(product, int | float) and isinstance(base, int | float):
+        return ratio(product, base)
+    return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
 
 
 def _seconds(ms: float | None) -> float | None:

@@ -32,6 +32,7 @@ from typing import Any
 from django.db.models import Sum
 
 from db.clock import db_now
+from inbound.leases import POLL_ROOM
 from inbound.models import WatchLease
 from proving.bench.imapserver import child_env, dovecot, imap_fields
 from proving.bench.procs import Spawned, WorkerPool, spawn
@@ -173,8 +174,9 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
     ctx.analyze()
     enrollment_of = [j.enrollment_id for j in jobs]
     index_of = {box.pk: i for i, box in enumerate(boxes)}
-    # Every folder of an account may be watched: the per-account cap (10 by default) is set to them.
-    env = child_env(PASSWORD) | {"OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT": str(per_mailbox),
+    # Every folder of an account may be watched: the server's limit (Dovecot's, raised) is named to the watchers
+    # as the folders plus the connections they leave to the polls.
+    env = child_env(PASSWORD) | {"OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT": str(per_mailbox + POLL_ROOM),
                                  "OUTREACH_WATCHER_LEASE_SECONDS": str(lease_seconds)}
     os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
     load_start = os.getloadavg()[0]
@@ -195,7 +197,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
             connections, leases = shards.look()
             per_process = sorted(len(leases.get(pid, [])) for pid in connections)
             held = sum(connections.values())
-            drained = ingest_drained(600)  # the catch-up poll each opened folder asks for
+            drained_s = ingest_drained(600)  # the catch-up poll each opened folder asks for
             shards.max_connections = 0
             offset = clock_offset_ms()
             rng = random.Random(29)
@@ -241,7 +243,8 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         "folders_per_process": per_process,
         "max_connections_while_replies": max_sharded,
         "watched_twice": max(0, max_sharded - folders, takeover.get("max_connections", 0) - folders),
-        "catch_up_drained": drained,
+        "catch_up_drained": drained_s is not None,
+        "catch_up_drained_s": None if drained_s is None else round(drained_s, 1),
         "watcher_peak_rss_mib": round(max(peaks) / 1024, 1),
         "replies": replies,
         "stopped": len(latencies),

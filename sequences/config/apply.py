@@ -20,6 +20,7 @@ from ..services.mailbox_health import held_release
 from ..services.mailbox_setup import VIEW_FIELDS
 from ..states import sequence_move
 from .parse import Plan
+from .parts import PARTS
 from .validate import ConfigError
 
 
@@ -135,6 +136,7 @@ def config_apply(plan: Plan) -> ApplyResult:
             _bind_named(mailbox, entry["given"])
             if any(getattr(mailbox, name) != value for name, value in before.items()):
                 held_release(mailbox=mailbox, reason=Reason.CONFIG_APPLIED)  # what it held for its view goes again
+        applied: list[tuple[Sequence, dict[str, Any], bool]] = []
         for entry in plan.sequences:
             what = f"sequence {entry['name']}"
             mailbox = Mailbox.objects.get(name=entry["mailbox"])
@@ -190,8 +192,22 @@ def config_apply(plan: Plan) -> ApplyResult:
                 result.changes.append(f"{what}: step {position} removed")
                 changed = True
             extra.delete()
+            applied.append((sequence, entry, created))
             if created:
                 result.created.append(what)
             else:
                 (result.updated if changed else result.unchanged).append(what)
+        for sequence, entry, created in applied:  # keys kept by apps above, once every sequence exists
+            _parts_apply(sequence, entry, result, created=created)
     return result
+
+
+def _parts_apply(sequence: Sequence, entry: dict[str, Any], result: ApplyResult, *, created: bool) -> None:
+    what = f"sequence {entry['name']}"
+    for key, value in entry.get("parts", {}).items():
+        lines = PARTS[key].apply(sequence, value)
+        if lines and not created:
+            result.changes += [f"{what}: {line}" for line in lines]
+            if what in result.unchanged:
+                result.unchanged.remove(what)
+                result.updated.append(what)

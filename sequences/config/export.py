@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import time
 from typing import Any
 
+from mailboxes import settings_schema
 from mailboxes.models import Mailbox
+from mailboxes.settings_schema import Kind
 
 from ..models import CROSSED_NOTE, Sequence
-from .parse import MAILBOX_KEYS, duration_text
+from .parse import duration_text
+from .parts import PARTS
 
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\r": "\\r"}
 
@@ -51,26 +54,21 @@ def _toml_value(value: Any) -> str:
 
 
 def _mailbox_tables(mailbox: Mailbox) -> dict[str, dict[str, Any]]:
-    """The mailbox's keys as the loader names them ({"": top-level, "smtp": {...}, ...}); secrets are env names."""
-    tables: dict[str, dict[str, Any]] = {"": {"name": mailbox.name}}
-    for name, keys in MAILBOX_KEYS.items():
-        value = getattr(mailbox, name)
-        group = keys[0] if len(keys) == 2 else ""
-        if (group == "imap" and not mailbox.imap_host) or (group == "transport" and mailbox.transport_kind == "smtp"):
-            continue
-        if group == "oauth2" and (mailbox.auth != "oauth2" or not value):
-            continue  # a password mailbox has no oauth2 table; an empty key takes the provider's default
-        if name == "esp_api_url" or value is None or (name in ("ca_file", "dkim_selector") and not value):
-            continue  # the ESP's URL is fixed, never per mailbox
-        if name == "guardrail_window_days":
-            value = f"{value}d"
-        elif name in ("guardrail_silence_seconds", "min_gap", "gap_jitter"):
-            if name != "guardrail_silence_seconds" and not value:
-                continue  # no spacing: the default
+    """The mailbox's settings as the loader names them ({"": top-level, "smtp": {...}, ...}, in the order of
+    mailboxes.settings_schema); secrets are env names, durations in words."""
+    tables: dict[str, dict[str, Any]] = {"": {}}
+    for setting in settings_schema.in_toml():
+        section = settings_schema.SECTIONS.get(setting.section)
+        if section is not None and not section.exported(mailbox):
+            continue  # no IMAP, no ESP, no OAuth2, no ramp-up: no table
+        value = getattr(mailbox, setting.field)
+        if value is None or (not setting.exported_empty and not value):
+            continue  # absent says the same (no spacing, the provider's default, the system's CAs)
+        if setting.kind is Kind.DURATION:
             value = duration_text(value)
-        elif name == "ramp_step" and mailbox.ramp_start is None:
-            continue
-        tables.setdefault(group, {})[keys[-1]] = value
+        elif setting.kind is Kind.DAYS:
+            value = f"{value}d"
+        tables.setdefault(setting.section, {})[setting.key] = value
     return tables
 
 
@@ -109,4 +107,7 @@ def sequence_export_toml(sequence: Sequence) -> str:
                 lines.append(f"# stopped on {variant.stopped_at:%Y-%m-%d %H:%M} UTC: nothing of it is sent")
             lines += [f"name = {_toml_string(variant.name)}", f"subject = {_toml_string(variant.subject)}",
                       f"body = {_toml_string(variant.body, multiline=True)}", f"weight = {variant.weight}"]
+    for key, part in PARTS.items():  # keys kept by apps above (sequences.config.parts): arrays of tables
+        for table in part.export(sequence):
+            lines += ["", f"[[sequence.{key}]]"] + [f"{name} = {_toml_value(value)}" for name, value in table.items()]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import time
 from typing import Any
@@ -15,8 +16,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from mailboxes.models import Mailbox, SaveToSent
+from mailboxes import settings_schema
+from mailboxes.models import Mailbox
 from mailboxes.secrets import mailbox_config_problems
+from mailboxes.settings_schema import Kind, Setting
 from mailboxes.tls import mailbox_connection_problems
 
 from ..booking_token import booking_url_problem
@@ -25,13 +28,13 @@ from ..messages import step_validate
 from ..models import Sequence
 from ..window import RECIPIENT, parse_days, zone_problem
 from .auth import parse_oauth2
+from .parts import PARTS
 from .validate import ConfigError, Reader, check_lengths, check_ranges, known_esps
 
 DURATION = re.compile(r"^\s*([0-9]+)\s*([smhdw]?)\s*$")
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # "3 days", "4 hours", "1 day 6 hours", "90 minutes": a number and a unit in words, one or more times.
 DURATION_PART = re.compile(r"([0-9]+)\s*(seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|[smhdw])\b", re.I)
-SECURITY = ("none", "starttls", "tls")
 
 
 # The longest duration any key or form takes (a step's wait, a reply view's age, a guardrail's window): a year,
@@ -94,37 +97,23 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
 
 
-# Each mailbox field and the TOML key that names it: an existing mailbox changes only in the keys a file names.
-MAILBOX_KEYS: dict[str, tuple[str, ...]] = {
-    "address": ("address",), "display_name": ("display_name",), "daily_cap": ("daily_cap",),
-    "is_drill_target": ("drill_target",), "ca_file": ("ca_file",), "dkim_selector": ("dkim_selector",),
-    "reply_view_max_age": ("reply_view_max_age",), "follow_ups_without_reply_view": ("follow_ups_without_reply_view",),
-    "save_to_sent": ("save_to_sent",),
-    "min_gap": ("min_gap",), "gap_jitter": ("gap_jitter",), "ramp_start": ("ramp", "start"),
-    "ramp_step": ("ramp", "step"),
-    "smtp_host": ("smtp", "host"), "smtp_port": ("smtp", "port"), "smtp_username": ("smtp", "username"),
-    "smtp_password_env": ("smtp", "password_env"), "smtp_security": ("smtp", "security"),
-    "window_days": ("window", "days"), "window_start": ("window", "start"), "window_end": ("window", "end"),
-    "window_timezone": ("window", "timezone"), "window_fallback_timezone": ("window", "fallback_timezone"),
-    "imap_host": ("imap", "host"), "imap_port": ("imap", "port"), "imap_username": ("imap", "username"),
-    "imap_password_env": ("imap", "password_env"), "imap_security": ("imap", "security"),
-    "imap_folders": ("imap", "folders"),
-    "transport_kind": ("transport", "kind"), "esp_name": ("transport", "esp"),
-    "esp_api_key_env": ("transport", "api_key_env"), "esp_api_url": ("transport", "api_url"),
-    "esp_schedule_ahead_minutes": ("transport", "schedule_ahead_minutes"),
-    "auth": ("auth",), "oauth2_provider": ("oauth2", "provider"), "oauth2_token_url": ("oauth2", "token_url"),
-    "oauth2_client_id": ("oauth2", "client_id"), "oauth2_client_secret_env": ("oauth2", "client_secret_env"),
-    "oauth2_refresh_token_env": ("oauth2", "refresh_token_env"), "oauth2_scope": ("oauth2", "scope"),
-    "guardrail_window_days": ("guardrail", "window"), "guardrail_bounce_rate": ("guardrail", "bounce_rate"),
-    "guardrail_bounce_min_sends": ("guardrail", "bounce_min_sends"),
-    "guardrail_complaint_rate": ("guardrail", "complaint_rate"),
-    "guardrail_complaint_min_deliveries": ("guardrail", "complaint_min_deliveries"),
-    "guardrail_silence_seconds": ("guardrail", "silence_after_resume"),
-    "guardrail_refusal_rate": ("guardrail", "refusal_rate"),
-    "guardrail_refusal_min_sends": ("guardrail", "refusal_min_sends"),
-}
-GUARDRAIL_KEYS = {"window", "bounce_rate", "bounce_min_sends", "complaint_rate", "complaint_min_deliveries",
-                  "silence_after_resume", "refusal_rate", "refusal_min_sends"}
+# Read only to be refused (mailboxes.secrets.mailbox_config_problems): an ESP's API URL is fixed, no setting.
+REFUSED_KEYS: dict[str, tuple[str, ...]] = {"esp_api_url": ("transport", "api_url")}
+# Tables a reader of their own reads: auth = "oauth2" and its [oauth2] table (sequences.config.auth).
+OWN_READER = {"auth", "oauth2"}
+# How a file writes each kind of setting (a duration is read by parse_duration, whatever its type).
+TOML_TYPES: dict[Kind, type | tuple[type, ...]] = {
+    Kind.TEXT: str, Kind.EMAIL: str, Kind.URL: str, Kind.SECRET_ENV: str, Kind.CHOICE: str, Kind.WEEKDAYS: str,
+    Kind.TIME: str, Kind.INT: int, Kind.PERCENT: (int, float), Kind.BOOL: bool, Kind.FOLDERS: list}
+
+
+def mailbox_keys() -> dict[str, tuple[str, ...]]:
+    """Each mailbox field and the TOML key that names it (mailboxes.settings_schema): an existing mailbox changes
+    only in the keys a file names."""
+    return {**{s.field: s.toml for s in settings_schema.in_toml() if s.field != "name"}, **REFUSED_KEYS}
+
+
+MAILBOX_KEYS = mailbox_keys()
 STEP_KEYS = {"subject": "subject", "body": "body", "wait_seconds": "wait", "thread": "thread"}
 STATUSES = ("draft", "active")
 
@@ -169,6 +158,10 @@ def parse(text: str) -> Plan:
         if entry:
             check_lengths(reader, f"sequence[{index}]", entry, Sequence, {})
             plan.sequences.append(entry)
+    known_sequences = set(Sequence.objects.values_list("name", flat=True)) | {e["name"] for e in plan.sequences}
+    for entry in plan.sequences:
+        entry["parts"] = {key: PARTS[key].parse(reader, f"{entry['path']}.{key}", value, entry["name"],
+                                                known_sequences) for key, value in entry["parts"].items()}
     _follow_ups_need_a_reply_view(reader, plan)
     for kind, entries in (("mailbox", plan.mailboxes), ("sequence", plan.sequences)):
         counts = Counter(e["name"] for e in entries)
@@ -202,6 +195,8 @@ def _follow_ups_need_a_reply_view(reader: Reader, plan: Plan) -> None:
 
 
 def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | None:
+    """A [[mailbox]]: each setting of mailboxes.settings_schema read as its kind says, then the rules that span
+    several (OAuth2's table, the window's two ends, the secrets' variables, a login in clear text)."""
     if not isinstance(table, dict):
         reader.error(path, "must be a table")
         return None
@@ -210,132 +205,17 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
         reader.error(f"{path}.paused", "not a configuration key: pause a mailbox with `manage.py pause mailbox NAME` "
                                        "or from the mailboxes page")
         table = {k: v for k, v in table.items() if k != "paused"}
-    reader.unknown(table, path, {"name", "address", "display_name", "smtp", "daily_cap", "window", "imap",
-                                 "transport", "drill_target", "ca_file", "dkim_selector", "auth", "oauth2", "guardrail",
-                                 "reply_view_max_age", "follow_ups_without_reply_view", "min_gap", "gap_jitter",
-                                 "ramp", "save_to_sent"})
+    reader.unknown(table, path, {s.toml[0] for s in settings_schema.in_toml()})
     out: dict[str, Any] = {}
-    out["name"] = reader.get(table, path, "name", str, required=True)
-    if out["name"] is not None and not re.fullmatch(r"[-a-zA-Z0-9_]+", out["name"]):
-        reader.error(f"{path}.name", "use letters, digits, '-' and '_' only")
-    address = reader.get(table, path, "address", str, required=True)
-    if address is not None:
-        try:
-            validate_email(address)
-        except ValidationError:
-            reader.error(f"{path}.address", f"{address!r} is not an email address")
-    out["address"] = address
-    out["display_name"] = reader.get(table, path, "display_name", str, "")
-    out["daily_cap"] = reader.get(table, path, "daily_cap", int, 200)
-    out["is_drill_target"] = reader.get(table, path, "drill_target", bool, False)
-    # The reply view (sequences.reply_view): how old the view of the replies may be when a follow-up leaves
-    # (absent: OUTREACH_REPLY_VIEW_MAX_AGE), and whether a mailbox that reads no replies sends follow-ups.
-    max_age = table.get("reply_view_max_age")
-    out["reply_view_max_age"] = None
-    if max_age is not None:
-        try:
-            out["reply_view_max_age"] = parse_duration(max_age)
-        except ValueError as exc:
-            reader.error(f"{path}.reply_view_max_age", str(exc), max_age)
-    out["follow_ups_without_reply_view"] = reader.get(table, path, "follow_ups_without_reply_view", bool, False)
-    # A copy of each message sent in the IMAP Sent folder (sequences.sent_copies): "auto" unless the server keeps one.
-    out["save_to_sent"] = reader.get(table, path, "save_to_sent", str, SaveToSent.AUTO.value)
-    if out["save_to_sent"] not in SaveToSent.values:
-        reader.error(f"{path}.save_to_sent", f"must be one of {', '.join(SaveToSent.values)}", out["save_to_sent"])
-    # The pace (sequences.daily_cap): messages at least min_gap apart, plus a random extra up to gap_jitter; a
-    # ramp-up from `start` messages on the first sending day, `step` more each day, up to daily_cap.
-    for key in ("min_gap", "gap_jitter"):
-        out[key] = 0
-        if key in table:
-            try:
-                out[key] = parse_duration(table[key])
-            except ValueError as exc:
-                reader.error(f"{path}.{key}", str(exc), table[key])
-    ramp = reader.get(table, path, "ramp", dict, None)
-    out["ramp_start"], out["ramp_step"] = None, 0
-    if ramp is not None:
-        reader.unknown(ramp, f"{path}.ramp", {"start", "step"})
-        out["ramp_start"] = reader.get(ramp, f"{path}.ramp", "start", int, required=True)
-        out["ramp_step"] = reader.get(ramp, f"{path}.ramp", "step", int, 0)
-        if out["ramp_start"] is not None and out["ramp_start"] < 1:
-            reader.error(f"{path}.ramp.start", "must be at least 1 (the first day's messages)", out["ramp_start"])
-        if out["ramp_step"] is not None and out["ramp_step"] < 0:
-            reader.error(f"{path}.ramp.step", "must be 0 or more", out["ramp_step"])
-    # A private CA (PEM) trusted for this mailbox's SMTP and IMAP TLS, besides the system's.
-    out["ca_file"] = reader.get(table, path, "ca_file", str, "")
-    # Checked with the hosts below (mailboxes.tls.ca_file_problem): a readable PEM under OUTREACH_CA_DIRS.
-    # The DKIM selector the provider signs with: the domain-authentication check reads <selector>._domainkey.
-    out["dkim_selector"] = reader.get(table, path, "dkim_selector", str, "")
-    if out["dkim_selector"] and not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?",
-                                                 out["dkim_selector"]):
-        reader.error(f"{path}.dkim_selector", "letters, digits, dots, '-' and '_' only", out["dkim_selector"])
-
-    smtp = reader.get(table, path, "smtp", dict, {})
-    reader.unknown(smtp, f"{path}.smtp", {"host", "port", "username", "password_env", "security"})
-    out["smtp_host"] = reader.get(smtp, f"{path}.smtp", "host", str, "127.0.0.1")
-    out["smtp_port"] = reader.get(smtp, f"{path}.smtp", "port", int, 587)
-    out["smtp_username"] = reader.get(smtp, f"{path}.smtp", "username", str, "")
-    out["smtp_password_env"] = reader.get(smtp, f"{path}.smtp", "password_env", str, "")
-    # TLS by default: "none" may log in only to a server on this machine (mailboxes.tls).
-    out["smtp_security"] = reader.get(smtp, f"{path}.smtp", "security", str, "starttls")
-    if out["smtp_security"] not in SECURITY:
-        reader.error(f"{path}.smtp.security", f"must be one of {', '.join(SECURITY)}")
-    if "password" in smtp:
+    tables = _settings_read(reader, path, table, out)
+    for field_name, (section, key) in REFUSED_KEYS.items():  # read to be refused with words of their own below
+        if tables.get(section):
+            out[field_name] = reader.get(tables[section], f"{path}.{section}", key, str, "")
+    if "password" in (tables.get("smtp") or {}):
         reader.error(f"{path}.smtp.password", "passwords are never stored; name an env var with password_env")
-
-    window = reader.get(table, path, "window", dict, {})
-    reader.unknown(window, f"{path}.window", {"days", "start", "end", "timezone", "fallback_timezone"})
-    out["window_days"] = reader.get(window, f"{path}.window", "days", str, "")
-    try:
-        parse_days(out["window_days"] or "")
-    except ValueError as exc:
-        reader.error(f"{path}.window.days", str(exc), out["window_days"])
-    out["window_start"] = _time(reader, f"{path}.window.start", reader.get(window, f"{path}.window", "start", str))
-    out["window_end"] = _time(reader, f"{path}.window.end", reader.get(window, f"{path}.window", "end", str))
-    # "recipient": the window opens in each contact's own zone; fallback_timezone where a contact has none.
-    out["window_timezone"] = reader.get(window, f"{path}.window", "timezone", str, "UTC")
-    if out["window_timezone"] != RECIPIENT and zone_problem(out["window_timezone"] or "UTC"):
-        reader.error(f"{path}.window.timezone", f"{zone_problem(out['window_timezone'])}, or \"{RECIPIENT}\" "
-                                               "for each contact's own zone")
-    out["window_fallback_timezone"] = reader.get(window, f"{path}.window", "fallback_timezone", str, "UTC")
-    if zone_problem(out["window_fallback_timezone"] or "UTC"):
-        reader.error(f"{path}.window.fallback_timezone", zone_problem(out["window_fallback_timezone"]))
-    elif "fallback_timezone" in window and out["window_timezone"] != RECIPIENT:
-        reader.warn(f"{path}.window.fallback_timezone", f"used only with timezone = \"{RECIPIENT}\"")
-
-    imap = reader.get(table, path, "imap", dict, {})
-    reader.unknown(imap, f"{path}.imap", {"host", "port", "username", "password_env", "security", "folders"})
-    if imap:
-        out["imap_host"] = reader.get(imap, f"{path}.imap", "host", str, required=True) or ""
-        out["imap_port"] = reader.get(imap, f"{path}.imap", "port", int, 993)
-        out["imap_username"] = reader.get(imap, f"{path}.imap", "username", str, "")
-        out["imap_password_env"] = reader.get(imap, f"{path}.imap", "password_env", str, "")
-        out["imap_security"] = reader.get(imap, f"{path}.imap", "security", str, "tls")
-        if out["imap_security"] not in SECURITY:
-            reader.error(f"{path}.imap.security", f"must be one of {', '.join(SECURITY)}")
-        folders = reader.get(imap, f"{path}.imap", "folders", list, ["INBOX"])
-        if not all(isinstance(f, str) and f for f in folders):
-            reader.error(f"{path}.imap.folders", "must be a list of folder names")
-        out["imap_folders"] = folders
-    transport = reader.get(table, path, "transport", dict, {})
-    reader.unknown(transport, f"{path}.transport", {"kind", "esp", "api_key_env", "api_url", "schedule_ahead_minutes"})
-    if transport:
-        out["transport_kind"] = reader.get(transport, f"{path}.transport", "kind", str, "smtp")
-        if out["transport_kind"] not in ("smtp", "anymail"):
-            reader.error(f"{path}.transport.kind", "must be smtp or anymail")
-        out["esp_name"] = reader.get(transport, f"{path}.transport", "esp", str, "")
-        if out["transport_kind"] == "anymail" and not out["esp_name"]:
-            reader.error(f"{path}.transport.esp", "is required for kind = \"anymail\"")
-        out["esp_api_key_env"] = reader.get(transport, f"{path}.transport", "api_key_env", str, "")
-        out["esp_api_url"] = reader.get(transport, f"{path}.transport", "api_url", str, "")
-        out["esp_schedule_ahead_minutes"] = reader.get(transport, f"{path}.transport", "schedule_ahead_minutes", int, 0)
-        if out["esp_name"] and out["esp_name"].lower() not in known_esps():
-            reader.error(f"{path}.transport.esp", f"unknown ESP {out['esp_name']!r} (known: "
-                                                  f"{', '.join(sorted(known_esps()))})", out["esp_name"])
     parse_oauth2(reader, path, table, out)
-    _parse_guardrail(reader, f"{path}.guardrail", reader.get(table, path, "guardrail", dict, {}), out)
     check_ranges(reader, path, out)
-    out["given"] = {name for name, keys in MAILBOX_KEYS.items() if _named(table, keys)}
+    out["given"] = {name for name, keys in mailbox_keys().items() if _named(table, keys)}
     for key, value, problem in mailbox_config_problems(out):
         reader.error(f"{path}.{key}", problem, value)
     for field_name, problem in mailbox_connection_problems(out).items():
@@ -343,37 +223,130 @@ def _parse_mailbox(reader: Reader, path: str, table: Any) -> dict[str, Any] | No
     return out
 
 
-def _parse_guardrail(reader: Reader, path: str, table: dict, out: dict[str, Any]) -> None:
-    """Deliverability guardrail thresholds (defaults: 3 % hard bounces after 50 sends, 0.1 % complaints after
-    1,000 deliveries, 2 % refusals naming authentication or a blocklist after 20 sends, over 7 days; an
-    operator's resume silences it for 24 hours)."""
-    reader.unknown(table, path, GUARDRAIL_KEYS)
-    durations = {"window": ("guardrail_window_days", "7d", 86400), "silence_after_resume":
-                 ("guardrail_silence_seconds", "24h", 1)}
-    for key, (name, default, unit) in durations.items():
-        value = table.get(key, default)
+def _settings_read(reader: Reader, path: str, table: dict, out: dict[str, Any]) -> dict[str, dict | None]:
+    """Every setting a [[mailbox]] table gives, into `out`, in the order of mailboxes.settings_schema; the tables
+    it read (None: left out)."""
+    tables: dict[str, dict | None] = {"": table}
+    for setting in settings_schema.in_toml():
+        if setting.toml[0] in OWN_READER:
+            continue
+        if setting.section not in tables:
+            tables[setting.section] = _mailbox_table(reader, path, table, setting.section)
+        part = tables[setting.section]
+        if _optional(setting.section) and not part:
+            continue  # [mailbox.imap] or [mailbox.transport] left out: the file says nothing of them
+        if part is None:
+            out[setting.field] = setting.default  # left out: the defaults (no ramp-up)
+            continue
+        where = f"{path}.{setting.section}" if setting.section else path
+        out[setting.field] = _setting_read(reader, where, part, setting)
+        if check := MAILBOX_CHECKS.get(setting.field):
+            check(reader, f"{where}.{setting.key}", out, part)
+    return tables
+
+
+def _mailbox_table(reader: Reader, path: str, table: dict, section: str) -> dict | None:
+    """A table of a [[mailbox]] (`smtp = {...}`, `[mailbox.window]`): None when the file leaves it out."""
+    part = reader.get(table, path, section, dict, None)
+    if part is not None:
+        reader.unknown(part, f"{path}.{section}", {s.key for s in settings_schema.in_toml() if s.section == section}
+                       | {keys[-1] for keys in REFUSED_KEYS.values() if keys[0] == section})
+    return part
+
+
+def _setting_read(reader: Reader, where: str, part: dict, setting: Setting) -> Any:
+    """One setting from its table, as its kind says; a value refused (with its words) leaves the default."""
+    if setting.kind in (Kind.DURATION, Kind.DAYS):
+        return _duration_read(reader, f"{where}.{setting.key}", part, setting)
+    value = reader.get(part, where, setting.key, TOML_TYPES[setting.kind],
+                       ... if setting.required else setting.default, required=setting.required)
+    if value is None and setting.blank:
+        value = setting.default  # a required key left out: "" for an [imap] without a host (the name stays None)
+    if setting.kind is Kind.TIME:
+        return _time(reader, f"{where}.{setting.key}", value)
+    if problem := _setting_problem(setting, value):
+        reader.error(f"{where}.{setting.key}", problem, None if setting.kind is Kind.FOLDERS else value)
+    return float(value) if setting.kind is Kind.PERCENT else value
+
+
+def _optional(section: str) -> bool:
+    """A table whose absence says nothing of its settings ([mailbox.imap], [mailbox.transport])."""
+    return section in settings_schema.SECTIONS and settings_schema.SECTIONS[section].optional
+
+
+def _setting_problem(setting: Setting, value: Any) -> str | None:
+    """What is wrong with a value of the right type, in words (its bounds, its choices, its pattern)."""
+    if value is None:
+        return None
+    if setting.bounds is not None:
+        return setting.bounds.problem(value)
+    if setting.kind is Kind.CHOICE and value not in setting.values:
+        values = setting.values
+        return f"must be {values[0]} or {values[1]}" if len(values) == 2 else f"must be one of {', '.join(values)}"
+    if setting.kind is Kind.EMAIL:
         try:
-            seconds = parse_duration(value)
+            validate_email(value)
+        except ValidationError:
+            return f"{value!r} is not an email address"
+    if setting.kind is Kind.WEEKDAYS:
+        try:
+            parse_days(value)
         except ValueError as exc:
-            reader.error(f"{path}.{key}", str(exc), value)
-            seconds = parse_duration(default)
-        if key == "window" and (seconds < 86400 or seconds % 86400):
-            reader.error(f"{path}.window", f"{value!r} is not a whole number of days (e.g. \"7d\")", value)
-        out[name] = seconds // unit
-    for key, name, default in (("bounce_rate", "guardrail_bounce_rate", 3.0),
-                               ("complaint_rate", "guardrail_complaint_rate", 0.1),
-                               ("refusal_rate", "guardrail_refusal_rate", 2.0)):
-        rate = reader.get(table, path, key, (int, float), default)
-        if rate is not None and not 0 < rate <= 100:
-            reader.error(f"{path}.{key}", f"a percentage above 0 and at most 100, got {rate}", rate)
-        out[name] = float(rate if rate is not None else default)
-    for key, name, default in (("bounce_min_sends", "guardrail_bounce_min_sends", 50),
-                               ("complaint_min_deliveries", "guardrail_complaint_min_deliveries", 1000),
-                               ("refusal_min_sends", "guardrail_refusal_min_sends", 20)):
-        count = reader.get(table, path, key, int, default)
-        if count is not None and count < 1:
-            reader.error(f"{path}.{key}", f"must be 1 or more, got {count}", count)
-        out[name] = count if count is not None else default
+            return str(exc)
+    if setting.kind is Kind.FOLDERS and not all(isinstance(f, str) and f for f in value):
+        return "must be a list of folder names"
+    if setting.pattern and (value or not setting.blank) and not re.fullmatch(setting.pattern, value):
+        return setting.pattern_words
+    return None
+
+
+def _duration_read(reader: Reader, key_path: str, part: dict, setting: Setting) -> int | None:
+    """A duration ("90s", "15m", "3 days" or seconds); in whole days for Kind.DAYS. Absent or refused: the default."""
+    if setting.key not in part:
+        return setting.default
+    value = part[setting.key]
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        reader.error(key_path, str(exc), value)
+        return setting.default
+    if setting.kind is Kind.DAYS:
+        if seconds < 86400 or seconds % 86400:
+            reader.error(key_path, f"{value!r} is not a whole number of days (e.g. \"7d\")", value)
+        return seconds // 86400
+    return seconds
+
+
+# The rules of single settings that no kind says: (reader, key path, the values so far, the setting's table).
+def _window_timezone(reader: Reader, key_path: str, out: dict[str, Any], part: dict) -> None:
+    """An IANA zone, or "recipient": the window opens in each contact's own zone (fallback_timezone where a contact
+    has none)."""
+    zone = out["window_timezone"]
+    if zone != RECIPIENT and zone_problem(zone or "UTC"):
+        reader.error(key_path, f"{zone_problem(zone)}, or \"{RECIPIENT}\" for each contact's own zone")
+
+
+def _window_fallback_timezone(reader: Reader, key_path: str, out: dict[str, Any], part: dict) -> None:
+    zone = out["window_fallback_timezone"]
+    if zone_problem(zone or "UTC"):
+        reader.error(key_path, zone_problem(zone))
+    elif "fallback_timezone" in part and out.get("window_timezone") != RECIPIENT:
+        reader.warn(key_path, f"used only with timezone = \"{RECIPIENT}\"")
+
+
+def _esp_name(reader: Reader, key_path: str, out: dict[str, Any], part: dict) -> None:
+    """An ESP anymail has a backend for; required with kind = "anymail"."""
+    esp = out["esp_name"]
+    if out.get("transport_kind") == "anymail" and not esp:
+        reader.error(key_path, "is required for kind = \"anymail\"")
+    if esp and esp.lower() not in known_esps():
+        reader.error(key_path, f"unknown ESP {esp!r} (known: {', '.join(sorted(known_esps()))})", esp)
+
+
+MAILBOX_CHECKS: dict[str, Callable[[Reader, str, dict[str, Any], dict], None]] = {
+    "window_timezone": _window_timezone, "window_fallback_timezone": _window_fallback_timezone,
+    "esp_name": _esp_name,
+}
 
 
 def _sequence_mailboxes(reader: Reader, path: str, table: dict, known: set[str]) -> tuple[str | None, list[str]]:
@@ -407,8 +380,11 @@ def _parse_sequence(reader: Reader, path: str, table: Any, mailboxes: set[str]) 
         reader.error(path, "must be a table")
         return None
     reader.unknown(table, path, {"name", "mailbox", "mailboxes", "step", "stop_on_reply", "status",
-                                 "unsubscribe_style", "booking_url", "crossed_note"})
+                                 "unsubscribe_style", "booking_url", "crossed_note", *PARTS})
     out: dict[str, Any] = {"name": reader.get(table, path, "name", str, required=True)}
+    # Keys kept by apps above (sequences.config.parts): read once every sequence's name is known.
+    out["parts"] = {key: table[key] for key in PARTS if key in table}
+    out["path"] = path
     # "draft": people may be enrolled, nothing is sent until it is launched; "active" (the default) sends. A file
     # launches a draft by saying "active"; it never makes a launched sequence a draft again.
     out["status"] = reader.get(table, path, "status", str, None)

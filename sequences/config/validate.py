@@ -1,5 +1,5 @@
 """Errors with the key path: the reader that collects every problem (and the line it is on), and the checks
-that span several keys of a [[mailbox]] (ports, caps, the window's order, the environment's secrets).
+that span several keys of a [[mailbox]] (the window's order, the environment's secrets).
 
 Validation runs over the whole file before anything is written, so a bad file changes nothing.
 """
@@ -15,6 +15,9 @@ from typing import Any
 import anymail.backends
 from django.core.exceptions import FieldDoesNotExist
 
+from mailboxes import settings_schema
+from mailboxes.settings_schema import Kind
+
 from ..storable import UNSTORABLE, integer_problem
 
 
@@ -29,10 +32,6 @@ class ConfigError(Exception):
 def known_esps() -> set[str]:
     """The ESPs anymail has a backend for (mailboxes.transports.esp loads anymail.backends.<esp>)."""
     return {m.name for m in pkgutil.iter_modules(anymail.backends.__path__)} - {"base", "base_requests"}
-
-
-# The furthest ahead an ESP may be handed a message: a year, like every duration.
-MAX_SCHEDULE_AHEAD_MINUTES = 365 * 24 * 60
 
 
 KEY_LINE = re.compile(r"(?:^|[{,])\s*([A-Za-z0-9_-]+)\s*=")
@@ -125,19 +124,8 @@ class Reader:
 
 
 def check_ranges(reader: Reader, path: str, out: dict[str, Any]) -> None:
-    """Ports, caps, the window's order, and the environment variables that hold secrets."""
-    for key, label in (("smtp_port", "smtp.port"), ("imap_port", "imap.port")):
-        port = out.get(key)
-        if port is not None and not 1 <= port <= 65535:
-            reader.error(f"{path}.{label}", f"{port} is not a port (1-65535)", port)
-    for key, label in (("daily_cap", "daily_cap"), ("esp_schedule_ahead_minutes", "transport.schedule_ahead_minutes")):
-        value = out.get(key)
-        if value is not None and value < 0:
-            reader.error(f"{path}.{label}", f"must be 0 or more, got {value}", value)
-    ahead = out.get("esp_schedule_ahead_minutes")
-    if ahead is not None and ahead > MAX_SCHEDULE_AHEAD_MINUTES:
-        reader.error(f"{path}.transport.schedule_ahead_minutes",
-                     f"{ahead} is too far ahead: at most {MAX_SCHEDULE_AHEAD_MINUTES} minutes (365 days)", ahead)
+    """The window's order, and the environment variables that hold secrets (a setting's own bounds are its
+    description's: mailboxes.settings_schema)."""
     start, end = out.get("window_start"), out.get("window_end")
     if (start is None) != (end is None):
         reader.error(f"{path}.window.{'end' if end is None else 'start'}", "a window needs both start and end")
@@ -145,14 +133,11 @@ def check_ranges(reader: Reader, path: str, out: dict[str, Any]) -> None:
         reader.error(f"{path}.window.end", f"{end:%H:%M} is not after start {start:%H:%M}", f"{end:%H:%M}")
     # An unset variable is a warning, not an error: the file is often loaded where the secrets are not
     # (a deploy host, CI) while the workers that send have them; a send without one fails on that mailbox.
-    for key, label in (("smtp_password_env", "smtp.password_env"), ("imap_password_env", "imap.password_env"),
-                       ("esp_api_key_env", "transport.api_key_env"),
-                       ("oauth2_client_secret_env", "oauth2.client_secret_env"),
-                       ("oauth2_refresh_token_env", "oauth2.refresh_token_env")):
-        name = out.get(key)
+    for setting in settings_schema.in_toml():
+        name = out.get(setting.field) if setting.kind is Kind.SECRET_ENV else None
         if name and name not in os.environ:
-            reader.warn(f"{path}.{label}", f"environment variable {name} is not set here; the worker that "
-                                           "sends or polls must have it")
+            reader.warn(f"{path}.{'.'.join(setting.toml)}", f"environment variable {name} is not set here; the "
+                                                            "worker that sends or polls must have it")
 
 
 def check_lengths(reader: Reader, path: str, out: dict[str, Any], model, keys: dict[str, tuple[str, ...]]) -> None:

@@ -25,7 +25,7 @@ from ..variants import running_variants, variant_pick
 from ..window import zone_problem
 from .common import ServiceError, T, operator_log
 from .rotation import mailboxes_choose
-from .scheduling import new_message_id, schedule_next
+from .scheduling import new_message_id, schedule_next, schedule_step
 
 # The refusal of an erased person's address: it names no address (the caller knows which one it sent).
 ERASED = "this address belongs to a person whose data was erased: it is never imported or mailed again"
@@ -50,11 +50,14 @@ def contact_upsert(
     return contact
 
 
-def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "") -> Enrollment:
+def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "", delay_seconds: int = 0,
+                      extra: dict | None = None) -> Enrollment:
     """Enroll a contact and schedule step 1; one transaction. Refuses suppressed addresses and unknown time zones.
 
     The enrollment is given the mailbox of the sequence's pool with the most
     daily capacity left (services.rotation) and keeps it for its whole life.
+    `delay_seconds`: step 1 is due that long after now (a reply rule's re-engagement); whether it leaves then is
+    the final check's to decide, like any step. `extra`: more words for the enrollment's event.
     """
     with transaction.atomic():
         sequence = Sequence.objects.select_related("mailbox").get(pk=sequence_id)
@@ -74,8 +77,13 @@ def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "") -> 
         enrollment = Enrollment.objects.create(sequence=sequence, contact=contact, mailbox=mailbox)
         enrollment = Enrollment.objects.select_related("contact", "mailbox", "sequence__mailbox").get(pk=enrollment.pk)
         event_record(kind=Event.ENROLLED, email=contact.email, enrollment=enrollment, version_seen=1,
-                     sequence=sequence.name, actor=actor, mailbox=mailbox.name)
-        schedule_next(enrollment, reason=Reason.ENROLLED)
+                     sequence=sequence.name, actor=actor, mailbox=mailbox.name, **(extra or {}))
+        if delay_seconds:
+            first = sequence.steps.order_by("position").first()
+            schedule_step(enrollment, step=first,
+                          at=db_now() + timedelta(seconds=delay_seconds + first.wait_seconds), reason=Reason.ENROLLED)
+        else:
+            schedule_next(enrollment, reason=Reason.ENROLLED)
         return enrollment
 
 

@@ -20,6 +20,7 @@ ROLE_GROUPS = {"staff": "staff", "operator": "operators", "admin": "admins"}
 
 _roles_migration = importlib.import_module("sequences.migrations.0002_roles")
 _moved_migration = importlib.import_module("inbound.migrations.0005_ledger_moved_here")
+_weekly_migration = importlib.import_module("reports.migrations.0002_weekly_report")
 
 
 @pytest.fixture
@@ -36,6 +37,7 @@ def roles(db):
     if Group.objects.filter(name__in=ROLE_GROUPS.values(), permissions__codename="view_sequence").count() < 3:
         _roles_migration.roles_create(apps)
         _moved_migration.roles_after_move(apps)
+        _weekly_migration.weekly_perm_grant(apps)
 
 
 @pytest.fixture

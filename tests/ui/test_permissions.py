@@ -31,6 +31,7 @@ OPERATE_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (200, 400), AD: (200, 400
 OPERATE_BACK = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (302, 302), AD: (302, 302)}  # nothing selected: back
 OPERATE_MISSING = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (404, 405), AD: (404, 405)}
 ADMIN_FORM = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 400)}
+READ_OPERATE_FORM = {A: (LOGIN, LOGIN), ST: (200, 403), OP: (200, 400), AD: (200, 400)}  # staff look only
 ADMIN_READ = {A: (LOGIN, LOGIN), ST: (403, 403), OP: (403, 403), AD: (200, 405)}
 DJANGO_ADMIN = {A: (ADMIN_LOGIN, ADMIN_LOGIN), ST: (ADMIN_LOGIN, ADMIN_LOGIN), OP: (ADMIN_LOGIN, ADMIN_LOGIN),
                 AD: (200, 200)}
@@ -66,6 +67,11 @@ TABLE = [
     ("variant_stop", lambda w: reverse("variant_stop", args=[_variant(w)]), OPERATE),
     ("sequence_edit", lambda w: reverse("sequence_edit", args=[w["sequence"].pk]), OPERATE_FORM),
     ("sequence_export", lambda w: reverse("sequence_export", args=[w["sequence"].pk]), READ),
+    ("reply_rules_edit", lambda w: reverse("reply_rules_edit", args=[w["sequence"].pk]), READ_OPERATE_FORM),
+    ("reply_rule_delete", lambda w: reverse("reply_rule_delete", args=[w["sequence"].pk, 1]), OPERATE_POST),
+    # An empty admin POST is a valid choice (no recipient, every sequence off): 302.
+    ("report_weekly", lambda w: reverse("report_weekly"), {A: (LOGIN, LOGIN), ST: (200, 403), OP: (200, 403),
+                                                           AD: (200, 302)}),
     ("sequence_send_ledger", lambda w: reverse("sequence_send_ledger", args=[w["sequence"].pk]), READ),
     ("step_new", lambda w: reverse("step_new", args=[w["sequence"].pk]), OPERATE_FORM),
     ("step_edit", lambda w: reverse("step_edit", args=[_step(w)]), OPERATE_FORM),
@@ -146,7 +152,7 @@ def test_the_table_covers_every_ui_route():
     names = {p.name for p in ui_urls.urlpatterns
              if not str(p.pattern).startswith(("outbound-webhooks/", "booking-webhooks/"))}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8 + 24 + 24
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8 + 24 + 24 + 24
 
 
 def test_every_ui_view_checks_a_permission():

@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from proving.bench import runner
+from proving.bench.load import parse_load
 from proving.harness.stack import allow_loopback
 from proving.jsonout import json_target
 
@@ -70,6 +71,9 @@ class Command(BaseCommand):
                                                    "the processes of watcher-shards)")
         g.add_argument("--folders-per-mailbox", type=int, help="folders of each mailbox (one Dovecot account each)")
         g.add_argument("--watch-reply-rate", type=float, help="replies appended per second (below the pollers' rate)")
+        g.add_argument("--load", help="background load while each design is measured: cpu:N (N busy processes), "
+                                      "send:N (N follow-ups sent through the pipeline to a local sink), or both: "
+                                      "cpu:2,send:3000")
         g = parser.add_argument_group("watcher-shards (also --folders, --replies, --watch-reply-rate)")
         g.add_argument("--processes", type=_ints, help="watcher process counts, e.g. 1,2,4")
         g.add_argument("--shard-folders-per-mailbox", type=int, help="folders of each mailbox (one account each)")
@@ -101,6 +105,10 @@ class Command(BaseCommand):
                 raise SystemExit(code)  # the outer process reports it
             return
         else:
+            try:
+                parse_load(options.get("load"))
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
             keys = {"quick", "pg_url", "keep", "timeout", "no_ceiling", *runner.DEFAULTS}
             chosen = {k: v for k, v in options.items() if k in keys}
             target = json_target(json_out)
