@@ -72,6 +72,12 @@ def processes(tmp_path, monkeypatch, redis_conn):
             proc = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), *argv], cwd=ROOT, env=env, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         started.append((proc, log))
+    # A worker on a busy machine may take seconds to import Django: the page's check waits on it, so the test
+    # starts once the worker listens (the watcher is waited on where the test needs it).
+    worker_log = started[0][1]
+    until(lambda: b"Listening on" in worker_log.read_bytes() or started[0][0].poll() is not None, 90,
+          "the worker to listen")
+    assert started[0][0].poll() is None, worker_log.read_text(errors="replace")
     yield [log for _, log in started]
     for proc, _ in started:
         proc.terminate()
