@@ -45,7 +45,7 @@ class TokenAuth(HttpBearer):
         if retry_after:
             raise RateLimited(retry_after)
         # Last use, at most once a minute per token (a guarded UPDATE, no read-modify-write).
-        ApiToken.objects.filter(
+        ApiToken._base_manager.filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=DbClock() - _MINUTE), pk=row.pk
         ).update(last_used_at=DbClock())
         return row

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 
 from db.clock import DbClock
+from workspaces.scoping import WorkspaceManager
 
 
 class ApiToken(models.Model):
@@ -17,6 +18,9 @@ class ApiToken(models.Model):
         ADMIN = "admin", "Admin"
 
     name = models.CharField(max_length=100, unique=True)
+    # The workspace it acts in; None: an agency token, which names the workspace of each call (X-Workspace).
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", null=True,
+                                  blank=True)
     role = models.CharField(max_length=10, choices=Role.choices)
     prefix = models.CharField(max_length=16, unique=True)  # shown in the admin to tell tokens apart
     digest = models.CharField(max_length=64, unique=True)  # sha256 hex of the whole token
@@ -24,6 +28,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(db_default=DbClock())
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = WorkspaceManager("workspace")
 
     class Meta:
         app_label = "sequences"
@@ -73,6 +79,8 @@ class BulkEnrollment(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = WorkspaceManager("sequence__workspace")
 
     class Meta:
         app_label = "sequences"

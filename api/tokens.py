@@ -27,8 +27,10 @@ def digest_of(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def api_token_create(*, name: str, role: str, rate_per_minute: int = 120) -> tuple[ApiToken, str]:
-    """A new token; the plain token is returned once and never stored."""
+def api_token_create(*, name: str, role: str, rate_per_minute: int = 120,
+                     workspace_id: int | None = None) -> tuple[ApiToken, str]:
+    """A new token of one workspace (None: an agency token, which names the workspace of each call); the plain
+    token is returned once and never stored."""
     if role not in ApiToken.Role.values:
         raise ServiceError(f"unknown role {role!r} (use {', '.join(ApiToken.Role.values)})")
     if not name.strip():
@@ -41,10 +43,12 @@ def api_token_create(*, name: str, role: str, rate_per_minute: int = 120) -> tup
     prefix = secrets.token_hex(4)
     token = f"{PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     with transaction.atomic(durable=True):
-        if ApiToken.objects.filter(name=name.strip()).exists():
+        # Names are the install's (a credential's, not a workspace's row): looked up across workspaces.
+        if ApiToken._base_manager.filter(name=name.strip()).exists():
             raise ServiceError(f"a token named {name.strip()!r} exists already")
         row = ApiToken.objects.create(
-            name=name.strip(), role=role, prefix=prefix, digest=digest_of(token), rate_per_minute=rate_per_minute
+            name=name.strip(), role=role, prefix=prefix, digest=digest_of(token), rate_per_minute=rate_per_minute,
+            workspace_id=workspace_id,
         )
     return row, token
 
@@ -59,7 +63,8 @@ def api_token_lookup(token: str) -> ApiToken | None:
     if not token.startswith(PREFIX) or len(token) > 200:
         return None
     digest = digest_of(token)
-    row = ApiToken.objects.filter(digest=digest, revoked_at__isnull=True).first()
+    # A credential is found by its digest wherever it belongs; the request then works in the token's workspace.
+    row = ApiToken._base_manager.filter(digest=digest, revoked_at__isnull=True).first()
     if row is None or not hmac.compare_digest(row.digest, digest):
         return None
     return row

@@ -22,6 +22,7 @@ from django.db.models import F, Q
 from db.clock import DbClock
 from mailboxes.models import Mailbox
 from sequences.models import Enrollment, SendJob
+from workspaces.scoping import WorkspaceManager
 
 from .classify.intent import LABELS, Category
 from .kinds import Kind
@@ -65,6 +66,8 @@ class Conversation(models.Model):
     handled_by = models.CharField(max_length=200, blank=True)
     handled_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    objects = WorkspaceManager("sequence__workspace")
 
     class Meta:
         ordering = ["-last_reply_at", "-enrollment"]
@@ -123,6 +126,8 @@ class Answer(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = WorkspaceManager("mailbox__workspace")
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -249,6 +254,8 @@ class InboundMessage(models.Model):
     raw_purged_at = models.DateTimeField(null=True, blank=True)
     parse_error = models.TextField(blank=True)
 
+    objects = WorkspaceManager("mailbox__workspace")
+
     class Meta:
         db_table = "mailboxes_inboundmessage"  # the table it had in mailboxes
         ordering = ["-id"]
@@ -296,6 +303,8 @@ class ReplyMatch(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.CharField(max_length=200, blank=True)
 
+    objects = WorkspaceManager("enrollment__sequence__workspace")
+
     class Meta:
         db_table = "sequences_replymatch"  # the table it had in sequences
         ordering = ["-id"]
@@ -329,6 +338,8 @@ class DataRequest(models.Model):
     outcome = models.CharField(max_length=300, blank=True)  # "erased", "data exported and sent", an admin's words
     created_at = models.DateTimeField(db_default=DbClock())
 
+    objects = WorkspaceManager("inbound__mailbox__workspace")
+
     class Meta:
         db_table = "sequences_datarequest"  # the table it had in sequences
         ordering = ["due_on", "id"]
@@ -353,6 +364,8 @@ class WatchLease(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)  # database clock
     taken_at = models.DateTimeField(null=True, blank=True)
     term = models.PositiveIntegerField(default=0)
+
+    objects = WorkspaceManager("mailbox__workspace")
 
     class Meta:
         db_table = "mailboxes_watchlease"  # the table it had in mailboxes
@@ -402,6 +415,8 @@ class ReplyRule(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
                              related_name="+")
     created_at = models.DateTimeField(db_default=DbClock())
+
+    objects = WorkspaceManager("sequence__workspace")
 
     class Meta:
         ordering = ["sequence", "position"]

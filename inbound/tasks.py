@@ -9,6 +9,7 @@ from rq import Retry
 
 from mailboxes.imap.errors import ImapAuthError
 from mailboxes.models import Mailbox
+from mailboxes.selectors import mailbox_workspace
 
 from .classify import learned
 from .ingest.poll import mailbox_poll
@@ -64,7 +65,9 @@ def poll_mailbox(mailbox_id: int) -> dict:
                 break
         try:
             conn.delete(again)
-            result = mailbox_poll(mailbox_id=mailbox_id)
+            # Inside the mailbox's workspace: a reply stops, suppresses and matches that workspace's people only.
+            with mailbox_workspace(mailbox_id):
+                result = mailbox_poll(mailbox_id=mailbox_id)
             rounds, fetched = rounds + 1, fetched + result.fetched
         except ImapAuthError as exc:
             # The server refused the login: the poll recorded it on the mailbox and logged one line with the

@@ -8,6 +8,8 @@ from email.utils import formataddr
 from django.db import models
 
 from db.clock import DbClock
+from workspaces.current import workspace_default
+from workspaces.scoping import WorkspaceManager
 
 from . import bound
 
@@ -39,6 +41,8 @@ class Mailbox(models.Model):
     the browser and kept sealed (`*_sealed`: a Fernet token, mailboxes.sealed); a sealed one wins when both are set.
     A plain secret is never a field of this model."""
 
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+",
+                                  default=workspace_default, editable=False)
     name = models.SlugField(max_length=100, unique=True)
     address = models.EmailField()
     display_name = models.CharField(max_length=200, blank=True)
@@ -178,6 +182,8 @@ class Mailbox(models.Model):
 
     created_at = models.DateTimeField(db_default=DbClock())
 
+    objects = WorkspaceManager("workspace")
+
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "mailboxes"
@@ -269,6 +275,8 @@ class ImapCursor(models.Model):
     last_error = models.TextField(blank=True)
     failures = models.PositiveIntegerField(default=0)  # passes in a row that failed on this folder
 
+    objects = WorkspaceManager("mailbox__workspace")
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["mailbox", "folder"], name="imapcursor_unique_folder")]
 
@@ -314,6 +322,8 @@ class RefusalSignal(models.Model):
     reason = models.CharField(max_length=20)  # "authentication" | "blocklist"
     reply = models.TextField(blank=True)  # the server's words
     at = models.DateTimeField(db_default=DbClock())
+
+    objects = WorkspaceManager("mailbox__workspace")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job"], name="refusalsignal_once_per_job")]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from anymail.utils import get_anymail_setting
 from django.conf import settings
 
+from workspaces.scoping import workspace_scope, workspace_unscoped
+
 from .bound import SECRETS, SecretNotBound, bound_problem
 from .imap.connection import ImapConfig
 from .models import Auth, Mailbox
@@ -167,3 +169,10 @@ def imap_config_for(mailbox: Mailbox, *, timeout: float | None = None) -> ImapCo
                       security=mailbox.imap_security, timeout=timeout or settings.OUTREACH_IMAP_TIMEOUT,
                       ca_file=mailbox.ca_file,
                       oauth2=oauth2)
+
+
+def mailbox_workspace(mailbox_id: int):
+    """A context where queries see the mailbox's workspace only (and rows written outside any workspace, as
+    background work always did): what ingestion of the mailbox's mail runs in."""
+    workspace_id = Mailbox._base_manager.filter(pk=mailbox_id).values_list("workspace_id", flat=True).first()
+    return workspace_unscoped() if workspace_id is None else workspace_scope(workspace_id, sole=True)

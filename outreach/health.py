@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -42,12 +43,14 @@ from sequences.reply_view import HOLDING, View, view_of
 REDIS_TIMEOUT = 2.0  # seconds: a Redis that answers slower than this is as good as unreachable to a probe
 
 
+@login_not_required  # no login: and, as the install's, it reads every workspace (outreach.middleware)
 @never_cache
 @require_GET
 def live(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "alive"})
 
 
+@login_not_required
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -20,6 +20,7 @@ import secrets
 from collections.abc import Iterator
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
 from django.db import DatabaseError
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
@@ -36,6 +37,7 @@ from sequences.models import SendJob
 from sequences.reply_view import View
 
 
+@login_not_required  # its bearer token is the install's: it reads every workspace (outreach.middleware)
 @never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:

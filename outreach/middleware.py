@@ -9,7 +9,12 @@ import time
 from django.conf import settings
 from django.contrib.auth import logout
 from django.core.exceptions import TooManyFieldsSent
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden, JsonResponse
+
+from api.tokens import api_token_lookup
+from workspaces.membership import SESSION_KEY, workspace_choice
+from workspaces.models import Workspace
+from workspaces.scoping import request_scope_begin, request_scope_choose, request_scope_end, workspace_scope
 
 # NUL (PostgreSQL refuses it in text) and the other C0 control characters but tab, newline, return;
 # U+FFFD is what Django decodes bytes that are not UTF-8 to.
@@ -102,3 +107,75 @@ def client_address(request: HttpRequest) -> str:
         if forwarded[-1]:
             return forwarded[-1][:45]
     return request.META.get("REMOTE_ADDR", "")
+
+
+class WorkspaceMiddleware:
+    """Every view runs inside a workspace (workspaces.scoping): a signed-in user's chosen one (or first), an API
+    token's (an agency token's from its `X-Workspace` header); a public view (no login: the unsubscribe page, the
+    webhooks, health) sees every workspace and finds its row by a signed token or secret; any other request
+    without a user refuses every query of a tenant model. A streamed answer (an export) is read inside the same
+    scope. The permissions of a member come from the role of its membership in that workspace."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.workspace, request.workspaces, request.workspace_sole = None, [], False
+        began = request_scope_begin()
+        try:
+            response = self.get_response(request)
+        finally:
+            request_scope_end(began)
+        if response.streaming and request.workspace is not None:
+            response.streaming_content = scoped_stream(response.streaming_content, request.workspace.pk,
+                                                       sole=request.workspace_sole)
+        return response
+
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            choice = workspace_choice(user, request.session.get(SESSION_KEY))
+            if choice is None:
+                return HttpResponseForbidden("This user is a member of no workspace.")
+            request.workspace, request.workspaces = choice.workspace, choice.allowed
+            request.workspace_sole = choice.sole
+            user.workspace_role = choice.role
+        elif request.headers.get("Authorization", "").startswith("Bearer ") and request.path.startswith("/api/"):
+            found = token_workspace(request)
+            if found is None or isinstance(found, HttpResponse):
+                return found  # None: an unknown token, answered by the API's own 401 (tenant queries stay refused)
+            request.workspace, request.workspaces, request.workspace_sole = found
+        elif getattr(view_func, "login_required", True) is False:
+            request_scope_choose(None)
+            return None
+        else:
+            return None  # a login-required view sends the visitor to the login page; tenant queries stay refused
+        request_scope_choose(request.workspace.pk, sole=request.workspace_sole)
+        return None
+
+
+def scoped_stream(content, workspace_id: int, *, sole: bool):
+    with workspace_scope(workspace_id, sole=sole):
+        yield from content
+
+
+def token_workspace(request: HttpRequest) -> tuple[Workspace, list[Workspace], bool] | HttpResponse | None:
+    """The workspace of an API call: its token's; an agency token's from `X-Workspace` (a name), or the install's
+    only one. None for an unknown token: the API answers it (401) in a scope that refuses tenant queries."""
+    token = api_token_lookup(request.headers["Authorization"].removeprefix("Bearer ").strip())
+    if token is None:
+        return None
+    everything = list(Workspace.objects.all())
+    sole = len(everything) == 1
+    if token.workspace_id is not None:
+        own = next(w for w in everything if w.pk == token.workspace_id)
+        return own, [own], sole
+    named = request.headers.get("X-Workspace", "")
+    if not named and sole:
+        return everything[0], everything, sole
+    found = next((w for w in everything if w.name == named), None)
+    if found is None:
+        return JsonResponse({"detail": "an agency token names the workspace of each call in the X-Workspace header "
+                                       f"({'unknown workspace ' + repr(named[:100]) if named else 'none given'})"},
+                            status=400)
+    return found, everything, sole

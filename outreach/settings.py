@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     "api",
     "sequences.webhooks_out",
     "mailboxes",
+    "workspaces",  # an agency's clients, each sealed from the others: every tenant row belongs to one
     "inbound",
     "meetings",  # bookings from Calendly and Cal.com, above inbound: a booking stops the person like a reply
     "reports",  # the reports' rollups (per day, step, variant, mailbox), read by the UI's reports page
@@ -131,6 +132,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "outreach.middleware.SessionTimeoutMiddleware",
+    # After the user is known: every view runs in its workspace (a member's, a token's) or refuses tenant queries.
+    "outreach.middleware.WorkspaceMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its lockout page.
@@ -140,7 +143,8 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out username or address before any password is checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's model permissions, with a workspace member's role in place of its groups (workspaces.membership).
+    "workspaces.membership.MembershipBackend",
 ]
 
 ROOT_URLCONF = "outreach.urls"
@@ -173,7 +177,8 @@ RQ_QUEUES = {
 }
 # `manage.py rqworker` (scripts/run starts one): RQ's forking worker, each job's module imported before the
 # fork (outreach.worker).
-RQ = {"WORKER_CLASS": "outreach.worker.Worker"}
+# A job queued in a workspace runs in it (outreach.worker.Queue and Worker).
+RQ = {"WORKER_CLASS": "outreach.worker.Worker", "QUEUE_CLASS": "outreach.worker.Queue"}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

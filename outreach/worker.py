@@ -12,11 +12,25 @@ use (WARM): loaded in the worker at its start.
 from __future__ import annotations
 
 from django.utils.module_loading import import_string
+from django_rq.queues import DjangoRQ
 from rq.worker import Worker as RqWorker
+
+from workspaces.scoping import current_scope, workspace_scope
 
 # What a worker of a queue loads once, at its start, so that every work horse inherits it: ingestion's learned
 # reply classifier (a second of imports and weights that a reply would otherwise wait for, in every horse).
 WARM = {"ingest": "inbound.tasks.warm"}
+
+
+class Queue(DjangoRQ):
+    """django-rq's queue (settings.RQ["QUEUE_CLASS"]); a job queued inside a workspace (a page's, an API call's)
+    carries it in its meta, and runs inside it."""
+
+    def create_job(self, *args, meta: dict | None = None, **kwargs):
+        scope = current_scope()
+        if scope is not None:
+            meta = {**(meta or {}), "workspace": [scope.workspace_id, scope.sole]}
+        return super().create_job(*args, meta=meta, **kwargs)
 
 
 class Worker(RqWorker):
@@ -32,3 +46,10 @@ class Worker(RqWorker):
         except Exception:  # noqa: BLE001 - a function that cannot be imported fails its job in the horse, as in RQ
             pass
         super().fork_work_horse(job, queue)
+
+    def perform_job(self, job, queue, *args, **kwargs):
+        carried = (job.meta or {}).get("workspace")
+        if not carried:
+            return super().perform_job(job, queue, *args, **kwargs)
+        with workspace_scope(int(carried[0]), sole=bool(carried[1])):
+            return super().perform_job(job, queue, *args, **kwargs)

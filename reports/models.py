@@ -20,6 +20,7 @@ from django.db import models
 from django.db.models import Q
 
 from db.clock import DbClock
+from workspaces.scoping import WorkspaceManager
 
 # The counts each row holds, in the order the reports show them (reports.figures says what each one means). For one
 # message each is 0 or 1: PersonFigures keeps them as the bits of one number, in this order.
@@ -58,6 +59,8 @@ class DailyFigures(Counted):
     variant = models.ForeignKey("sequences.StepVariant", null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="+", db_index=False)
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    objects = WorkspaceManager("sequence__workspace")
 
     class Meta:
         constraints = [

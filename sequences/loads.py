@@ -111,12 +111,18 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
     """
     address = normalize_email(job.enrollment.contact.email)
     domain = "@" + address.rsplit("@", 1)[-1]
-    latest = Suppression.objects.filter(value=OuterRef("value")).order_by("-id").values("pk")[:1]
+    # The ledger's part of the job's workspace and the agency's ("everywhere"): the latest entry of each decides.
+    workspace_id = job.enrollment.sequence.workspace_id
+    ledger = Suppression._base_manager.filter(value__in=(address, domain), action=Suppression.Action.ADD)
+    latest_own = (Suppression._base_manager.filter(value=OuterRef("value"), workspace_id=workspace_id)
+                  .order_by("-id").values("pk")[:1])
+    latest_agency = (Suppression._base_manager.filter(value=OuterRef("value"), workspace__isnull=True)
+                     .order_by("-id").values("pk")[:1])
     last_event = TimelineEvent.objects.filter(job_id=job.pk).order_by("-id")
     read = SendJob.objects.filter(pk=job.pk).values(
         now=DbClock(),
-        suppressed=Exists(Suppression.objects.filter(value__in=(address, domain), action=Suppression.Action.ADD,
-                                                     pk=Subquery(latest))),
+        suppressed=Exists(ledger.filter(workspace_id=workspace_id, pk=Subquery(latest_own)))
+        | Exists(ledger.filter(workspace__isnull=True, pk=Subquery(latest_agency))),
         erased=Exists(ErasedAddress.objects.filter(digest=address_digest(address))),
         previous_left=Exists(SendJob.objects.filter(LEFT, enrollment_id=job.enrollment_id,
                                                     step__position=job.step.position - 1)),

@@ -11,12 +11,16 @@ from django.db.models import Q
 
 from db.clock import DbClock
 from db.sql import EmailDomain
+from workspaces.current import workspace_default
+from workspaces.scoping import WorkspaceManager
 
 from .reasons import Reason, StopReason
 
 
 class Contact(models.Model):
-    email = models.EmailField(unique=True)  # normalized: stripped, lowercased
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+",
+                                  default=workspace_default, editable=False)
+    email = models.EmailField(db_index=True)  # normalized: stripped, lowercased; one contact per workspace
     first_name = models.CharField(max_length=200, blank=True)
     last_name = models.CharField(max_length=200, blank=True)
     company = models.CharField(max_length=200, blank=True)
@@ -25,11 +29,15 @@ class Contact(models.Model):
     timezone = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(db_default=DbClock())
 
+    objects = WorkspaceManager("workspace")
+
     class Meta:
         ordering = ["email"]
         # Ingestion finds the people at a colleague's company by their domain (inbound.ingest.colleague): an
         # index lookup, never a suffix search over every address.
         indexes = [models.Index(EmailDomain("email"), name="contact_email_domain_idx")]
+        # The same address may be a contact in two workspaces, each with its own.
+        constraints = [models.UniqueConstraint(fields=["workspace", "email"], name="contact_workspace_email_uniq")]
 
     def __str__(self) -> str:
         return self.email
@@ -65,6 +73,8 @@ class Sequence(models.Model):
         HEADERS = "headers", "One-click unsubscribe headers"
         LINE = "line", "A plain unsubscribe line at the end of the text"
 
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+",
+                                  default=workspace_default, editable=False)
     name = models.CharField(max_length=200, unique=True)
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="sequences")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
@@ -85,6 +95,8 @@ class Sequence(models.Model):
     # given one mailbox of the pool when it is created and keeps it (sequences.services.rotation).
     pool = models.ManyToManyField("mailboxes.Mailbox", blank=True, related_name="pool_sequences")
 
+    objects = WorkspaceManager("workspace")
+
     class Meta:
         ordering = ["name"]
         permissions = [
@@ -102,6 +114,8 @@ class Step(models.Model):
     body = models.TextField()  # Django template
     wait_seconds = models.PositiveIntegerField(default=0)  # after the previous step was submitted
     thread = models.BooleanField(default=True)  # send as a reply in the previous step's thread
+
+    objects = WorkspaceManager("sequence__workspace")
 
     class Meta:
         ordering = ["sequence", "position"]
@@ -130,6 +144,8 @@ class StepVariant(models.Model):
     stopped_at = models.DateTimeField(null=True, blank=True)
     stopped_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    objects = WorkspaceManager("step__sequence__workspace")
 
     class Meta:
         ordering = ["step", "id"]
@@ -167,6 +183,8 @@ class Enrollment(models.Model):
     # Read it through sequences.services.rotation, never through sequence.mailbox.
     mailbox = models.ForeignKey("mailboxes.Mailbox", null=True, blank=True, on_delete=models.PROTECT,
                                 related_name="enrollments")
+
+    objects = WorkspaceManager("sequence__workspace")
 
     class Meta:
         ordering = ["-id"]
@@ -247,6 +265,8 @@ class SendJob(models.Model):
     provider_cancel_detail = models.TextField(blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
+    objects = WorkspaceManager("step__sequence__workspace")
+
     class Meta:
         ordering = ["scheduled_at", "id"]
         constraints = [
@@ -297,6 +317,8 @@ class DailySendCount(models.Model):
     day = models.DateField()  # in the mailbox's window_timezone
     sent = models.PositiveIntegerField(default=0)
 
+    objects = WorkspaceManager("mailbox__workspace")
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["mailbox", "day"], name="dailysendcount_once_per_day")]
 
@@ -330,6 +352,12 @@ class Suppression(models.Model):
     source = models.CharField(max_length=200, blank=True)
     actor = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    # The ledger's part: a workspace's, or None: the agency's, which holds every workspace (sequences.selectors).
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", null=True,
+                                  blank=True, editable=False)
+
+    objects = WorkspaceManager("workspace", shared=True)
 
     class Meta:
         ordering = ["-id"]
@@ -378,6 +406,8 @@ class GuardrailSignal(models.Model):
     kind = models.CharField(max_length=12, choices=Kind.choices)
     at = models.DateTimeField(db_default=DbClock())
 
+    objects = WorkspaceManager("mailbox__workspace")
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "kind"], name="guardrailsignal_once_per_job")]
         indexes = [models.Index(fields=["mailbox", "kind", "at"], name="guardrailsignal_window_idx")]
@@ -409,6 +439,11 @@ class TimelineEvent(models.Model):
     worker_id = models.CharField(max_length=200, blank=True)
     data = models.JSONField(default=dict, blank=True)
 
+    # The workspace it was written in (None: by background work outside any; seen while the install has one).
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", null=True,
+                                  blank=True, editable=False)
+    objects = WorkspaceManager("enrollment__sequence__workspace", unowned="workspace")
+
     class Meta:
         ordering = ["at", "id"]
         indexes = [
@@ -438,6 +473,11 @@ class OperatorAction(models.Model):
     target_kind = models.CharField(max_length=12, choices=TargetKind.choices, blank=True)
     target_id = models.PositiveIntegerField(null=True, blank=True)  # the row, for links (suppressions: none)
     result = models.JSONField(default=dict, blank=True)
+
+    # The workspace it was written in (None: by background work outside any; seen while the install has one).
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", null=True,
+                                  blank=True, editable=False)
+    objects = WorkspaceManager("workspace")
 
     class Meta:
         ordering = ["-at", "-id"]

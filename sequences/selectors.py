@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from workspaces.models import Workspace
+from workspaces.scoping import current_scope, scoped_workspace_id
 
 from .models import Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
 
@@ -21,26 +25,78 @@ def suppression_key(value: str) -> tuple[str, bool]:
     return value, False
 
 
-def suppression_latest(value: str) -> Suppression | None:
-    """The latest ledger entry for a normalized value (it decides: an add suppresses, a lift does not)."""
-    return Suppression.objects.filter(value=value).order_by("-id").first()
+# The ledger has a part per workspace and the agency's part (workspace None: "everywhere"): the latest entry of a
+# value in a part decides for that part. A send in a workspace is held by its own part and by the agency's.
+CURRENT = object()  # the part of the workspace the request (or its job) works in; outside any, the agency's
 
 
-def suppression_active_for(email: str) -> Suppression | None:
-    """The entry that currently suppresses this address (its own or its domain's), if any."""
+def ledger_part(workspace_id: int | None | object = CURRENT) -> int | None:
+    """The ledger's part an entry is written to or read from: the one named, else the scope's, else the install's
+    only workspace's, else the agency's (background work that knows no workspace holds the person everywhere)."""
+    if workspace_id is not CURRENT:
+        return workspace_id
+    scoped = scoped_workspace_id()
+    if scoped is not None:
+        return scoped
+    only = list(Workspace.objects.values_list("pk", flat=True)[:2])
+    return only[0] if len(only) == 1 else None
+
+
+def ledger_parts_lifted(workspace_id: int | None | object = CURRENT) -> list[int | None]:
+    """Where a lift (or a review) looks for the entry it decides, in order: the part, and in an install of one
+    workspace the agency's too (an entry written before the workspace existed)."""
+    part = ledger_part(workspace_id)
+    if workspace_id is not CURRENT or part is None:
+        return [part]
+    scope = current_scope()
+    sole = scope.sole if scope is not None else not Workspace.objects.exclude(pk=part).exists()
+    return [part, None] if sole else [part]
+
+
+def in_part(workspace_id: int | None) -> Q:
+    return Q(workspace__isnull=True) if workspace_id is None else Q(workspace_id=workspace_id)
+
+
+def suppression_latest(value: str, *, workspace_id: int | None | object = CURRENT) -> Suppression | None:
+    """The latest entry for a normalized value in one part of the ledger (it decides: an add suppresses, a lift
+    does not)."""
+    part = ledger_part(workspace_id)
+    return Suppression._base_manager.filter(in_part(part), value=value).order_by("-id").first()
+
+
+def suppression_active_for(email: str, *, workspace_id: int | None | object = CURRENT) -> Suppression | None:
+    """The entry that currently suppresses this address (its own or its domain's) for a workspace: in its part or
+    the agency's. Outside any workspace and with none named, in any part (what holds somebody anywhere)."""
     email = normalize_email(email)
     domain = "@" + email.rsplit("@", 1)[-1]
+    part = ledger_part(workspace_id)
     for value in (email, domain):
-        latest = suppression_latest(value)
-        if latest is not None and latest.action == Suppression.Action.ADD:
-            return latest
+        entries = Suppression._base_manager.filter(value=value)
+        parts = ([part, None] if part is not None
+                 else list(entries.values_list("workspace_id", flat=True).distinct()) if workspace_id is CURRENT
+                 else [None])
+        for each in dict.fromkeys(parts):
+            latest = entries.filter(in_part(each)).order_by("-id").first()
+            if latest is not None and latest.action == Suppression.Action.ADD:
+                return latest
     return None
 
 
+def job_workspace_id(job_id: int | None) -> int | None:
+    """The workspace of a send job (its sequence's); None when there is no such job (the agency's part)."""
+    if job_id is None:
+        return None
+    return (SendJob._base_manager.filter(pk=job_id).values_list("enrollment__sequence__workspace_id", flat=True)
+            .first())
+
+
 def suppressions_current() -> QuerySet[Suppression]:
-    """The latest ledger entry of every value (whether it suppresses or was lifted)."""
-    latest = Suppression.objects.filter(value=OuterRef("value")).order_by("-id").values("id")[:1]
-    return Suppression.objects.filter(id=Subquery(latest))
+    """The latest ledger entry of every value in each part (whether it suppresses or was lifted); in a workspace,
+    its part and the agency's."""
+    part_of = Coalesce("workspace_id", Value(0))
+    latest = (Suppression._base_manager.annotate(part=part_of).filter(value=OuterRef("value"), part=OuterRef("part"))
+              .order_by("-id").values("id")[:1])
+    return Suppression.objects.annotate(part=part_of).filter(id=Subquery(latest))
 
 
 def optouts_waiting() -> QuerySet[Suppression]:

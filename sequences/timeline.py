@@ -13,6 +13,7 @@ from typing import Any
 from django.db import connection
 
 from db.sql import rows_copied
+from workspaces.scoping import scoped_workspace_id
 
 from .models import Enrollment, SendJob, TimelineEvent
 
@@ -121,6 +122,7 @@ def event_record(
     job: SendJob | int | None = None,
     version_seen: int | None = None,
     worker_id: str = "",
+    workspace_id: int | None = None,
     **data: Any,
 ) -> TimelineEvent:
     """Append one event; requires the caller's transaction (stamped by the database clock, its column's default).
@@ -132,6 +134,9 @@ def event_record(
         kind=Event(kind).value,
         email=email,
         enrollment_id=enrollment.pk if isinstance(enrollment, Enrollment) else enrollment,
+        # An event of a person is its workspace's through the enrollment; one without says the one it was written
+        # in: the one named (a ledger entry's part), else the request's.
+        workspace_id=None if enrollment is not None else workspace_id or scoped_workspace_id(),
         job_id=job.pk if isinstance(job, SendJob) else job,
         version_seen=version_seen,
         worker_id=worker_id,

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from sequences.ledger import LedgerRow, ledger_csv_lines, send_ledger_rows
 from sequences.models import Contact, Enrollment, Sequence
-from sequences.permissions import VIEW, VIEW_ENROLLMENT
+from sequences.permissions import VIEW_ENROLLMENT
 
 from .access import ui_view
 
@@ -31,7 +31,7 @@ def enrollment_send_ledger(request, pk: int):
     return _csv(send_ledger_rows(enrollment_id=enrollment.pk), f"enrollment-{enrollment.pk}")
 
 
-@ui_view(VIEW)
+@ui_view(VIEW_ENROLLMENT)  # a row per person and message: people's data, as the other ledgers (not a client's)
 def sequence_send_ledger(request, pk: int):
     sequence = get_object_or_404(Sequence, pk=pk)
     return _csv(send_ledger_rows(sequence_id=sequence.pk), f"sequence-{sequence.pk}")

@@ -245,7 +245,8 @@ class MailboxForm(forms.Form):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
-        others = Mailbox.objects.filter(name=name).exclude(pk=self.mailbox.pk if self.mailbox else None)
+        # Names are the install's, across workspaces (the command line finds a mailbox by its name).
+        others = Mailbox._base_manager.filter(name=name).exclude(pk=self.mailbox.pk if self.mailbox else None)
         if others.exists():
             raise forms.ValidationError(f"a mailbox named {name} exists already")
         return name

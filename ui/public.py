@@ -17,6 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from sequences.models import Suppression
+from sequences.selectors import job_workspace_id
 from sequences.services.common import ServiceError
 from sequences.services.suppressions import suppression_add
 from sequences.tokens import TokenRefused, unsubscribe_target, unsubscribe_token_read
@@ -38,6 +39,7 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     try:
         suppression_add(
             value=email, reason=Suppression.Reason.UNSUBSCRIBE, source=f"unsubscribe-link:job {job_id}",
+            workspace_id=job_workspace_id(job_id),  # the workspace that sent it (none known: everywhere)
             note="one-click unsubscribe from the mail client (RFC 8058)" if one_click
             else "unsubscribe confirmed on the unsubscribe page",
         )

@@ -42,10 +42,15 @@ def _heading(heading: str) -> str:
 
 class ReportFilter(forms.Form):
     by = forms.ChoiceField(choices=list(BY.items()), required=False, label="Group by")
-    sequence = forms.ModelChoiceField(queryset=Sequence.objects.order_by("name"), required=False,
-                                      empty_label="All sequences")
+    # Its rows are set per form: the request's workspace's sequences (a class-level queryset would be built once,
+    # outside any request, and see every workspace's).
+    sequence = forms.ModelChoiceField(queryset=Sequence.objects.none(), required=False, empty_label="All sequences")
     since = forms.DateField(required=False, label="Sent from", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="Sent up to", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["sequence"].queryset = Sequence.objects.order_by("name")
 
     def clean(self):
         data = super().clean()

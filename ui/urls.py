@@ -23,8 +23,11 @@ from . import (
 )
 from . import mailboxes as mailbox_views
 from .weekly_report import weekly_report_page
+from .workspaces import workspace_switch_view
 
 urlpatterns = [
+    # The header's workspace switcher (shown to a person in several workspaces).
+    path("workspace/", workspace_switch_view, name="workspace_switch"),
     # Outbound webhooks: endpoints and the delivery log (admins).
     path("outbound-webhooks/", webhooks.webhook_list, name="webhook_list"),
     path("outbound-webhooks/<int:pk>/", webhooks.webhook_edit, name="webhook_edit"),

@@ -55,7 +55,7 @@ class UserChoice(StorableChoices):
 class WeeklyForm(forms.Form):
     recipients = UserChoice(queryset=get_user_model().objects.none(), required=False,
                             widget=forms.CheckboxSelectMultiple, label="Who receives it")
-    sequences = StorableChoices(queryset=Sequence.objects.order_by("name"), required=False,
+    sequences = StorableChoices(queryset=Sequence.objects.none(), required=False,
                                                widget=forms.CheckboxSelectMultiple, label="Sequences in the report")
 
     def __init__(self, *args, can_change: bool, **kwargs):
@@ -64,6 +64,7 @@ class WeeklyForm(forms.Form):
         model = get_user_model()
         self.fields["recipients"].queryset = model.objects.filter(pk__in=eligible).order_by(
             model.USERNAME_FIELD).prefetch_related("groups")
+        self.fields["sequences"].queryset = Sequence.objects.order_by("name")  # the request's workspace's
         for field in self.fields.values():
             field.disabled = not can_change
 

@@ -18,6 +18,7 @@ from db.clock import DbClock
 from mailboxes.imap.fetch import FetchedMessage
 from mailboxes.models import ImapCursor, Mailbox
 from sequences.timeline import Event, event_record
+from workspaces.scoping import workspace_scope
 
 from ..handling import WEBHOOK_OF_KIND
 from ..kinds import Kind
@@ -78,10 +79,18 @@ class IngestResult:
     effect: str = ""
 
 
-def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
-                   mailbox: Mailbox | None = None, known: dict | None = None,
-                   looked_up: frozenset[str] | set[str] = frozenset(), recorded: Recorded | None = None,
-                   sent_folder: bool = False) -> IngestResult:
+def inbound_record(*, mailbox_id: int, mailbox: Mailbox | None = None, **rest) -> IngestResult:
+    """Record one fetched message and its effects (`_inbound_record`) inside the mailbox's workspace: what it
+    correlates with, stops and suppresses is that workspace's (and the ledger entries it writes are its part)."""
+    mailbox = mailbox if mailbox is not None else Mailbox.objects.get(pk=mailbox_id)
+    with workspace_scope(mailbox.workspace_id, sole=True):
+        return _inbound_record(mailbox_id=mailbox_id, mailbox=mailbox, **rest)
+
+
+def _inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: FetchedMessage,
+                    mailbox: Mailbox, known: dict | None = None,
+                    looked_up: frozenset[str] | set[str] = frozenset(), recorded: Recorded | None = None,
+                    sent_folder: bool = False) -> IngestResult:
     """Record one fetched message and its effects, and advance the cursor; one durable transaction.
 
     *mailbox*, *known* (our jobs by Message-ID) and *looked_up* (the Message-IDs that lookup asked about)
@@ -91,7 +100,6 @@ def inbound_record(*, mailbox_id: int, folder: str, uidvalidity: int, fetched: F
     A message whose parsing, classification or recording still fails is quarantined: recorded as
     metadata with the reason in words, and the cursor moves on.
     """
-    mailbox = mailbox if mailbox is not None else Mailbox.objects.get(pk=mailbox_id)
     try:
         parsed = parse(fetched.raw)  # CPU only, before the transaction
         correlation = (correlate(parsed, mailbox, fetched.internaldate, known=known, looked_up=looked_up,

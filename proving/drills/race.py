@@ -80,7 +80,7 @@ STEP_TIMEOUT = 90.0  # seconds: covers a cold worker start on a busy machine
 # for any send), except these: its row id, its state (the copy starts unpaused and healthy) and the reading
 # side (the drill commits the reply itself; it polls no folder).
 NOT_COPIED = frozenset({
-    "id", "created_at", "version", "paused", "blocked_at", "blocked_reason", "blocked_probes", "next_probe_at",
+    "id", "created_at", "workspace",  # the drill's own database has its own workspace "version", "paused", "blocked_at", "blocked_reason", "blocked_probes", "next_probe_at",
     "connect_failures", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until",
     "imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security", "imap_folders",
     "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",

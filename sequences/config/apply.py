@@ -120,6 +120,14 @@ def config_apply(plan: Plan) -> ApplyResult:
         if problems := [f"mailbox {entry['name']}: {problem}" for entry in plan.mailboxes for env in ENV_FIELDS
                         if (problem := mailbox_name_problem(entry.get(env) or ""))]:
             raise ConfigError(problems)
+        # Names are the install's: one another workspace uses is refused in words, never overwritten.
+        taken = [f"{kind} {name}: the name is used in another workspace"
+                 for kind, model, names in (("mailbox", Mailbox, [e["name"] for e in plan.mailboxes]),
+                                            ("sequence", Sequence, [e["name"] for e in plan.sequences]))
+                 for name in set(model._base_manager.filter(name__in=names).values_list("name", flat=True))
+                 - set(model.objects.filter(name__in=names).values_list("name", flat=True))]
+        if taken:
+            raise ConfigError(sorted(taken))
         for entry in plan.mailboxes:
             what = f"mailbox {entry['name']}"
             fields = {k: v for k, v in entry.items() if k not in ("name", "given")}

@@ -53,7 +53,8 @@ def _name_free(name: str, *, sequence_id: int | None = None) -> str:
     name = name.strip()
     if not name:
         raise ServiceError("A sequence needs a name.")
-    if Sequence.objects.filter(name=name).exclude(pk=sequence_id).exists():
+    # Names are the install's, across workspaces (the command line finds a sequence by its name).
+    if Sequence._base_manager.filter(name=name).exclude(pk=sequence_id).exists():
         raise ServiceError(f"A sequence named “{name}” already exists.")
     return name
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workspaces.scoping import scoped_workspace_id
+
 from ..models import OperatorAction
 
 
@@ -20,7 +22,7 @@ def operator_log(
     """One operator-log row, in the caller's transaction; nothing is logged for the system's own actions."""
     if actor:
         OperatorAction.objects.create(actor=actor, action=action, target=target, target_kind=kind,
-                                      target_id=target_id, result=result)
+                                      target_id=target_id, result=result, workspace_id=scoped_workspace_id())
 
 
 def fields_saved(instance, values: dict[str, Any]) -> list[str]:

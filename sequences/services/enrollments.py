@@ -9,10 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.template import TemplateSyntaxError
 
 from db.clock import db_now
 from db.sql import rows_copied
+from workspaces.current import workspace_default
 
 from ..digests import address_erased, addresses_erased
 from ..messages import MissingValue, PrepareError, contact_context, render
@@ -33,9 +35,10 @@ ERASED = "this address belongs to a person whose data was erased: it is never im
 
 def contact_upsert(
     *, email: str, first_name: str = "", last_name: str = "", company: str = "", fields: dict | None = None,
-    timezone_name: str = "",
+    timezone_name: str = "", workspace_id: int | None = None,
 ) -> Contact:
-    """Create or update a contact by normalized address; own short transaction. Refuses an unknown time zone."""
+    """Create or update a contact by normalized address in a workspace (by default the request's, or the install's
+    only one); own short transaction. Refuses an unknown time zone."""
     if timezone_name and zone_problem(timezone_name):
         raise ServiceError(f"{normalize_email(email)}: timezone: {zone_problem(timezone_name)}")
     email = normalize_email(email)
@@ -46,7 +49,10 @@ def contact_upsert(
         defaults["fields"] = fields
     if timezone_name:
         defaults["timezone"] = timezone_name
-    contact, _ = Contact.objects.update_or_create(email=email, defaults=defaults)
+    workspace_id = workspace_id or workspace_default()
+    if workspace_id is None:
+        raise ServiceError(f"{email}: this install has several workspaces: say which one the contact belongs to")
+    contact, _ = Contact.objects.update_or_create(workspace_id=workspace_id, email=email, defaults=defaults)
     return contact
 
 
@@ -62,7 +68,9 @@ def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "", del
     with transaction.atomic():
         sequence = Sequence.objects.select_related("mailbox").get(pk=sequence_id)
         contact = Contact.objects.get(pk=contact_id)
-        blocked = suppression_active_for(contact.email)
+        if contact.workspace_id != sequence.workspace_id:
+            raise ServiceError(f"{contact.email} is a contact of another workspace than {sequence.name!r}")
+        blocked = suppression_active_for(contact.email, workspace_id=sequence.workspace_id)
         if blocked is not None:
             raise ServiceError(f"{contact.email} is suppressed ({blocked.reason}, {blocked.value})")
         if address_erased(contact.email):
@@ -118,17 +126,20 @@ class BatchResult:
 CONTACT_FIELDS = ("first_name", "last_name", "company", "timezone")
 
 
-def _suppressed(emails: list[str]) -> dict[str, Suppression]:
-    """The entry suppressing each address (its own or its domain's), as suppression_active_for decides, in one read."""
+def _suppressed(emails: list[str], workspace_id: int) -> dict[str, Suppression]:
+    """The entry suppressing each address (its own or its domain's) for a workspace, as suppression_active_for
+    decides (the workspace's part of the ledger and the agency's), in one read."""
     values = set(emails) | {"@" + e.rsplit("@", 1)[-1] for e in emails}
-    latest: dict[str, Suppression] = {}
-    for entry in Suppression.objects.filter(value__in=values).order_by("id"):
-        latest[entry.value] = entry
+    latest: dict[tuple[str, int | None], Suppression] = {}
+    for entry in (Suppression._base_manager.filter(Q(workspace_id=workspace_id) | Q(workspace__isnull=True),
+                                                   value__in=values).order_by("id")):
+        latest[entry.value, entry.workspace_id] = entry
     out = {}
     for email in emails:
         for value in (email, "@" + email.rsplit("@", 1)[-1]):
-            entry = latest.get(value)
-            if entry is not None and entry.action == Suppression.Action.ADD:
+            entry = next((e for part in (workspace_id, None) if (e := latest.get((value, part))) is not None
+                          and e.action == Suppression.Action.ADD), None)
+            if entry is not None:
                 out[email] = entry
                 break
     return out
@@ -342,10 +353,10 @@ def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bo
     """The rows the batch refuses, by address: the one rule for enrolling and for a dry run. A row that lacks a
     value a step needs is refused unless `allow_missing` (that person would stop at that step, "failed")."""
     emails = [row.email for row in rows]
-    suppressed = _suppressed(emails)
+    suppressed = _suppressed(emails, sequence.workspace_id)
     erased = addresses_erased(emails)
     if existing is None:
-        existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+        existing = {c.email: c for c in Contact.objects.filter(workspace_id=sequence.workspace_id, email__in=emails)}
     enrolled = _enrolled(sequence, existing)
     refused = {}
     for row in rows:
@@ -418,7 +429,7 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
         if step is None:
             raise ServiceError(f"sequence {sequence.name!r} has no steps")
         emails = [row.email for row in rows]
-        existing = {c.email: c for c in Contact.objects.filter(email__in=emails)}
+        existing = {c.email: c for c in Contact.objects.filter(workspace_id=sequence.workspace_id, email__in=emails)}
         refused = _refusals(sequence, rows, update_contacts=update_contacts, existing=existing,
                             allow_missing=allow_missing)
         accepted: list[ContactRow] = []
@@ -438,7 +449,8 @@ def enrollments_create_batch(*, sequence_id: int, rows: list[ContactRow], update
 
         new_rows = [r for r in accepted if r.email not in existing]
         created = rows_copied([
-            Contact(email=r.email, first_name=r.first_name, last_name=r.last_name, company=r.company,
+            Contact(workspace_id=sequence.workspace_id, email=r.email, first_name=r.first_name,
+                    last_name=r.last_name, company=r.company,
                     timezone=r.timezone_name, fields=r.fields) for r in new_rows])
         result.contacts_created = len(created)
         changed: list[Contact] = []

@@ -33,7 +33,7 @@ from mailboxes.models import ProviderEvent
 from mailboxes.refusals import refusal_reason, refusal_words
 
 from ..models import SendJob, Suppression, TimelineEvent
-from ..selectors import normalize_email, suppression_active_for
+from ..selectors import job_workspace_id, normalize_email, suppression_active_for
 from ..sending_mailbox import enrollment_mailbox
 from ..states import job_move
 from ..timeline import Event, event_record, events_record_many, iso
@@ -262,18 +262,18 @@ def _event_apply_rest(event: TrackingEvent, job: SendJob, *, email: str, source:
         if not event.hard_bounce:
             return "soft bounce: recorded, no suppression"
         return "; ".join([
-            _suppress(email, Suppression.Reason.HARD_BOUNCE, note=note, source=source),
+            _suppress(job, email, Suppression.Reason.HARD_BOUNCE, note=note, source=source),
             _job_fail(job, f"hard bounce ({event.provider}): {note}", allowed_from=(S.SUBMITTED, S.ACCEPTED)),
         ])
     if kind == "complained":
-        return _suppress(email, Suppression.Reason.COMPLAINT, note=note, source=source)
+        return _suppress(job, email, Suppression.Reason.COMPLAINT, note=note, source=source)
     if kind == "unsubscribed":
-        return _suppress(email, Suppression.Reason.UNSUBSCRIBE, note=note, source=source)
+        return _suppress(job, email, Suppression.Reason.UNSUBSCRIBE, note=note, source=source)
     if kind in ("rejected", "failed"):
         effects = []
         reason = REJECT_SUPPRESSION.get(event.reject_reason or "")
         if reason:
-            effects.append(_suppress(email, reason, note=f"{kind}: {event.reject_reason}: {note}", source=source))
+            effects.append(_suppress(job, email, reason, note=f"{kind}: {event.reject_reason}: {note}", source=source))
         # Rejected means never sent: only a job still waiting for news can fail.
         effects.append(_job_fail(job, f"{kind} by {event.provider}: {event.reject_reason or note}",
                                  allowed_from=(S.SUBMITTED,)))
@@ -281,12 +281,15 @@ def _event_apply_rest(event: TrackingEvent, job: SendJob, *, email: str, source:
     return "recorded; no effect"
 
 
-def _suppress(email: str, reason: str, *, note: str, source: str) -> str:
+def _suppress(job: SendJob | None, email: str, reason: str, *, note: str, source: str) -> str:
     if not email:
         return "no recipient: nothing suppressed"
-    already = suppression_active_for(email)
+    # In the ledger's part of the workspace that sent it; an event of no known message: the agency's (everywhere).
+    workspace_id = job_workspace_id(job.pk if job is not None else None)
+    already = suppression_active_for(email, workspace_id=workspace_id)
     try:
-        _, summary = suppression_add_in_transaction(value=email, reason=reason, note=note, source=source)
+        _, summary = suppression_add_in_transaction(value=email, reason=reason, note=note, source=source,
+                                                    workspace_id=workspace_id)
     except ServiceError as exc:  # e.g. a malformed address: record it, do not make the ESP retry forever
         return f"not suppressed: {exc}"
     head = f"already suppressed ({already.reason})" if already else f"{reason} suppression added"

@@ -32,6 +32,7 @@ from ..loads import Facts, facts_read, hold_of, job_read
 from ..locks import job_enrollment_lock, mailbox_lock
 from ..models import MAILBOX_BLOCKED, Enrollment, SendJob, Sequence, Suppression, TimelineEvent
 from ..reasons import Reason
+from ..selectors import job_workspace_id
 from ..sending_mailbox import enrollment_mailbox, enrollment_mailbox_id
 from ..states import job_move, job_quiet_moves_record
 from ..timeline import Event, event_record, iso
@@ -403,7 +404,8 @@ def send_job_record_failed(*, job_id: int, worker_id: str, error: str, hard_boun
         if hard_bounce:
             # Locks every enrollment of the address (this one is already held: the same order).
             suppression_add_in_transaction(value=enrollment.contact.email, reason=Suppression.Reason.HARD_BOUNCE,
-                                           note=error, source=f"smtp:job {job.pk}")
+                                           note=error, source=f"smtp:job {job.pk}",
+                                           workspace_id=job_workspace_id(job.pk))
             job.refresh_from_db(fields=["state", "version"])
             enrollment.refresh_from_db(fields=["status", "stop_reason", "version"])
         if job.state == S.AUTHORIZED:

@@ -206,7 +206,7 @@ def enrollment_resume(*, enrollment_id: int, actor: str = "") -> Enrollment:
         enrollment = enrollment_lock(enrollment_id=enrollment_id)
         if enrollment.status == E.COMPLETED:
             raise ServiceError(f"{enrollment} is completed; nothing to resume")
-        blocked = suppression_active_for(enrollment.contact.email)
+        blocked = suppression_active_for(enrollment.contact.email, workspace_id=enrollment.sequence.workspace_id)
         if blocked is not None:
             raise ServiceError(f"{enrollment.contact.email} is suppressed ({blocked.reason}); lift it first")
         failed_step = enrollment.status == E.STOPPED and enrollment.stop_reason == Enrollment.StopReason.FAILED
@@ -232,7 +232,7 @@ def send_job_retry(*, job_id: int, actor: str = "") -> SendJob:
             raise ServiceError(f"job {job_id} is {job.state}: only a failed job can be retried")
         if superseded(job):
             raise ServiceError(f"job {job_id} was retried already")
-        blocked = suppression_active_for(enrollment.contact.email)
+        blocked = suppression_active_for(enrollment.contact.email, workspace_id=enrollment.sequence.workspace_id)
         if blocked is not None:
             raise ServiceError(f"{enrollment.contact.email} is suppressed ({blocked.reason}); lift it first")
         if enrollment.status == E.STOPPED and enrollment.stop_reason != Enrollment.StopReason.FAILED:

@@ -8,11 +8,16 @@ from django.db.models import Q
 
 from db.clock import DbClock
 from mailboxes.secrets import validate_secret_env_name
+from workspaces.current import workspace_default
+from workspaces.scoping import WorkspaceManager
 
 
 class WebhookEndpoint(models.Model):
     """A URL that receives signed events. The signing secret lives in an OUTREACH_SECRET_* variable."""
 
+    # The workspace whose events it receives; None: the agency's, which receives every workspace's.
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", null=True,
+                                  blank=True, editable=False, default=workspace_default)
     url = models.URLField(max_length=500)
     secret_env = models.CharField(
         max_length=100,
@@ -23,6 +28,8 @@ class WebhookEndpoint(models.Model):
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    objects = WorkspaceManager("workspace")
 
     class Meta:
         app_label = "sequences"
@@ -56,6 +63,8 @@ class WebhookDelivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=DbClock())
 
+    objects = WorkspaceManager("endpoint__workspace")
+
     class Meta:
         app_label = "sequences"
         ordering = ["-id"]
@@ -76,6 +85,8 @@ class WebhookAttempt(models.Model):
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)  # None: no answer
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
+
+    objects = WorkspaceManager("delivery__endpoint__workspace")
 
     class Meta:
         app_label = "sequences"

@@ -13,8 +13,9 @@ import json
 from django.db import transaction
 
 from sequences.webhooks_out.models import WebhookDelivery, WebhookEndpoint
+from workspaces.models import Workspace
 
-from ..models import TimelineEvent
+from ..models import Enrollment, TimelineEvent
 from ..queues import enqueue_webhook_deliveries
 from .events import KINDS, webhook_event_for
 
@@ -29,8 +30,13 @@ def outbox_write(event: TimelineEvent) -> list[int]:
     if found is None:
         return []
     event_type, data = found
-    endpoints = WebhookEndpoint.objects.filter(active=True).values_list("pk", "event_types")
-    subscribed = [pk for pk, types in endpoints if event_type in types]
+    endpoints = WebhookEndpoint._base_manager.filter(active=True).values_list("pk", "event_types", "workspace_id")
+    subscribed = [(pk, workspace_id) for pk, types, workspace_id in endpoints if event_type in types]
+    if any(workspace_id is not None for _, workspace_id in subscribed):
+        # A workspace's endpoint hears its own workspace's events; the agency's (None) every workspace's.
+        own = event_workspace_id(event)
+        subscribed = [(pk, workspace_id) for pk, workspace_id in subscribed if workspace_id in (None, own)]
+    subscribed = [pk for pk, _ in subscribed]
     if not subscribed:
         return []
     body = json.dumps({"id": f"evt_{event.pk}", "type": event_type.value, "data": data}, sort_keys=True, default=str)
@@ -40,3 +46,15 @@ def outbox_write(event: TimelineEvent) -> list[int]:
     ids = [d.pk for d in deliveries]
     transaction.on_commit(lambda: enqueue_webhook_deliveries(ids))
     return ids
+
+
+def event_workspace_id(event: TimelineEvent) -> int | None:
+    """The workspace of an event: its enrollment's sequence's, else the one it was written in, else (written
+    outside any) the install's only workspace; None when that says nothing (heard by the agency's endpoints)."""
+    if event.enrollment_id is not None:
+        return (Enrollment._base_manager.filter(pk=event.enrollment_id)
+                .values_list("sequence__workspace_id", flat=True).first())
+    if event.workspace_id is not None:
+        return event.workspace_id
+    only = list(Workspace.objects.values_list("pk", flat=True)[:2])
+    return only[0] if len(only) == 1 else None

@@ -32,19 +32,25 @@ def test_the_shipped_model_was_trained_on_the_shipped_data(capsys):
     assert learned.version() in capsys.readouterr().out
 
 
-def test_training_is_deterministic_and_refuses_evaluation_splits(tmp_path, capsys):
+def test_training_is_deterministic_and_refuses_evaluation_splits(tmp_path, capsys, monkeypatch):
     lines = [line for path in sorted(training.DATA_DIR.glob("*.jsonl")) for line in path.read_text().splitlines()[::15]]
     data = tmp_path / "small.jsonl"
     data.write_text("\n".join(lines) + "\n")
     made = []
-    for run in ("a", "b"):
-        meta = training.train([data], model_file=tmp_path / f"{run}.npz", meta_file=tmp_path / f"{run}.json",
-                              progress=lambda line: None, score_held_back=False)
-        made.append(learned.load(tmp_path / f"{run}.npz", tmp_path / f"{run}.json"))
-        assert meta["trained_on"]["items"] == len(lines)
-    assert made[0].version == made[1].version
     text = "Bitte nehmen Sie mich aus dem Verteiler."
-    assert made[0].predict_prepared(learned.prepare(text)) == made[1].predict_prepared(learned.prepare(text))
+    with monkeypatch.context() as patch:
+        # Smaller hashed feature spaces than the shipped model's: the same reading, hashing, fit, rounding and
+        # digest, in seconds instead of most of a minute (a fit's time goes to its weights, one per feature and
+        # category).
+        for name, n_features in (("chars", 2**13), ("words", 2**12)):
+            patch.setitem(learned.FEATURES, name, learned.FEATURES[name] | {"n_features": n_features})
+        for run in ("a", "b"):
+            meta = training.train([data], model_file=tmp_path / f"{run}.npz", meta_file=tmp_path / f"{run}.json",
+                                  progress=lambda line: None, score_held_back=False)
+            made.append(learned.load(tmp_path / f"{run}.npz", tmp_path / f"{run}.json"))
+            assert meta["trained_on"]["items"] == len(lines)
+        assert made[0].version == made[1].version
+        assert made[0].predict_prepared(learned.prepare(text)) == made[1].predict_prepared(learned.prepare(text))
 
     with pytest.raises(CommandError, match="for evaluation, not training"):
         call_command("train_replies", "--data", str(UNTOUCHED))

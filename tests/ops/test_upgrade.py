@@ -38,6 +38,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # Django's bookkeeping: a migration adds rows here (applied migrations, new models' content types and
 # permissions); none may go. A model moved to another app keeps its content type row under the new label.
 BOOKKEEPING = {"django_migrations", "auth_permission", "auth_group_permissions"}
+# Role groups a later migration adds (workspaces/0002: the client role); every group there before stays as it was.
+NEW_GROUPS = {"clients"}
 CONTENT_TYPES = "django_content_type"
 # The tables of the models being moved between apps: the old data must fill them for the test to mean much.
 MOVED_TABLES = {"mailboxes_inboundmessage", "mailboxes_watchlease", "mailboxes_watcherprocess",
@@ -89,6 +91,7 @@ def test_an_upgrade_from_the_previous_release_keeps_every_row_and_serves_it(upgr
     after = old.rows_of(connection, kept)
     _same_rows(before, after, kept)
     _spot_checks(data)
+    _every_row_in_the_one_workspace()
     _current_models_load_every_row(after)
     _secrets_still_open(data)
     _pages_show_the_old_data(data)
@@ -106,6 +109,11 @@ def _same_rows(before: dict[str, Counter], after: dict[str, Counter], schema: di
         gone = rows - after[table]
         if table in BOOKKEEPING:
             assert not gone, f"{table}: rows lost in the upgrade: {_shown(columns, gone)}"
+        elif table == "auth_group":
+            name = columns.index("name")
+            new = after[table] - rows
+            assert not gone and {r[name] for r in new} <= NEW_GROUPS, (
+                f"{table}: the upgrade changed its rows: before {_shown(columns, gone)}, after {_shown(columns, new)}")
         elif table == CONTENT_TYPES:  # a moved model's row changes its app_label, keeps its id and model name
             pk, name = columns.index("id"), columns.index("model")
             assert {(r[pk], r[name]) for r in rows} <= {(r[pk], r[name]) for r in after[table]}, (
@@ -114,6 +122,20 @@ def _same_rows(before: dict[str, Counter], after: dict[str, Counter], schema: di
             new = after[table] - rows
             assert not gone and not new, (f"{table}: the upgrade changed its rows: before "
                                           f"{_shown(columns, gone)}, after {_shown(columns, new)}")
+
+
+def _every_row_in_the_one_workspace() -> None:
+    """The install becomes one workspace, "Default", with every mailbox, sequence, contact, token and ledger entry in
+    it (workspaces/0001, mailboxes/0028, sequences/0023)."""
+    from workspaces.models import Workspace
+
+    assert list(Workspace.objects.values_list("name", flat=True)) == ["Default"]
+    default = Workspace.objects.get().pk
+    for table in ("mailboxes_mailbox", "sequences_sequence", "sequences_contact", "sequences_suppression",
+                  "sequences_operatoraction"):
+        total = _scalar(f"SELECT COUNT(*) FROM {table}", [])  # noqa: S608 - a table name of this list
+        assert total > 0, f"{table}: the old data wrote no row to move"
+        assert _scalar(f"SELECT COUNT(*) FROM {table} WHERE workspace_id = %s", [default]) == total, table  # noqa: S608
 
 
 def _shown(columns: list[str], rows: Counter) -> list[dict]:

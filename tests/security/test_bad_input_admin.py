@@ -11,12 +11,19 @@ from django.urls import reverse
 
 from tests.api.conftest import api_roles  # noqa: F401 - the admins' webhook permission
 from tests.security.sweep import Form, Found, forms_of
-from tests.security.test_bad_input_sweep import HUGE_ID, _destructive, _form_requests, _send, world  # noqa: F401 - its world
+from tests.security.test_bad_input_sweep import (  # noqa: F401 - its world and templates
+    HUGE_ID,
+    _destructive,
+    _form_requests,
+    _send,
+    production_templates,
+    world,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def test_every_django_admin_page_and_form_answers_bad_input_without_a_5xx(world):  # noqa: F811 - imported
+def test_every_django_admin_page_and_form_answers_bad_input_without_a_5xx(world, production_templates):  # noqa: F811
     """The Django admin as an admin of the UI uses it: each registered model's list and add pages and the forms and
     links on them (filters, search, ordering, actions), the same way; a change page with an id past every column.
     The change forms are the add forms with the row's values (their fields pass the same checks), so they are

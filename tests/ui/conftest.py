@@ -21,6 +21,7 @@ ROLE_GROUPS = {"staff": "staff", "operator": "operators", "admin": "admins"}
 _roles_migration = importlib.import_module("sequences.migrations.0002_roles")
 _moved_migration = importlib.import_module("inbound.migrations.0005_ledger_moved_here")
 _weekly_migration = importlib.import_module("reports.migrations.0002_weekly_report")
+_clients_migration = importlib.import_module("workspaces.migrations.0002_client_role")
 
 
 @pytest.fixture
@@ -38,6 +39,8 @@ def roles(db):
         _roles_migration.roles_create(apps)
         _moved_migration.roles_after_move(apps)
         _weekly_migration.weekly_perm_grant(apps)
+    if not Group.objects.filter(name="clients", permissions__codename="view_sequence").exists():
+        _clients_migration.client_role_create(apps)
 
 
 @pytest.fixture

@@ -55,6 +55,9 @@ TABLE = [
     ("login", lambda w: reverse("login"), {A: (200, 200), ST: (302, 302), OP: (302, 302), AD: (302, 302)}),
     ("logout", lambda w: reverse("logout"), {A: (405, 302), ST: (405, 302), OP: (405, 302), AD: (405, 302)}),
     ("dashboard", lambda w: reverse("dashboard"), READ),
+    # Every role may switch workspace (to one it is a member of; an empty choice is refused in words, back: 302).
+    ("workspace_switch", lambda w: reverse("workspace_switch"),
+     {A: (LOGIN, LOGIN), ST: (405, 302), OP: (405, 302), AD: (405, 302)}),
     ("sequence_list", lambda w: reverse("sequence_list"), READ),
     ("sequence_detail", lambda w: reverse("sequence_detail", args=[w["sequence"].pk]), READ),
     ("sequence_pause", lambda w: reverse("sequence_pause", args=[w["sequence"].pk]), OPERATE),
@@ -152,7 +155,7 @@ def test_the_table_covers_every_ui_route():
     names = {p.name for p in ui_urls.urlpatterns
              if not str(p.pattern).startswith(("outbound-webhooks/", "booking-webhooks/"))}
     assert names == {name for name, _, _ in TABLE} - {"admin:index", "rq_home"}
-    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8 + 24 + 24 + 24
+    assert len(CASES) == (len(TABLE) - len(NETWORK)) * 4 * 2 == 368 + 32 + 24 + 32 + 8 + 24 + 8 + 24 + 24 + 24 + 8
 
 
 def test_every_ui_view_checks_a_permission():

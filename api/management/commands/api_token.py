@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from api.models import ApiToken
 from api.tokens import api_token_create
 from sequences.services.common import ServiceError
+from workspaces.current import workspace_named
 
 
 class Command(BaseCommand):
@@ -19,10 +20,17 @@ class Command(BaseCommand):
         parser.add_argument("name", help="what the token is for, e.g. crm")
         parser.add_argument("--role", required=True, choices=ApiToken.Role.values)
         parser.add_argument("--rate", type=int, default=120, help="requests per minute (default 120)")
+        parser.add_argument("--workspace", metavar="NAME", default="",
+                            help="the workspace it acts in; none: an agency token, which names the workspace of "
+                                 "each call in its X-Workspace header")
 
-    def handle(self, *args, name, role, rate, **options):
+    def handle(self, *args, name, role, rate, workspace, **options):
         try:
-            row, token = api_token_create(name=name, role=role, rate_per_minute=rate)
+            workspace_id = workspace_named(workspace).pk if workspace else None
+        except LookupError as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            row, token = api_token_create(name=name, role=role, rate_per_minute=rate, workspace_id=workspace_id)
         except ServiceError as exc:
             raise CommandError(str(exc)) from None
         self.stderr.write(

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from inbound.erasure import contact_erase
 from sequences.services.common import ServiceError
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
@@ -11,8 +12,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("email", help="the person's address")
 
+    @in_named_workspace
     def handle(self, *args, email, **options):
         try:
             result = contact_erase(email=email, actor="command")

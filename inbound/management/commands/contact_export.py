@@ -5,15 +5,18 @@ from django.core.management.base import BaseCommand, CommandError
 
 from inbound.erasure import contact_export
 from sequences.services.common import ServiceError
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
     help = "Write everything held about a person as JSON (GDPR art. 15): to stdout, or to --output FILE."
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("email", help="the person's address")
         parser.add_argument("--output", default="-", help="a file to write (default: stdout)")
 
+    @in_named_workspace
     def handle(self, *args, email, output, **options):
         try:
             data = contact_export(email=email)

@@ -28,6 +28,7 @@ from sequences.services.enrollments import (
     enrollments_create_batch,
     enrollments_dry_run_counts,
 )
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Progress:
@@ -70,6 +71,7 @@ class Command(BaseCommand):
             "file or the options are unusable.")
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("--sequence", required=True, help="sequence name")
         parser.add_argument("--update-contacts", action="store_true",
                             help="update existing contacts with the file's non-empty values (default: keep them)")
@@ -88,6 +90,7 @@ class Command(BaseCommand):
                                  "(the counts the browser's dry run shows for the same file)")
         parser.add_argument("file", help="CSV file (UTF-8)")
 
+    @in_named_workspace
     def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, allow_missing,
                verify=False, dry_run=False, **options):
         seq = Sequence.objects.filter(name=sequence).first()

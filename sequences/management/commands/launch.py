@@ -3,14 +3,17 @@ from django.core.management.base import BaseCommand, CommandError
 from sequences.models import Sequence
 from sequences.services.common import ServiceError
 from sequences.services.stops import sequence_launch
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
     help = "Launch a draft sequence: from now on its people's emails are sent, each through the final check."
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("name", help="the sequence's name")
 
+    @in_named_workspace
     def handle(self, *args, name, **options):
         sequence = Sequence.objects.filter(name=name).first()
         if sequence is None:

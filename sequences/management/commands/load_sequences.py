@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from sequences.config.apply import config_apply
 from sequences.config.parse import parse
 from sequences.config.validate import ConfigError
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
@@ -14,8 +15,10 @@ class Command(BaseCommand):
             "ones, listing each change. A bad file changes nothing.")
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("file", help="TOML file with [[mailbox]] and [[sequence]] tables")
 
+    @in_named_workspace
     def handle(self, *args, file, **options):
         path = Path(file)
         if not path.is_file():

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from sequences.services.common import ServiceError
 from sequences.services.stops import enrollment_resume, mailbox_resume, sequence_resume
+from workspaces.commands import in_named_workspace, workspace_argument
 
 from ._target import add_target_arguments, resolve
 
@@ -10,8 +11,10 @@ class Command(BaseCommand):
     help = "Resume a sequence, an enrollment (EMAIL --sequence NAME) or a mailbox, scheduling next steps."
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         add_target_arguments(parser)
 
+    @in_named_workspace
     def handle(self, *args, kind, name, sequence, **options):
         target = resolve(kind, name, sequence)
         try:

@@ -5,15 +5,18 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from sequences.selectors import normalize_email, timeline_event_fields, timeline_of_address
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
     help = "Every timeline event for an address across enrollments, in commit order, database-clock timestamps."
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("email")
         parser.add_argument("--json", action="store_true", dest="as_json", help="one JSON object per line")
 
+    @in_named_workspace
     def handle(self, *args, email, as_json: bool, **options):
         email = normalize_email(email)
         events = timeline_of_address(email)

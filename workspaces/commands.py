@@ -1,0 +1,56 @@
+"""`--workspace NAME` for the commands that find rows by name or address: the command runs inside that workspace
+(what it reads is that workspace's, what it makes belongs to it). Without it a command acts across the install, and
+what it makes goes to the install's only workspace (refused, in words, where there are several)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.core.management.base import CommandError
+
+from .current import workspace_named
+from .models import Workspace
+from .scoping import workspace_scope
+
+
+def workspace_argument(parser) -> None:
+    parser.add_argument("--workspace", metavar="NAME", default="",
+                        help="the workspace to act in (manage.py workspace list); needed where there are several")
+
+
+def in_named_workspace(handle: Callable) -> Callable:
+    """A command's `handle`, run inside the workspace its `--workspace` names."""
+
+    @wraps(handle)
+    def run(self, *args, workspace: str = "", **options):
+        if not workspace:
+            return handle(self, *args, **options)
+        try:
+            chosen = workspace_named(workspace)
+        except LookupError as exc:
+            raise CommandError(str(exc)) from None
+        with workspace_scope(chosen.pk, sole=Workspace.objects.count() == 1):
+            return handle(self, *args, **options)
+
+    return run
+
+
+def ledger_arguments(parser) -> None:
+    """`--workspace NAME` or `--everywhere` for a suppression: the ledger's part it is written to."""
+    parser.add_argument("--workspace", metavar="NAME", default="",
+                        help="the workspace whose ledger it is in (needed where there are several)")
+    parser.add_argument("--everywhere", action="store_true",
+                        help="the agency's list: holds (or lifts) the address in every workspace")
+
+
+def ledger_part_named(*, workspace: str, everywhere: bool) -> int | None:
+    """The ledger's part a command's `--workspace`/`--everywhere` name: a workspace's id, or None (everywhere)."""
+    if everywhere and workspace:
+        raise CommandError("give --workspace or --everywhere, not both")
+    if everywhere:
+        return None
+    try:
+        return workspace_named(workspace or None).pk
+    except LookupError as exc:
+        raise CommandError(f"{exc}; or --everywhere for every workspace") from None
