@@ -14,6 +14,7 @@ from datetime import date
 from django.core.management.base import BaseCommand, CommandError
 
 from sequences.models import Sequence
+from workspaces.commands import in_named_workspace, workspace_argument
 
 from ...exports import report_csv, report_xlsx
 from ...figures import BY, report
@@ -33,6 +34,7 @@ class Command(BaseCommand):
     help = "Write a report table (sent, replies, bounces, complaints, rates) as CSV or XLSX."
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("--sequence", metavar="NAME", help="one sequence, by its name (default: all)")
         parser.add_argument("--by", choices=list(BY), default="sequence", help="how the rows are grouped")
         parser.add_argument("--format", choices=("csv", "xlsx"), default="csv")
@@ -42,6 +44,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-rollup", action="store_true",
                             help="read the rollup as the scheduler last left it, without bringing it up to date")
 
+    @in_named_workspace
     def handle(self, *args, **options):
         since, until = _day("--since", options["since"]), _day("--until", options["until"])
         if since and until and since > until:

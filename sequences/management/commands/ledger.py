@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from sequences.ledger import LedgerRow, ledger_csv_lines, ledger_json_chunks, send_ledger_rows
 from sequences.models import Contact, Sequence
 from sequences.selectors import normalize_email
+from workspaces.commands import in_named_workspace, workspace_argument
 
 EXAMPLES = """examples:
   manage.py ledger --contact jane@acme.test --format csv --output jane.csv
@@ -35,6 +36,7 @@ class Command(BaseCommand):
         return parser
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("--contact", metavar="EMAIL", help="the person's address")
         parser.add_argument("--sequence", metavar="NAME", help="the sequence's name")
         parser.add_argument("--since", metavar="DATE",
@@ -44,6 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
         parser.add_argument("--output", metavar="FILE", default="-", help="a file to write (default: stdout)")
 
+    @in_named_workspace
     def handle(self, *args, contact, sequence, since, until, format, output, **options):
         if not (contact or sequence or since or until):
             raise CommandError("say whose ledger: --contact EMAIL, --sequence NAME, or a date range "

@@ -10,6 +10,7 @@ from mailboxes.selectors import transport_for
 from sequences.services.domain_auth import mailbox_domain_auth_check
 from sequences.services.imap_login import imap_login_checked
 from sequences.services.mailbox_health import mailbox_probe
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
@@ -19,8 +20,10 @@ class Command(BaseCommand):
             "DMARC records and records what they say (a failing record is listed, not counted as a failed step).")
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("name", help="the mailbox name")
 
+    @in_named_workspace
     def handle(self, *args, name, **options):
         mailbox = Mailbox.objects.filter(name=name).first()
         if mailbox is None:

@@ -12,6 +12,7 @@ from sequences.models import SendJob
 from sequences.sending_mailbox import sends_from
 from sequences.services.common import ServiceError
 from sequences.services.stops import send_job_retry
+from workspaces.commands import in_named_workspace, workspace_argument
 
 
 class Command(BaseCommand):
@@ -19,10 +20,12 @@ class Command(BaseCommand):
             "Each retry is a new job for the same step, due now; a suppressed address is refused.")
 
     def add_arguments(self, parser):
+        workspace_argument(parser)
         parser.add_argument("job_id", nargs="?", type=int, help="a failed job's id")
         parser.add_argument("--mailbox", help="every failed job of this mailbox (by name)")
         parser.add_argument("--failed-since", help="every job that failed at or after this time (ISO 8601, UTC)")
 
+    @in_named_workspace
     def handle(self, *args, job_id, mailbox, failed_since, **options):
         if sum(x is not None for x in (job_id, mailbox, failed_since)) != 1:
             raise CommandError("name exactly one of: JOB_ID, --mailbox NAME, --failed-since TIME")
