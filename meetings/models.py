@@ -13,6 +13,8 @@ from __future__ import annotations
 from django.db import models
 
 from db.clock import DbClock
+from workspaces.current import workspace_default
+from workspaces.scoping import WorkspaceManager
 
 # The sealed column of a source, and what it is called in words (mailboxes.sealed.sealed_columns_register).
 SEALED = {"secret_sealed": "booking webhook signing key"}
@@ -23,6 +25,9 @@ class BookingSource(models.Model):
         CALENDLY = "calendly", "Calendly"
         CALCOM = "calcom", "Cal.com"
 
+    # The workspace whose people its bookings stop.
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+",
+                                  default=workspace_default, editable=False)
     name = models.CharField(max_length=100, unique=True)
     provider = models.CharField(max_length=10, choices=Provider.choices)
     # The receiving URL's key (/webhooks/bookings/<slug>/): random, so no URL of another source can be guessed.
@@ -33,6 +38,8 @@ class BookingSource(models.Model):
     # what the settings page shows while a source is being set up. Refused requests are never stored.
     last_refused_at = models.DateTimeField(null=True, blank=True)
     last_refusal = models.CharField(max_length=300, blank=True)
+
+    objects = WorkspaceManager("workspace")
 
     class Meta:
         ordering = ["name"]
@@ -68,6 +75,12 @@ class BookingEvent(models.Model):
     result = models.CharField(max_length=20, choices=Result.choices, default=Result.RECORDED)
     effect = models.TextField(blank=True)  # what it did, in words
     payload = models.JSONField(default=dict)  # the little of the event that explains its effect
+
+    # Its source's workspace, kept when the source is deleted (the bookings stay).
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+", null=True,
+                                  blank=True, editable=False)
+
+    objects = WorkspaceManager("workspace")
 
     class Meta:
         ordering = ["-received_at", "-id"]

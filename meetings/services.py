@@ -40,6 +40,7 @@ from sequences.services.stops import person_stop_in_transaction
 from sequences.stop_summary import StopSummary
 from sequences.storable import unstorable
 from sequences.timeline import Event, event_record
+from workspaces.scoping import workspace_scope
 
 from . import providers
 from .models import BookingEvent, BookingSource
@@ -141,7 +142,7 @@ class Answer:
 
 def booking_receive(*, slug: str, headers: Mapping[str, str], body: bytes) -> Answer:
     """Check, record and apply one event posted to a source's URL. Refusals are logged on the source only."""
-    source = BookingSource.objects.filter(slug=slug).first()
+    source = BookingSource._base_manager.filter(slug=slug).first()  # the URL's key finds it in any workspace
     if source is None:
         return Answer(404, "no booking source has this address")
     if len(body) > providers.MAX_BODY:
@@ -164,7 +165,9 @@ def booking_receive(*, slug: str, headers: Mapping[str, str], body: bytes) -> An
             booking = providers.calcom_read(data, body)
     except Refused as refused:
         return _refused(source, refused)
-    return booking_apply(source=source, booking=booking)
+    # The booking stops (and is matched to) the people of the source's workspace only.
+    with workspace_scope(source.workspace_id, sole=True):
+        return booking_apply(source=source, booking=booking)
 
 
 def _refused(source: BookingSource, refused: Refused) -> Answer:
@@ -180,6 +183,7 @@ def booking_apply(*, source: BookingSource, booking: Booking) -> Answer:
         try:
             with transaction.atomic():
                 row = BookingEvent.objects.create(
+                    workspace_id=source.workspace_id,
                     source=source, source_name=source.name, provider=source.provider, event_id=booking.event_id,
                     event_type=booking.event_type, kind=booking.kind, invitee_email=booking.email[:254],
                     payload=booking.minimal())

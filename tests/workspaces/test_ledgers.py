@@ -130,3 +130,28 @@ def test_a_command_in_an_install_of_several_workspaces_names_one(two):
     assert Suppression.objects.get(value="x@prospect.test").workspace_id == two["b"]["workspace"].pk
     with pytest.raises(CommandError, match="no workspace named 'Nobody'"):
         call_command("suppress", "y@prospect.test", "--reason", "manual", "--workspace", "Nobody")
+
+
+def test_a_booking_on_a_source_of_a_stops_the_person_in_a_only(two, monkeypatch):
+    from cryptography.fernet import Fernet
+    from django.test import Client
+    from django.urls import reverse
+
+    from mailboxes.sealed import KEYS_ENV
+    from meetings.services import booking_source_create
+    from tests.meetings.payloads import CALENDLY_KEY, body_of, calendly_event, calendly_headers
+
+    monkeypatch.setenv(KEYS_ENV, Fernet.generate_key().decode())
+    a, b = two["a"], two["b"]
+    with workspace_scope(a["workspace"].pk):
+        source = booking_source_create(name="Acme Calendly", provider="calendly", secret=CALENDLY_KEY, actor="admin")
+    assert source.workspace_id == a["workspace"].pk
+    body = body_of(calendly_event("invitee.created", SHARED))
+    headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in calendly_headers(body).items()}
+    response = Client().post(reverse("booking_webhook", kwargs={"slug": source.slug}), body,
+                             content_type="application/json", **headers)
+    assert response.status_code == 200, response.content
+    a["shared"].refresh_from_db()
+    b["shared"].refresh_from_db()
+    assert a["shared"].status == Enrollment.Status.STOPPED
+    assert b["shared"].status == Enrollment.Status.ACTIVE
