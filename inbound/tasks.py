@@ -39,7 +39,7 @@ def poll_lock(mailbox_id: int):
     return conn.lock(f"outreach:poll:{mailbox_id}", timeout=LOCK_TIMEOUT, blocking=False)
 
 
-def _again_key(mailbox_id: int) -> str:
+def poll_again_key(mailbox_id: int) -> str:
     return f"outreach:poll:{mailbox_id}:again"
 
 
@@ -53,7 +53,7 @@ def poll_mailbox(mailbox_id: int) -> dict:
     second pass, never left for the next periodic poll.
     """
     conn = django_rq.get_connection("ingest")
-    again = _again_key(mailbox_id)
+    again = poll_again_key(mailbox_id)
     rounds, fetched, result = 0, 0, None
     while True:
         lock = poll_lock(mailbox_id)

@@ -2,9 +2,13 @@
 
 Connections are opened by a small pool (`OUTREACH_WATCHER_OPENERS` threads,
 4 by default), so a server that accepts but never answers delays only its
-own folders, never the others. Folders are handed to the pool one of each
-mailbox in turn, so the logins in flight at once belong to different
-mailboxes, not to one account's folders.
+own folders, never the others. At most one connection of a mailbox is being
+opened at a time, the mailboxes in order: the logins in flight at once belong
+to different accounts, an account sees its connections arrive one after
+another (the pace of its own server's answers), and a mailbox's folders are
+all open within moments of each other, so the catch-up polls they ask for
+merge into one or two passes of the mailbox (`enqueue_poll_merged`) instead of
+a pass per folder spread over the whole start.
 
 Each folder has one IMAP connection in IDLE, driven without blocking once open (mailboxes.imap.idle_line): a
 server that stops answering holds up only its own folder. When the server pushes (EXISTS), the watcher marks the
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import selectors
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -50,6 +55,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
+import django_rq
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Q
@@ -65,6 +71,7 @@ from mailboxes.selectors import imap_config_for
 from .ingest.login import Connection, login_accepted, login_refused, login_wait
 from .ingest.view import folder_unread_mark, folders_quiet_through
 from .leases import LeaseKeeper, Round, account_of, limits_setting_problem
+from .tasks import LOCK_TIMEOUT, enqueue_poll, poll_again_key, poll_lock
 
 log = logging.getLogger("outreach.ingest")
 MAX_BACKOFF = 300.0
@@ -111,8 +118,14 @@ class Watcher:
         self.heartbeat_seconds = heartbeat() if heartbeat_seconds is None else heartbeat_seconds
         self.selector = selectors.DefaultSelector()
         self.watches: dict[tuple, Watch] = {}
-        self.openers = ThreadPoolExecutor(openers(), thread_name_prefix="imap-open")
+        self.slots = openers()
+        self.openers = ThreadPoolExecutor(self.slots, thread_name_prefix="imap-open")
         self.next_round = 0.0
+        # An opener that finishes wakes the loop (a byte on this pair), so the next folder is handed over at once.
+        self.wake_r, self.wake_w = socket.socketpair()
+        for end in (self.wake_r, self.wake_w):
+            end.setblocking(False)
+        self.selector.register(self.wake_r, selectors.EVENT_READ, None)
         self.quiet: dict[datetime, list[tuple[int, str]]] = defaultdict(list)  # read through, by the time read
 
     # --- the set of folders ----------------------------------------------------------------
@@ -133,17 +146,22 @@ class Watcher:
     def step(self, timeout: float) -> None:
         """Open what is due, read what was pushed and answered, send the heartbeats due."""
         now = time.monotonic()
-        to_open = []
+        due, opening = [], set()  # folders to open now; mailboxes with a connection being opened
         for watch in self.watches.values():
             if watch.opening is not None and watch.opening.done():
                 self._opened(watch)
-            elif watch.session is None and watch.opening is None and now >= watch.retry_at:
-                to_open.append(watch)
-        for watch in _one_of_each_mailbox_in_turn(to_open):
-            watch.opening = self.openers.submit(_connect, watch.mailbox, watch.folder)
+            if watch.opening is not None:
+                opening.add(watch.mailbox.pk)
+            elif watch.session is None and now >= watch.retry_at:
+                due.append(watch)
+        if due:
+            self._open(due, opening)
         wait = max(min(timeout, self.next_round - time.monotonic()), 0.0)
         for key, _ in self.selector.select(timeout=wait):
-            self._read(key.data)
+            if key.data is None:
+                self._woken()
+            else:
+                self._read(key.data)
         now = time.monotonic()
         if now >= self.next_round:
             self.next_round = now + ROUND_SECONDS
@@ -159,6 +177,8 @@ class Watcher:
         self.openers.shutdown(wait=False, cancel_futures=True)
         self.watches.clear()
         self.selector.close()
+        self.wake_r.close()
+        self.wake_w.close()
 
     # --- pushes and answers -----------------------------------------------------------------------
 
@@ -228,6 +248,43 @@ class Watcher:
                       lambda at=at, folders=folders: folders_quiet_through(folders=folders, at=at))
 
     # --- connections ----------------------------------------------------------------------------
+
+    def _open(self, due: list[Watch], opening: set[int]) -> None:
+        """Hand folders due to open to the openers: one of a mailbox at a time (`opening`: the mailboxes with one
+        on its way), `openers()` at a time in all, the first mailboxes first. Their mailboxes are read here, in one
+        query, for the login gate as it is now: the openers need no database connection of their own."""
+        chosen: list[Watch] = []
+        for watch in _one_of_each_mailbox_in_turn(sorted(due, key=lambda w: (w.mailbox.pk, w.folder))):
+            if len(chosen) >= self.slots - len(opening):
+                break
+            if watch.mailbox.pk not in opening:
+                opening.add(watch.mailbox.pk)
+                chosen.append(watch)
+        if not chosen:
+            return
+        read = _database("read the mailboxes to open", lambda: (db_now(), {
+            box.pk: box for box in Mailbox.objects.filter(pk__in=[w.mailbox.pk for w in chosen])}))
+        for watch in chosen:
+            mailbox = read[1].get(watch.mailbox.pk) if read is not None else None
+            if mailbox is None:  # the database failing, or the mailbox removed (the next lease round drops it)
+                self._fail(watch, ImapError("not opened: its mailbox could not be read"))
+                continue
+            watch.opening = self.openers.submit(_connect, mailbox, watch.folder, read_at=read[0])
+            watch.opening.add_done_callback(self._wake)
+
+    def _wake(self, _future: Future | None = None) -> None:
+        """In an opener thread: make the loop's select return (the pair is full: it is awake already)."""
+        try:
+            self.wake_w.send(b"\0")
+        except OSError:
+            pass
+
+    def _woken(self) -> None:
+        try:
+            while self.wake_r.recv(4096):
+                pass
+        except OSError:
+            pass
 
     def _opened(self, watch: Watch) -> None:
         future, watch.opening = watch.opening, None
@@ -317,6 +374,25 @@ def _one_of_each_mailbox_in_turn(watches: list[Watch]) -> list[Watch]:
     return [watch for _, watch in sorted(ranked, key=lambda r: r[0])]
 
 
+def enqueue_poll_merged(mailbox_id: int) -> None:
+    """The watcher's `on_new` in `watch_mailboxes`: a poll of the mailbox on the `ingest` queue, merged with one
+    asked for before that has not begun reading: at most one poll of a mailbox waits in the queue, however many
+    of its folders ask (a start asks once per folder opened, a burst of replies once per push).
+
+    The flag is the one a poll asked for while another runs leaves (`inbound.tasks.poll_mailbox`): it stands
+    from an ask until the next pass of the mailbox begins, and a running poll that finds it when done reads the
+    mailbox again. So when it stands, or a poll is running, a pass that begins after this ask is already due and
+    nothing is enqueued. A lost job leaves the flag standing until the periodic poll's next pass (or
+    LOCK_TIMEOUT): asks meanwhile are merged into that one, the folders stay marked unread and their mailbox's
+    follow-ups wait rather than leave unread."""
+    redis = django_rq.get_connection("ingest")
+    if not redis.set(poll_again_key(mailbox_id), "1", ex=LOCK_TIMEOUT, nx=True):
+        return
+    if poll_lock(mailbox_id).locked():
+        return
+    enqueue_poll(mailbox_id)
+
+
 def _drop_opened(future: Future) -> None:
     """A connection opened for a folder no longer watched: log out of it (in the opener thread)."""
     if not future.cancelled() and future.exception() is None:
@@ -356,14 +432,18 @@ def _database[T](what: str, read_or_write: Callable[[], T]) -> T | None:
         return None
 
 
-def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, FolderStatus, bool]:
+def _connect(mailbox: Mailbox, folder: str, *, read_at: datetime | None = None
+             ) -> tuple[ImapSession, FolderStatus, bool]:
     """In an opener thread: log in, select, enter IDLE. (session, what the SELECT said, mail already announced).
 
     The login gate is the poller's (`inbound.ingest.login`): no login without a password, and after a refusal
-    none before the next interval of the ladder."""
+    none before the next interval of the ladder. It is read as it is now, not as the list was: `mailbox` as the
+    caller read it at `read_at` (the database clock), or read here."""
     try:
-        mailbox = Mailbox.objects.get(pk=mailbox.pk)  # the gate as it is now, not as the list was read
-        now = db_now()
+        if read_at is None:
+            mailbox = Mailbox.objects.get(pk=mailbox.pk)
+            read_at = db_now()
+        now = read_at
         wait = login_wait(mailbox, now=now)
         if wait:
             raise ImapAuthError(wait)
@@ -382,7 +462,7 @@ def _connect(mailbox: Mailbox, folder: str) -> tuple[ImapSession, FolderStatus, 
             session.drop()
             raise
     finally:
-        connection.close()  # an opener thread never keeps a database connection
+        connection.close()  # an opener thread never keeps a database connection (it opens one only to record)
 
 
 def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None], refresh: float,

@@ -5,6 +5,7 @@ ImapError's kinds. The commands (folders, fetch, idle) build on it."""
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class ImapConnection:
         self._client: IMAPClient | None = None
         self._broken = False  # set after a connection error: no polite logout then
         self._folder: str | None = None
+        self._handed: socket.socket | None = None  # the socket an IdleLine took over (idle.hand_over)
 
     def __enter__(self) -> Self:
         self.open()
@@ -100,10 +102,16 @@ class ImapConnection:
                     try:
                         client.login(cfg.username, cfg.password)
                     except imap_exc.LoginError as e:
+                        said = as_text(e.args[0] if e.args else e)[:200]
                         if over_connection_limit(e):  # the password was not the problem: try again later
                             raise ImapConnectionError(f"IMAP login as {cfg.username!r} on {where} refused: the "
                                                       f"account has as many connections as the server allows: "
-                                                      f"{as_text(e.args[0] if e.args else e)[:200]}") from e
+                                                      f"{said}") from e
+                        if isinstance(e.__context__, imap_exc.IMAPClientAbortError):
+                            # The connection broke before the answer (imaplib's abort: EOF, reset), as Dovecot
+                            # drops a login when its imap processes are all in use: no word on the password.
+                            raise ImapConnectionError(f"IMAP login as {cfg.username!r} on {where}: the server "
+                                                      f"closed the connection before answering ({said})") from e
                         raise ImapAuthError(f"IMAP login as {cfg.username!r} on {where} refused: {e}") from e
                 # HIGHESTMODSEQ only appears in SELECT once CONDSTORE is enabled,
                 # and ENABLE is only legal before a folder is selected.
@@ -144,6 +152,7 @@ class ImapConnection:
         """LOGOUT, or just drop the socket if the connection is already broken. Never raises."""
         client = self._client
         if client is None:
+            self._drop()
             return
         if not self._broken:
             try:
@@ -161,12 +170,19 @@ class ImapConnection:
 
     def _drop(self) -> None:
         client, self._client = self._client, None
+        handed, self._handed = self._handed, None
         self._folder = None
         if client is not None:
             try:
                 client.shutdown()
             except Exception:
                 pass
+        if handed is not None:
+            try:
+                handed.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            handed.close()
 
     @property
     def _c(self) -> IMAPClient:

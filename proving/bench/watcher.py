@@ -49,12 +49,17 @@ DESIGNS = {
 PASSWORD = "watchpw"
 # Dovecot's defaults allow 100 imap processes and 10 connections per user and address: a watcher of N
 # folders holds N connections (one imap process each, client_limit 1 as Dovecot recommends) plus the polls'.
+# The imap service has a process_limit of its own (1024) that default_process_limit does not raise: beyond it
+# Dovecot drops new connections after their LOGIN ("process_limit (1024) reached"), as at 2,000 folders.
 LIMITS = """
 default_process_limit = {processes}
 default_client_limit = {clients}
 mail_max_userip_connections = {per_user}
 service imap-login {{
   process_min_avail = 4
+}}
+service imap {{
+  process_limit = {processes}
 }}
 """
 
@@ -195,7 +200,7 @@ def design_run(
             offset = clock_offset_ms()
             rng = random.Random(23)
             appended: dict[int, float] = {}
-            sent_at: list[tuple[int, float]] = []  # (mailbox pk, APPEND sent), for push -> poll enqueued
+            sent_at: list[tuple[int, float, int]] = []  # (mailbox pk, APPEND sent, enrollment): push -> poll
             for i in range(replies):
                 sampler.wait(rng.expovariate(rate), "replies")
                 user = users[i % count]  # followups_create puts enrollment i on mailbox i % count
@@ -204,7 +209,7 @@ def design_run(
                     sender=f"p{i}.{prefix}@prospects.test", to_message_id=data.first_message_id(prefix, i)
                 )
                 with server.client(user) as client:
-                    sent_at.append((boxes[i % count].pk, time.time()))
+                    sent_at.append((boxes[i % count].pk, time.time(), enrollment_of[i]))
                     client.append(folder, raw)
                 appended[enrollment_of[i]] = time.time()
             stopped = Enrollment.objects.filter(pk__in=enrollment_of, status=Enrollment.Status.STOPPED)
@@ -225,7 +230,7 @@ def design_run(
         )
     )
     latencies = [events[e].timestamp() - t for e, t in appended.items() if e in events]
-    pushes, skipped = push_latencies(sent_at)
+    pushes, skipped, merged = push_latencies(sent_at, events)
     peak_mib = max(peak, final["VmHWM"]) / 1024
     base_mib = None if base_rss is None else base_rss / 1024  # None: connected before the first look
     return {
@@ -250,6 +255,7 @@ def design_run(
         "latency": summary_ms(latencies),
         "push_to_enqueue": summary_ms(pushes),
         "polls_skipped": skipped,
+        "pushes_merged": merged,
         "clock_offset_ms": offset,
         "read_through_lag_idle": sampler.report("idle")["lag"],
         "read_through_lag_replies": sampler.report("replies")["lag"],
@@ -263,10 +269,12 @@ def design_run(
     }
 
 
-def push_latencies(sent: list[tuple[int, float]]) -> tuple[list[float], int]:
-    """APPEND sent -> the first poll of that mailbox the watcher enqueued after it (RQ's enqueued_at): the
-    watcher's own share of reply -> stop, without the pollers' queue. Also how many polls were skipped
-    because another poll of the same mailbox was running (inbound.tasks.poll_lock)."""
+def push_latencies(sent: list[tuple[int, float, int]], stopped: dict[int, Any]) -> tuple[list[float], int, int]:
+    """APPEND sent -> the first poll of that mailbox the watcher enqueued after it (RQ's enqueued_at), before the
+    enrollment was stopped: the watcher's own share of reply -> stop, without the pollers' queue. Also how many
+    polls were skipped because another poll of the same mailbox was running (inbound.tasks.poll_lock), and how
+    many pushes enqueued nothing before the stop: merged into a poll asked for before and not begun, or left to
+    the running poll's next pass (`inbound.watcher.enqueue_poll_merged`)."""
     from django_rq import get_queue
     from rq.job import Job
 
@@ -286,11 +294,15 @@ def push_latencies(sent: list[tuple[int, float]]) -> tuple[list[float], int]:
             at = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
             enqueued.setdefault(int(job.args[0]), []).append(at.timestamp())
     out = []
-    for mailbox, at in sent:
-        later = [t for t in enqueued.get(mailbox, []) if t >= at]
+    merged = 0
+    for mailbox, at, enrollment in sent:
+        until = stopped[enrollment].timestamp() if enrollment in stopped else float("inf")
+        later = [t for t in enqueued.get(mailbox, []) if at <= t <= until]
         if later:
             out.append(min(later) - at)
-    return out, skipped
+        elif enrollment in stopped:
+            merged += 1
+    return out, skipped, merged
 
 
 def run(ctx) -> dict[str, Any]:
@@ -363,8 +375,10 @@ def run(ctx) -> dict[str, Any]:
             f"enrollment_stopped (database clock); replies at {o['watch_reply_rate']:g}/s (Poisson). "
             "Clock offset db-bench: "
             f"{', '.join(str(r['clock_offset_ms']) for r in runs.values())} ms.",
-            "push: APPEND sent -> the watcher enqueued a poll of that mailbox (RQ enqueued_at), the watcher's own "
-            "share; stop adds the pollers (a push polls every folder of the mailbox).",
+            "push: APPEND sent -> the watcher enqueued a poll of that mailbox (RQ enqueued_at) before the stop, the "
+            "watcher's own share; stop adds the pollers (a push polls every folder of the mailbox). Pushes merged "
+            "into a poll already asked for (no poll enqueued before the stop): "
+            f"{', '.join(str(r['pushes_merged']) for r in runs.values())}.",
             "peak RSS is the watcher process' VmHWM; idle CPU over 5 s with every folder in IDLE.",
             f"IDLE cycle {IDLE_SECONDS} s for both designs, so every folder is re-selected while replies arrive.",
         ],
@@ -450,7 +464,7 @@ def beside_baseline(runs: dict[str, dict[str, Any]], folders: int, load: Load) -
             f"reply -> stop p99 {_fmt(p99[0])} ms against the baseline's {_fmt(p99[1])} ms: "
             f"{_fmt(ratio(*p99))} x.",
             "per 1,000 folders: the process at its last look before its first connection (product: "
-            f"{_fmt(product['watcher_base_rss_mib'])} MiB, Django and every app imported by the system checks) plus "
+            f"{_fmt(product['watcher_base_rss_mib'])} MiB, Django and the apps it imports) plus "
             "what its connections added, scaled to 1,000 (at 1,000 folders: the peak itself); - when it had "
             "connected at the first look.",
             "the baseline advances no read-through time: its lag is the time since its catch-up polls.",

@@ -202,11 +202,11 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
             offset = clock_offset_ms()
             rng = random.Random(29)
             appended: dict[int, float] = {}
-            sent: list[tuple[int, float]] = []
+            sent: list[tuple[int, float, int]] = []
             for i in range(replies):
                 shards.wait(rng.expovariate(rate))
                 folder = rng.choice(folder_names(per_mailbox))
-                sent.append((boxes[i % count].pk, time.time()))
+                sent.append((boxes[i % count].pk, time.time(), enrollment_of[i]))
                 appended[enrollment_of[i]] = append_reply(server, users[i % count], folder, prefix, i)
             stopped = Enrollment.objects.filter(pk__in=appended, status=Enrollment.Status.STOPPED)
             wait_until = time.monotonic() + 60
@@ -229,7 +229,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         takeover["reply_to_stop"] = summary_ms([events[e].timestamp() - t for e, t in after_kill.items()
                                                 if e in events])
         takeover["stopped"] = sum(1 for e in after_kill if e in events)
-    pushes, _ = push_latencies(sent)
+    pushes, _, merged = push_latencies(sent, events)
     return {
         "processes": processes,
         "folders": folders,
@@ -250,6 +250,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         "stopped": len(latencies),
         "latency": summary_ms(latencies),
         "push_to_enqueue": summary_ms(pushes),
+        "pushes_merged": merged,
         "clock_offset_ms": offset,
         "takeover": takeover or None,
         "loadavg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)],

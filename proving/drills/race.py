@@ -77,10 +77,11 @@ WORKER_DONE = ("authorize_noop", "job_submitted", "job_failed", "job_unknown", "
 STEP_TIMEOUT = 90.0  # seconds: covers a cold worker start on a busy machine
 # A named mailbox is copied into the drill database whole (its SMTP or OAuth2 login, TLS, ca_file and whatever
 # transport setting it gains later: the worker builds its transport with mailboxes.selectors.transport_for, as
-# for any send), except these: its row id, its state (the copy starts unpaused and healthy) and the reading
-# side (the drill commits the reply itself; it polls no folder).
+# for any send), except these: its row id, its workspace (the drill's database has its own), its state (the copy
+# starts unpaused and healthy) and the reading side (the drill commits the reply itself; it polls no folder).
 NOT_COPIED = frozenset({
-    "id", "created_at", "workspace",  # the drill's own database has its own workspace "version", "paused", "blocked_at", "blocked_reason", "blocked_probes", "next_probe_at",
+    "id", "created_at", "workspace", "version", "paused", "blocked_at", "blocked_reason", "blocked_probes",
+    "next_probe_at",
     "connect_failures", "guardrail_paused_at", "guardrail_reason", "guardrail_silenced_until",
     "imap_host", "imap_port", "imap_username", "imap_password_env", "imap_security", "imap_folders",
     "last_poll_at", "last_poll_ok_at", "last_poll_error", "poll_failures",

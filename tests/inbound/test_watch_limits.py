@@ -99,3 +99,20 @@ def test_without_room_for_the_polls_an_account_at_its_limit_is_not_read(crowded,
     assert not InboundMessage.objects.filter(folder="Archive").exists()
     crowded.refresh_from_db()
     assert crowded.imap_login_refused_at is None
+
+
+def test_a_login_the_server_drops_is_a_lost_connection_not_a_refused_password(mailbox, monkeypatch):
+    """Dovecot at its imap process limit takes the LOGIN, then closes the connection: the next poll may log in,
+    the mailbox's credentials are not marked refused."""
+    with Dovecot(DEFAULT_USERS, "service imap {\n  process_limit = 1\n}") as server:
+        monkeypatch.setenv("OUTREACH_SECRET_TEST_IMAP", "alicepw")
+        mailbox.imap_host, mailbox.imap_port = server.host, server.port
+        mailbox.imap_username, mailbox.imap_password_env = "alice", "OUTREACH_SECRET_TEST_IMAP"
+        mailbox.imap_folders = ["INBOX"]
+        mailbox.save()
+        with server.client("alice") as holder:  # the one imap process
+            holder.select_folder("INBOX")
+            with pytest.raises(ImapConnectionError, match="closed the connection before answering"):
+                mailbox_poll(mailbox_id=mailbox.pk)
+    mailbox.refresh_from_db()
+    assert mailbox.imap_login_refused_at is None

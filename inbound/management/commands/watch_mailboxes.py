@@ -8,11 +8,14 @@ import threading
 
 from django.core.management.base import BaseCommand
 
-from inbound.tasks import enqueue_poll, poll_mailbox
-from inbound.watcher import run
+from inbound.tasks import poll_mailbox
+from inbound.watcher import enqueue_poll_merged, run
 
 
 class Command(BaseCommand):
+    # The watcher serves no pages: Django's system checks would import every URL and view, 26 MiB held for the
+    # process's life. The web process and `manage.py check` run them.
+    requires_system_checks = []
     help = ("Watch IMAP folders with IDLE and trigger an immediate poll when new mail is pushed. One thread "
             "multiplexes every folder's connection; mailboxes added, changed or removed are picked up every "
             "--refresh seconds, without a restart. Any number may run: they share the folders through leases "
@@ -31,5 +34,5 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        run(stop, name=mailbox, on_new=poll_mailbox if inline else enqueue_poll, refresh=refresh,
+        run(stop, name=mailbox, on_new=poll_mailbox if inline else enqueue_poll_merged, refresh=refresh,
             idle_seconds=idle_seconds, say=self.stdout.write)
