@@ -111,6 +111,7 @@ def test_a_member_of_b_sees_nothing_of_a_through_any_page_a_reaches(tenants):
     assert leaks(signed_in(b["user"]), sorted(pages), a["secrets"], own_ids) == []
 
 
+@pytest.mark.one_database("a control that the crawl can fail: the crawl itself runs on both databases")
 def test_with_one_filter_removed_the_crawl_finds_the_leak(tenants, monkeypatch):
     a, b = tenants
     pages = crawl(signed_in(a["user"]))
