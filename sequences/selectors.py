@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from workspaces.current import sole_workspace_id
 from workspaces.models import Workspace
 from workspaces.scoping import current_scope, scoped_workspace_id
 
@@ -38,8 +39,7 @@ def ledger_part(workspace_id: int | None | object = CURRENT) -> int | None:
     scoped = scoped_workspace_id()
     if scoped is not None:
         return scoped
-    only = list(Workspace.objects.values_list("pk", flat=True)[:2])
-    return only[0] if len(only) == 1 else None
+    return sole_workspace_id()
 
 
 def ledger_parts_lifted(workspace_id: int | None | object = CURRENT) -> list[int | None]:

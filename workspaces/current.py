@@ -6,16 +6,22 @@ from .models import DEFAULT_NAME, Workspace
 from .scoping import scoped_workspace_id
 
 
+def sole_workspace_id() -> int | None:
+    """The install's only workspace, if it has exactly one."""
+    ids = list(Workspace.objects.values_list("pk", flat=True)[:2])
+    return ids[0] if len(ids) == 1 else None
+
+
 def workspace_default() -> int | None:
     """The request's workspace; else the install's only one (made, named "Default", when there is none); else
     None, which a required column refuses: with several workspaces, background work names the workspace."""
     scoped = scoped_workspace_id()
     if scoped is not None:
         return scoped
-    ids = list(Workspace.objects.values_list("pk", flat=True)[:2])
-    if len(ids) == 1:
-        return ids[0]
-    if not ids:
+    only = sole_workspace_id()
+    if only is not None:
+        return only
+    if not Workspace.objects.exists():
         return Workspace.objects.get_or_create(name=DEFAULT_NAME)[0].pk
     return None
 

@@ -13,7 +13,7 @@ import json
 from django.db import transaction
 
 from sequences.webhooks_out.models import WebhookDelivery, WebhookEndpoint
-from workspaces.models import Workspace
+from workspaces.current import sole_workspace_id
 
 from ..models import Enrollment, TimelineEvent
 from ..queues import enqueue_webhook_deliveries
@@ -56,5 +56,4 @@ def event_workspace_id(event: TimelineEvent) -> int | None:
                 .values_list("sequence__workspace_id", flat=True).first())
     if event.workspace_id is not None:
         return event.workspace_id
-    only = list(Workspace.objects.values_list("pk", flat=True)[:2])
-    return only[0] if len(only) == 1 else None
+    return sole_workspace_id()
