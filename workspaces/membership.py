@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Permission
+from django.db.models import OuterRef, Subquery
 
 from .models import ROLE_GROUP, Membership, Workspace
 
@@ -25,19 +26,16 @@ class Choice:
 
 
 def workspace_choice(user, chosen: int | None) -> Choice | None:
-    """Where a signed-in user works; None for a member of nothing."""
-    memberships = list(Membership.objects.filter(user=user).select_related("workspace"))
-    if memberships:
-        allowed = [m.workspace for m in memberships]
-        roles = {m.workspace_id: m.role for m in memberships}
-        sole = len(allowed) == 1 and not Workspace.objects.exclude(pk=allowed[0].pk).exists()
-    else:
-        allowed = list(Workspace.objects.all()) or [Workspace.objects.get_or_create(name="Default")[0]]
-        roles, sole = {}, len(allowed) == 1
+    """Where a signed-in user works; None for a member of nothing. One query: every workspace with the user's
+    role in it (None where it is no member)."""
+    role_there = Membership.objects.filter(user=user, workspace=OuterRef("pk")).values("role")[:1]
+    everything = list(Workspace.objects.annotate(member_role=Subquery(role_there)))
+    allowed = [w for w in everything if w.member_role is not None] or everything
     if not allowed:
-        return None
+        allowed = [Workspace.objects.get_or_create(name="Default")[0]]
+        allowed[0].member_role = None
     current = next((w for w in allowed if w.pk == chosen), allowed[0])
-    return Choice(current, allowed, roles.get(current.pk), sole)
+    return Choice(current, allowed, current.member_role, len(everything) <= 1)
 
 
 def workspace_switch(request, workspace_id: int) -> Workspace | None:

@@ -32,6 +32,10 @@ def roles(db):
     there for the others; a transactional test after another one finds the
     tables flushed and gets them recreated by the migration's own function.
     """
+    roles_ensure()
+
+
+def roles_ensure() -> None:
     from django.apps import apps
     from django.contrib.auth.models import Group
 
@@ -45,12 +49,15 @@ def roles(db):
 
 @pytest.fixture
 def users(roles, django_user_model):
+    return users_make(django_user_model)
+
+
+def users_make(user_model) -> dict:
     from django.contrib.auth.models import Group
 
     made = {}
     for role, group in ROLE_GROUPS.items():
-        user = django_user_model.objects.create_user(username=f"{role}-user", password=PASSWORD,
-                                                     is_staff=(role == "admin"))
+        user = user_model.objects.create_user(username=f"{role}-user", password=PASSWORD, is_staff=(role == "admin"))
         user.groups.add(Group.objects.get(name=group))
         made[role] = user
     return made
@@ -59,6 +66,10 @@ def users(roles, django_user_model):
 @pytest.fixture
 def world(db):
     """One of everything the pages show, built through the real services (no SMTP needed)."""
+    return world_make()
+
+
+def world_make() -> dict:
     from inbound.models import InboundMessage
     from sequences.models import SendJob
     from sequences.services.stops import enrollment_pause

@@ -19,6 +19,38 @@ from ui import urls as ui_urls
 
 pytestmark = pytest.mark.one_database("who may open which page")
 
+
+@pytest.fixture(scope="module")
+def shared(django_db_setup, django_db_blocker):
+    """The users and the world, built once for the module's 584 requests: in a transaction that each test's own
+    (a savepoint of it) sits in, so whatever a request changes is undone after it, and the whole is rolled back
+    when the module ends."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from tests.ui.conftest import roles_ensure, users_make, world_make
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer._from_testcase = True  # a durable block in a view is allowed inside it, as inside a test's own
+        outer.__enter__()
+        try:
+            roles_ensure()
+            yield users_make(get_user_model()), world_make()
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def users(shared, db):
+    return shared[0]
+
+
+@pytest.fixture
+def world(shared, db):
+    return shared[1]
+
 A, ST, OP, AD = "anonymous", "staff", "operator", "admin"
 ROLES = (A, ST, OP, AD)
 LOGIN = "login"  # 302 to /login/?next=...
