@@ -7,6 +7,9 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 
+from inbound.models import ReplyRule
+from inbound.reply_rules import RuleDid, reply_rules_of, wait_words
+from inbound.reply_rules_config import plain
 from sequences.labels import duration_words, job_label_and_tone, stop_summary_lines, stop_summary_text
 from sequences.models import Contact, Enrollment, Sequence, Suppression
 from sequences.selectors import jobs_with_labels
@@ -104,6 +107,26 @@ def sequence_out(sequence_id: int) -> dict[str, Any]:
         "mailbox": sequence.mailbox.name,
         "enrollments": sequence.enrollments.count(),
         "steps": steps,
+        "reply_rules": [reply_rule_out(row) for row in reply_rules_of(sequence.pk)],
+    }
+
+
+def reply_rule_out(row: RuleDid) -> dict[str, Any]:
+    """A reply rule as the sequence's page shows it: the rule, its words, what it did so far."""
+    rule, enroll = row.rule, row.rule.action == ReplyRule.Action.ENROLL
+    return {
+        "position": rule.position,
+        "category": rule.category,
+        "action": rule.action,
+        "target": plain(rule)["target"],
+        "after_seconds": rule.after_seconds if enroll else None,
+        "after": (wait_words(rule.after_seconds) if rule.after_seconds else "at once") if enroll else None,
+        "words": row.words,
+        "done": row.done,
+        "not_done": row.refused,
+        "failed": row.failed,
+        "undone": row.undone,
+        "latest_not_done": row.latest_refusal,
     }
 
 

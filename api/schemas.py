@@ -164,6 +164,25 @@ class StepOut(Schema):
     thread: bool
 
 
+class ReplyRuleOut(Schema):
+    position: int
+    category: str = Field(description="the reply category it acts on: interested, meeting, not_interested, "
+                                      "wrong_person, out_of_office, unsubscribe or other")
+    action: str = Field(description="enroll, assign or notify")
+    target: str = Field(description="enroll: the sequence's name; assign and notify: the user name")
+    after_seconds: int | None = Field(description="enroll: how long after the rule acts the first step is due "
+                                                  "(0: at once); null for assign and notify")
+    after: str | None = Field(description="the same wait in words (\"90 days\", \"at once\"); null for assign "
+                                          "and notify")
+    words: str = Field(description="the rule as the sequence's page says it")
+    done: int = Field(description="conversations it acted on")
+    not_done: int = Field(description="conversations it refused to act on (why, the latest: latest_not_done)")
+    failed: int = Field(description="notices that failed or are under way; tried again each minute")
+    undone: int = Field(description="later enrollments it made that were stopped before sending anything, "
+                                    "because an operator changed the reply's category")
+    latest_not_done: str
+
+
 class SequenceOut(Schema):
     id: int
     name: str
@@ -171,6 +190,8 @@ class SequenceOut(Schema):
     mailbox: str
     enrollments: int
     steps: list[StepOut]
+    reply_rules: list[ReplyRuleOut] = Field(description="what a reply of each category does next, in order "
+                                                        "(read-only: TOML and the sequence's page write them)")
 
 
 class SequenceActionOut(Schema):

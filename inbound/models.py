@@ -432,13 +432,17 @@ class ReplyRule(models.Model):
 
 
 class ReplyRuleRun(models.Model):
-    """One rule acting on one conversation: claimed once (the unique pair), then what it did, in words."""
+    """One rule acting on one conversation: claimed once (the unique pair), then what it did, in words.
+
+    `undone`: an enrollment the rule made was stopped before it sent anything, because an operator changed the
+    conversation's category to another one (inbound.reply_rules); the rule never acts on that conversation again."""
 
     class Outcome(models.TextChoices):
         PENDING = "pending", "Under way"
         DONE = "done", "Done"
         REFUSED = "refused", "Not done"
         FAILED = "failed", "Failed, will be tried again"
+        UNDONE = "undone", "Undone: the category was changed"
 
     rule = models.ForeignKey(ReplyRule, on_delete=models.CASCADE, related_name="runs")
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="rule_runs")

@@ -14,6 +14,16 @@ It is run after the reply's (or the operator's) transaction commits (`reply_rule
 whatever that missed and for notices that failed (`reply_rules_due`). Enroll and assign act in the claim's
 transaction; a notice is claimed, then sent, then recorded: a crash between the send and the record may send it
 twice, never not at all.
+
+An operator who changes the category takes back, in the same transaction, what a rule of the old category did that
+can still be taken back (`reply_rules_undo_in_transaction`): an enrollment it made that has handed nothing off is
+stopped (reason `rule_undone`: its jobs are canceled, never sent) and its run becomes `undone`. One that has handed
+a step off is the person's live sequence now: it stays, and the timeline says so. An assignment stays (it shows,
+and an operator changes it); a notice already sent cannot be recalled. Then the rules of the new category act as
+usual. A rule still acts once per conversation: relabeling back does not enroll the person again.
+
+Lock order: the rules' enrollments, then the conversation (`reply_rule_enrollments_lock`), as ingestion takes them:
+a reply stops the person's enrollments, then joins the conversation.
 """
 
 from __future__ import annotations
@@ -25,14 +35,19 @@ from datetime import timedelta
 import django_rq
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.db.models.functions import Coalesce, Greatest
 
 from db.clock import DbClock, db_now
 from mailboxes import install_mail
 from sequences.labels import duration_words
+from sequences.locks import enrollments_lock
+from sequences.models import Enrollment, SendJob
+from sequences.reasons import Reason
 from sequences.services.common import ServiceError
 from sequences.services.enrollments import enrollment_create
+from sequences.services.stops import enrollment_stop_locked
+from sequences.states import PASSED_HANDOFF
 from sequences.timeline import Event, event_record
 
 from .classify.intent import LABELS, Category
@@ -187,6 +202,86 @@ def _notice(rule: ReplyRule, conversation: Conversation) -> install_mail.Install
             f"You get this email because a rule of “{conversation.sequence.name}” says: {rule_words(rule)}.\n")
     return install_mail.InstallMessage(to=(rule.user.email,), subject=f"{label}: {conversation.contact.email} "
                                        f"replied to {conversation.sequence.name}", text=text)
+
+
+def reply_rule_enrollments_lock(conversation_id: int) -> dict[int, Enrollment]:
+    """Lock the enrollments the conversation's rules made that are not stopped (id -> row); requires the caller's
+    transaction. Called before the conversation's row is locked: enrollments first, as every stop takes them."""
+    made = ReplyRuleRun.objects.filter(conversation_id=conversation_id, outcome=O.DONE, rule__action=A.ENROLL,
+                                       enrollment__isnull=False).values("enrollment_id")
+    locked = enrollments_lock(Enrollment.objects.filter(pk__in=made).exclude(status=Enrollment.Status.STOPPED))
+    return {enrollment.pk: enrollment for enrollment in locked}
+
+
+def reply_rules_undo_in_transaction(*, conversation: Conversation, category: str, actor: str) -> list[Done]:
+    """What the conversation's rules of another category than `category` did, taken back where it still can be
+    (the module's docstring); requires the caller's transaction, holding reply_rule_enrollments_lock and then the
+    conversation's row. What each undone or kept enrollment's rule did now."""
+    # Again: the rows held already, and an enrollment a rule made between that first read and the conversation's
+    # lock (the rule's transaction held the conversation meanwhile). Only such a new row is locked after the
+    # conversation; a reply of the person ingested in that same instant could meet it in the other order, and
+    # PostgreSQL would end one of the two transactions as a deadlock rather than let both wait.
+    locked = reply_rule_enrollments_lock(conversation.pk)
+    runs = (ReplyRuleRun.objects.select_related("rule__enroll_in", "rule__sequence")
+            .filter(conversation_id=conversation.pk, outcome=O.DONE, enrollment_id__in=list(locked))
+            .exclude(rule__category=category).order_by("pk"))
+    label = LABELS[Category(category)]
+    did = []
+    for run in runs:
+        rule, enrollment = run.rule, locked[run.enrollment_id]
+        # Under the enrollment's lock no job of it is authorized meanwhile: what has passed the hand-off is known.
+        sent = SendJob.objects.filter(enrollment_id=enrollment.pk, state__in=PASSED_HANDOFF).count()
+        if sent:
+            detail = (f"kept: the category is now {label}, but “{rule.enroll_in.name}” had already handed off "
+                      f"{sent} message{'s' if sent != 1 else ''} to the person: it is their live sequence now")
+            outcome = O.DONE
+        else:
+            because = (f"{actor} recategorized the reply to “{rule.sequence.name}” as {label}, so the rule "
+                       f"“{rule_words(rule)}” no longer applies")
+            summary = enrollment_stop_locked(enrollment, reason=Reason.RULE_UNDONE, actor=actor,
+                                             source="reply category changed", because=because)
+            detail = (f"undone: the category is now {label}; the enrollment in “{rule.enroll_in.name}” was stopped "
+                      f"before it sent anything ({summary.canceled} job{'s' if summary.canceled != 1 else ''} "
+                      "canceled, never sent)")
+            outcome = O.UNDONE
+            ReplyRuleRun.objects.filter(pk=run.pk).update(outcome=outcome, detail=detail[:500], updated_at=DbClock())
+        event_record(kind=Event.REPLY_RULE_APPLIED, email=conversation.contact.email,
+                     enrollment=conversation.enrollment_id, conversation=conversation.pk, rule=rule.pk,
+                     action=rule.action, category=rule.category, outcome=outcome, detail=detail[:500],
+                     enrolled=enrollment.pk)
+        did.append(Done(rule.pk, outcome, detail))
+    return did
+
+
+@dataclass(frozen=True)
+class RuleDid:
+    """One rule in words, with what it did so far (runs by outcome)."""
+
+    rule: ReplyRule
+    words: str
+    done: int
+    refused: int
+    failed: int  # failed, or under way: a notice that is tried again
+    undone: int
+    latest_refusal: str  # why it was not done, the latest time
+
+
+def reply_rules_of(sequence_id: int) -> list[RuleDid]:
+    """A sequence's rules in order, each with what it did: the read the sequence's page and the API share."""
+    rules = list(ReplyRule.objects.filter(sequence_id=sequence_id).select_related("enroll_in", "user"))
+    counts: dict[int, dict[str, int]] = {}
+    for row in (ReplyRuleRun.objects.filter(rule__in=rules).values("rule_id", "outcome")
+                .annotate(n=Count("id")).order_by()):
+        counts.setdefault(row["rule_id"], {})[row["outcome"]] = row["n"]
+    rows = []
+    for rule in rules:
+        n = counts.get(rule.pk, {})
+        latest_refusal = (ReplyRuleRun.objects.filter(rule=rule, outcome=O.REFUSED).order_by("-pk")
+                          .values_list("detail", flat=True).first() if n.get(O.REFUSED) else "")
+        rows.append(RuleDid(rule=rule, words=rule_words(rule), done=n.get(O.DONE, 0), refused=n.get(O.REFUSED, 0),
+                            failed=n.get(O.FAILED, 0) + n.get(O.PENDING, 0), undone=n.get(O.UNDONE, 0),
+                            latest_refusal=latest_refusal or ""))
+    return rows
 
 
 def reply_rules_due(*, limit: int = 500) -> int:

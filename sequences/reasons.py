@@ -37,6 +37,7 @@ class Reason(models.TextChoices):
     OPERATOR = "operator", "Stopped by operator"
     FAILED = "failed", "A step failed"
     MEETING_BOOKED = "meeting_booked", "Booked a meeting"
+    RULE_UNDONE = "rule_undone", "Reply rule undone"
     # A job canceled by a pause, or refused by the final check.
     ENROLLMENT_STOPPED = "enrollment_stopped", "Enrollment stopped"
     ENROLLMENT_PAUSED = "enrollment_paused", "Enrollment paused"
@@ -81,6 +82,7 @@ class StopReason(models.TextChoices):
     OPERATOR = Reason.OPERATOR.value, Reason.OPERATOR.label
     FAILED = Reason.FAILED.value, Reason.FAILED.label  # the message could not be sent; an operator may retry it
     MEETING_BOOKED = Reason.MEETING_BOOKED.value, Reason.MEETING_BOOKED.label  # a Calendly or Cal.com booking
+    RULE_UNDONE = Reason.RULE_UNDONE.value, Reason.RULE_UNDONE.label  # a reply rule's enrollment, its reply relabeled
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,9 @@ MEANINGS: dict[Reason, Meaning] = {
     Reason.MEETING_BOOKED: _m("The person booked a meeting.",
                               "stops the person in every sequence; each job not yet handed off is canceled",
                               R.STOP, R.CANCEL),
+    Reason.RULE_UNDONE: _m("The reply's category was changed; the rule that enrolled the person no longer applies.",
+                           "stops the person in the sequence a reply rule enrolled them in, before it sent them "
+                           "anything; each job not yet handed off is canceled, never sent", R.STOP, R.CANCEL),
     Reason.ENROLLMENT_STOPPED: _m("The enrollment was stopped.", _REFUSED, R.CANCEL),
     Reason.ENROLLMENT_PAUSED: _m("The enrollment was paused.", _PAUSE, R.CANCEL),
     Reason.ENROLLMENT_COMPLETED: _m("The enrollment had already finished.", _REFUSED, R.CANCEL),

@@ -7,12 +7,11 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 
 from inbound.classify.intent import LABELS, Category
-from inbound.models import ReplyRule, ReplyRuleRun
-from inbound.reply_rules import rule_words
+from inbound.models import ReplyRule
+from inbound.reply_rules import RuleDid, reply_rules_of
 from inbound.reply_rules_config import reply_rule_add, reply_rule_remove
 from sequences.config.parse import parse_duration
 from sequences.models import Sequence
@@ -22,25 +21,11 @@ from sequences.services.common import ServiceError
 from .access import ui_view
 
 A = ReplyRule.Action
-O = ReplyRuleRun.Outcome  # noqa: E741
 
 
-def rule_rows(sequence: Sequence) -> list[dict]:
-    """Each rule in words with what it did: done, not done (and why, the latest), failed."""
-    rules = list(ReplyRule.objects.filter(sequence=sequence).select_related("enroll_in", "user"))
-    counts: dict[int, dict[str, int]] = {}
-    for row in (ReplyRuleRun.objects.filter(rule__in=rules).values("rule_id", "outcome")
-                .annotate(n=Count("id")).order_by()):
-        counts.setdefault(row["rule_id"], {})[row["outcome"]] = row["n"]
-    rows = []
-    for rule in rules:
-        did = counts.get(rule.pk, {})
-        latest_refusal = (ReplyRuleRun.objects.filter(rule=rule, outcome=O.REFUSED).order_by("-pk")
-                          .values_list("detail", flat=True).first() if did.get(O.REFUSED) else "")
-        rows.append({"rule": rule, "words": rule_words(rule), "done": did.get(O.DONE, 0),
-                     "refused": did.get(O.REFUSED, 0), "failed": did.get(O.FAILED, 0) + did.get(O.PENDING, 0),
-                     "latest_refusal": latest_refusal})
-    return rows
+def rule_rows(sequence: Sequence) -> list[RuleDid]:
+    """Each rule in words with what it did: done, not done (and why, the latest), failed, undone."""
+    return reply_rules_of(sequence.pk)
 
 
 class RuleForm(forms.Form):

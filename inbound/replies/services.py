@@ -1,9 +1,11 @@
 """The replies inbox's actions: a reply joins its conversation (ingestion), an operator categorizes, assigns and
 marks handled. Each action is one short transaction writing its timeline event (and the operator log) with it.
 
-Lock order: the conversation row only. Ingestion creates or updates a conversation inside the inbound message's
-own transaction; an operator's change locks the row (`select_for_update`) so a reply arriving at the same moment
-and a category click are applied one after the other, never lost.
+Lock order: the conversation row only, except for a category change: the enrollments the conversation's reply
+rules made, then the conversation (as ingestion, which stops the person's enrollments before it joins the
+conversation). Ingestion creates or updates a conversation inside the inbound message's own transaction; an
+operator's change locks the row (`select_for_update`) so a reply arriving at the same moment and a category click
+are applied one after the other, never lost.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from sequences.timeline import Event, event_record
 from ..classify.intent import LABELS, Category, Suggestion, suggest
 from ..handling import CONVERSATION_KINDS
 from ..models import Conversation, InboundMessage, ReplyLabel
-from ..reply_rules import reply_rules_enqueue
+from ..reply_rules import reply_rule_enrollments_lock, reply_rules_enqueue, reply_rules_undo_in_transaction
 
 # Inbound kinds that make or join a conversation, and the category ingestion already decided for them (None: the
 # classifier suggests one from the reply's words): inbound.handling.
@@ -84,13 +86,16 @@ def _log(conversation: Conversation, *, actor: str, action: str, result: dict) -
 def conversation_categorize(*, conversation_id: int, category: str, actor: str) -> Conversation:
     """An operator's category (it wins over the suggestion); timeline and operator log; one durable transaction.
 
-    Choosing the category it has already is a no-op: nothing is logged twice.
+    Choosing the category it has already is a no-op: nothing is logged twice. A later enrollment that a rule of the
+    old category made, and that has sent nothing, is stopped in the same transaction (inbound.reply_rules); the
+    rules of the new category act once it commits.
     """
     try:
         chosen = Category(category)
     except ValueError:
         raise ServiceError(f"unknown category {category!r}: one of {', '.join(c.value for c in Category)}") from None
     with transaction.atomic(durable=True):
+        reply_rule_enrollments_lock(conversation_id)  # before the conversation: enrollments first, as every stop
         conversation = _locked(conversation_id)
         if conversation.chosen == chosen.value:
             return conversation
@@ -105,8 +110,11 @@ def conversation_categorize(*, conversation_id: int, category: str, actor: str) 
         event_record(kind=Event.REPLY_CATEGORIZED, email=conversation.contact.email,
                      enrollment=conversation.enrollment_id, conversation=conversation.pk, category=chosen.value,
                      previous=previous, suggested=conversation.suggested, by=actor)
+        # What a rule of the old category did and no longer applies (a later enrollment), taken back with the change.
+        undone = reply_rules_undo_in_transaction(conversation=conversation, category=chosen.value, actor=actor)
         _log(conversation, actor=actor, action="reply_categorize",
-             result={"category": chosen.value, "label": LABELS[chosen], "previous": previous})
+             result={"category": chosen.value, "label": LABELS[chosen], "previous": previous}
+             | ({"rules": [d.detail for d in undone]} if undone else {}))
         reply_rules_enqueue(conversation.pk)
     conversation.refresh_from_db()
     return conversation

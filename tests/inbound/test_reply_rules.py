@@ -224,3 +224,72 @@ def test_toml_rules_are_checked_applied_changed_and_exported(two, django_user_mo
     result = _rules(first, none=True)
     assert not ReplyRule.objects.exists()
     assert "on_reply: removed Not interested → enroll in “Re-engage”, first step 90 days later" in result.changes[0]
+
+
+@pytest.mark.parametrize("relabel", [True, False], ids=["relabeled", "kept-as-suggested"])
+def test_a_relabel_stops_the_later_enrollment_before_it_sends_and_relabeling_back_enrolls_nobody_twice(
+        two, mailbox, smtp_server, django_user_model, relabel):
+    first, later = two
+    django_user_model.objects.create_superuser("sam", "sam@example.org", "pw")
+    _rules(first, 'category = "not_interested"\nenroll = "Re-engage"\nafter = "90d"',
+           'category = "interested"\nassign = "sam"')
+    enrollment = enroll(first, "ada@example.com")
+    assert _send_due(smtp_server) == [S.SUBMITTED]
+    step1 = enrollment.jobs.get(step__position=1)
+    _ingest(mailbox, mails.reply(to_message_id=step1.message_id, body="Thanks, but we're not interested."))
+    _work_default_queue()
+    again = Enrollment.objects.get(sequence=later)
+    job = again.jobs.get()
+    assert job.state == S.SCHEDULED
+
+    if relabel:  # the operator reads it again: they are interested after all
+        conversation_categorize(conversation_id=enrollment.pk, category="interested", actor="olga")
+        _work_default_queue()  # the rule of the new category acts
+    SendJob.objects.filter(pk=job.pk, state=S.SCHEDULED).update(scheduled_at=db_now() - timedelta(seconds=1))
+    _send_due(smtp_server)  # 90 days pass
+    job.refresh_from_db()
+    if not relabel:  # the same path without the relabel sends: the test can tell the difference
+        assert job.state == S.SUBMITTED and len(smtp_server.received) == 2
+        return
+    assert job.state == S.CANCELED and len(smtp_server.received) == 1  # the later step never left
+
+    again.refresh_from_db()
+    assert (again.status, again.stop_reason, job.cancel_reason) == (Enrollment.Status.STOPPED, "rule_undone",
+                                                                    "rule_undone")
+    stop = TimelineEvent.objects.get(enrollment=again, kind="enrollment_stopped")
+    assert stop.data["because"] == ("olga recategorized the reply to “Intro” as Interested, so the rule “Not "
+                                    "interested → enroll in “Re-engage”, first step 90 days later” no longer applies")
+    run = ReplyRuleRun.objects.get(rule__category="not_interested")
+    assert run.outcome == O.UNDONE and "was stopped before it sent anything (1 job canceled" in run.detail
+    undone = TimelineEvent.objects.get(kind="reply_rule_applied", data__outcome="undone")
+    assert undone.enrollment_id == enrollment.pk and undone.data["enrolled"] == again.pk
+    assert Conversation.objects.get().assigned_to.username == "sam"
+
+    # And back to Not interested: the rule acted on this conversation once; nobody is enrolled twice.
+    conversation_categorize(conversation_id=enrollment.pk, category="not_interested", actor="olga")
+    _work_default_queue()
+    reply_rules_due()
+    assert Enrollment.objects.filter(sequence=later).count() == 1 and again.jobs.count() == 1
+    assert ReplyRuleRun.objects.get(rule__category="not_interested").outcome == O.UNDONE
+    assert Conversation.objects.get().assigned_to.username == "sam"  # an assignment stays as it is
+
+
+def test_a_relabel_keeps_a_later_enrollment_that_already_sent_and_says_so(two, mailbox, smtp_server):
+    first, later = two
+    _rules(first, 'category = "not_interested"\nenroll = "Re-engage"\nafter = "1d"')
+    enrollment = enroll(first, "ada@example.com")
+    _send_due(smtp_server)
+    step1 = enrollment.jobs.get(step__position=1)
+    _ingest(mailbox, mails.reply(to_message_id=step1.message_id, body="Not interested."))
+    _work_default_queue()
+    again = Enrollment.objects.get(sequence=later)
+    SendJob.objects.filter(enrollment=again).update(scheduled_at=db_now() - timedelta(seconds=1))  # a day passes
+    assert _send_due(smtp_server) == [S.SUBMITTED]
+
+    conversation_categorize(conversation_id=enrollment.pk, category="interested", actor="olga")
+    again.refresh_from_db()
+    assert again.status == Enrollment.Status.COMPLETED  # the person's live sequence now: left as it is
+    assert ReplyRuleRun.objects.get().outcome == O.DONE
+    kept = TimelineEvent.objects.filter(kind="reply_rule_applied").latest("id")
+    assert kept.data["detail"] == ("kept: the category is now Interested, but “Re-engage” had already handed off "
+                                   "1 message to the person: it is their live sequence now")
