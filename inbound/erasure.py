@@ -54,8 +54,9 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
         raise ServiceError(f"{email!r} is not an email address")
     digest = address_digest(email)
     with transaction.atomic(durable=True):
-        contact = Contact.objects.filter(email=email).first()
-        enrollments = enrollments_lock(Enrollment.objects.filter(contact=contact)) if contact else []
+        # The address may be a person in several workspaces (outside a workspace's scope): each one is erased.
+        contacts = list(Contact.objects.filter(email=email).order_by("pk"))
+        enrollments = enrollments_lock(Enrollment.objects.filter(contact__in=contacts)) if contacts else []
         stopped = sum(
             enrollment_stop_locked(e, reason=Enrollment.StopReason.SUPPRESSED, actor=actor, source="erasure").changed
             for e in enrollments
@@ -69,8 +70,8 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
         Suppression.objects.filter(value=email).delete()
         data_requests_close_erased(address=email, actor=actor)  # the address itself is blanked with the rest
         ProviderEvent.objects.filter(recipient=email).update(recipient="", raw={}, effect=ERASED)
-        if contact is not None:
-            Contact.objects.filter(pk=contact.pk).update(
+        if contacts:  # one per workspace at most: the same erased address in each
+            Contact.objects.filter(pk__in=[c.pk for c in contacts]).update(
                 email=f"erased-{digest[:16]}@erased.invalid",
                 first_name="",
                 last_name="",
@@ -79,20 +80,24 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
                 timezone="UTC",
             )
         replaced = _replace_everywhere(email)
+        first = contacts[0].pk if contacts else None
         result = {
-            "contact": contact.pk if contact else None,
+            "contact": first,
             "enrollments_stopped": stopped,
             "enrollments": len(ids),
             "inbound_blanked": inbound,
             "mentions_replaced": replaced,
             "digest": digest[:12],
         }
+        if len(contacts) > 1:
+            result["contacts"] = [c.pk for c in contacts]
         event_record(kind=Event.CONTACT_ERASED, **result)
         # The log names the contact's row and the hash's prefix, never the address.
         operator_log(
             actor=actor or "system",
             action="contact_erase",
-            target=f"erased contact #{contact.pk}" if contact else "erased address (no contact)",
+            target=(f"erased contact #{first}" + (f" and {len(contacts) - 1} more" if len(contacts) > 1 else ""))
+            if contacts else "erased address (no contact)",
             result=result,
         )
         return result

@@ -10,7 +10,8 @@ Both tables are written only by reports.rollup, under the mark's row lock.
 
 The weekly report by email (reports.weekly, reports.weekly_send): `WeeklyReportRecipient` is who an admin chose
 to receive it, `WeeklyReportSequence` a sequence turned off (or on again) for it, and `WeeklyReportWeek` one
-row per week sent or being sent, unique on its week: the claim that makes a week go out once.
+row per week sent or being sent, unique on its workspace and week: the claim that makes a week go out once. Each
+workspace has its own weekly report: its recipients, its sequences, its weeks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.db import models
 from django.db.models import Q
 
 from db.clock import DbClock
+from workspaces.current import workspace_default
 from workspaces.scoping import WorkspaceManager
 
 # The counts each row holds, in the order the reports show them (reports.figures says what each one means). For one
@@ -111,16 +113,21 @@ MANAGE_WEEKLY = "reports.manage_weekly_report"
 
 
 class WeeklyReportRecipient(models.Model):
-    """A user an admin chose to receive the weekly report. The mail goes to them only while they are active, have
-    an email address and a role that may see results (reports.weekly_send.recipients)."""
+    """A user an admin chose to receive a workspace's weekly report. The mail goes to them only while they are
+    active, have an email address and a role there that may see results (reports.weekly_send.recipients)."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+",
+                                  default=workspace_default, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     chosen_at = models.DateTimeField(db_default=DbClock())
     chosen_by = models.CharField(max_length=200, blank=True)
+
+    objects = WorkspaceManager("workspace")
 
     class Meta:
         permissions = [("manage_weekly_report",
                         "Can choose who receives the weekly report and which sequences it covers")]
+        constraints = [models.UniqueConstraint(fields=["workspace", "user"], name="weeklyreportrecipient_once")]
 
     def __str__(self) -> str:
         return f"weekly report to user {self.user_id}"
@@ -135,6 +142,8 @@ class WeeklyReportSequence(models.Model):
     enabled = models.BooleanField(default=True)
     changed_at = models.DateTimeField(db_default=DbClock())
     changed_by = models.CharField(max_length=200, blank=True)
+
+    objects = WorkspaceManager("sequence__workspace")
 
     def __str__(self) -> str:
         return f"sequence {self.sequence_id} {'in' if self.enabled else 'not in'} the weekly report"
@@ -159,6 +168,8 @@ class WeeklyReportWeek(models.Model):
 
     State = WeekState
 
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+",
+                                  default=workspace_default, editable=False)
     week = models.DateField()  # its Monday
     state = models.CharField(max_length=10, choices=WeekState.choices, default=WeekState.SENDING)
     recipients = models.JSONField(default=list)  # the addresses of the last attempt
@@ -169,12 +180,14 @@ class WeeklyReportWeek(models.Model):
     by = models.CharField(max_length=200)  # "the scheduler", or who ran manage.py weekly_report
     error = models.TextField(blank=True)  # the last failure, in words
 
+    objects = WorkspaceManager("workspace")
+
     class Meta:
         ordering = ["-week"]
         constraints = [
             # The once-guard: whoever inserts a week's row sends it; a second scheduler, a retried job or the
             # command finds the row and sends nothing (reports.weekly_send.week_claim).
-            models.UniqueConstraint(fields=["week"], name="weeklyreportweek_once"),
+            models.UniqueConstraint(fields=["workspace", "week"], name="weeklyreportweek_once"),
             models.CheckConstraint(condition=Q(state__in=WeekState.values),
                                    name="weeklyreportweek_state_known"),
         ]

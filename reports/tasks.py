@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .rollup import rollup
-from .weekly_send import report_week_send
+from .weekly_send import weekly_reports_send
 
 
 def reports_rollup() -> str:
@@ -12,6 +12,6 @@ def reports_rollup() -> str:
 
 
 def weekly_report_send() -> str:
-    """Send the last complete week's report to the chosen users, once (hourly: within the hour after the week
-    ends; a failed send is tried again on the next run)."""
-    return report_week_send().words
+    """Send each workspace's report of the last complete week to its chosen users, once (hourly: within the hour
+    after the week ends; a failed send is tried again on the next run)."""
+    return "; ".join(outcome.words for outcome in weekly_reports_send())

@@ -28,6 +28,8 @@ from django.utils import timezone
 
 from db.clock import db_now
 from mailboxes.install_mail import Attachment, InstallMessage
+from workspaces.models import Workspace
+from workspaces.scoping import current_scope
 
 from .exports import report_csv, report_filename
 from .figures import COLUMNS, THRESHOLDS, Column, Line, Report, report, week_of
@@ -71,6 +73,7 @@ class WeeklyReport:
     week: date  # its Monday
     report: Report  # by sequence, the sequences in the weekly report only
     complete: bool  # False: the week is not over, its figures are so far
+    workspace: str = ""  # its workspace's name, where the install has several
 
     @property
     def sunday(self) -> date:
@@ -89,7 +92,8 @@ class WeeklyReport:
     @property
     def subject(self) -> str:
         so_far = "" if self.complete else " (so far)"
-        return f"Weekly report, {self.week:%Y-%m-%d} to {self.sunday:%Y-%m-%d}{so_far}: {self.summary}"
+        whose = f" of {self.workspace}" if self.workspace else ""
+        return f"Weekly report{whose}, {self.week:%Y-%m-%d} to {self.sunday:%Y-%m-%d}{so_far}: {self.summary}"
 
     @property
     def link(self) -> str:
@@ -104,7 +108,15 @@ def weekly_report(*, week: date, today: date | None = None) -> WeeklyReport:
     """The weekly report of the week that starts on *week*'s Monday (any day of it names it)."""
     monday = week_of(week)
     found = report(by="sequence", since=monday, until=monday + timedelta(days=6), leave_out=left_out())
-    return WeeklyReport(week=monday, report=found, complete=week_complete(monday, today))
+    return WeeklyReport(week=monday, report=found, complete=week_complete(monday, today), workspace=_workspace_named())
+
+
+def _workspace_named() -> str:
+    """The scope's workspace's name where the install has several ("" where it has one: nothing to tell apart)."""
+    scope = current_scope()
+    if scope is None or scope.sole:
+        return ""
+    return Workspace.objects.filter(pk=scope.workspace_id).values_list("name", flat=True).first() or ""
 
 
 def _nice(peak: float) -> float:

@@ -11,10 +11,16 @@ and nothing sends it again on its own, since it may have left; `manage.py weekly
 
 Who. Users an admin chose (WeeklyReportRecipient); the mail goes to those who are active, have an email address
 and a role that may see results (the reports page's permission), in one message to all of them.
+
+Per workspace. Each workspace has its own weekly report: its sequences' figures, to the users chosen in it, once
+per week. A member of a workspace (a client user, say) can be chosen only there, with its role there; an agency
+user (no membership) anywhere its groups let it see results. Everything here works in the workspace of the scope
+it runs in (workspaces.scoping): a page's request, or `weekly_reports_send`, which runs each workspace in turn.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -29,6 +35,9 @@ from mailboxes.install_mail import InstallMailError
 from sequences.models import Sequence
 from sequences.permissions import VIEW
 from sequences.services.common import operator_log
+from workspaces.current import workspace_named
+from workspaces.models import Membership, Workspace
+from workspaces.scoping import scoped_workspace_id, workspace_scope
 
 from .figures import week_of
 from .models import WeeklyReportRecipient, WeeklyReportSequence, WeeklyReportWeek, WeekState
@@ -55,21 +64,49 @@ class Outcome:
 
 # --- who receives it -----------------------------------------------------------------------------------------
 
-def refusal(user) -> str:
-    """Why the weekly report does not go to *user*, in words; "" when it does."""
+def _in_scope() -> int:
+    """The workspace whose weekly report is read or changed: the scope's, else the install's only one."""
+    workspace_id = scoped_workspace_id()
+    if workspace_id is not None:
+        return workspace_id
+    try:
+        return workspace_named(None).pk
+    except LookupError:
+        raise WeeklyReportError("this install has several workspaces: each has its own weekly report, read and "
+                                "sent inside its workspace (weekly_reports_send, or --workspace NAME)") from None
+
+
+def refusal(user, roles: dict[int, str] | None = None) -> str:
+    """Why the workspace's weekly report does not go to *user*, in words; "" when it does. *roles*: the user's
+    memberships (workspace id -> role), when the caller has read them already."""
     if not user.is_active:
         return "their account is deactivated"
     if not user.email:
         return "they have no email address"
-    if not user.has_perm(VIEW):
+    workspace_id = _in_scope()
+    if roles is None:
+        roles = dict(Membership.objects.filter(user=user).values_list("workspace_id", "role"))
+    if roles and workspace_id not in roles:
+        return "they are not a member of this workspace"
+    # Their permissions with their role here (a copy: *user* may be the request's own, with its own role).
+    there = copy.copy(user)
+    for cache in ("_perm_cache", "_user_perm_cache", "_group_perm_cache"):
+        there.__dict__.pop(cache, None)
+    there.workspace_role = roles.get(workspace_id)
+    if not there.has_perm(VIEW):
         return "their role may not see results"
     return ""
 
 
 def eligible_users() -> list:
-    """The users who may be chosen: active, with an email address and a role that may see results."""
-    users = get_user_model().objects.filter(is_active=True).exclude(email="").order_by("username")
-    return [user for user in users if not refusal(user)]
+    """The users who may be chosen in the workspace: active, with an email address, and a role there that may see
+    results (a member of other workspaces only is never one)."""
+    users = list(get_user_model().objects.filter(is_active=True).exclude(email="").order_by("username"))
+    roles: dict[int, dict[int, str]] = {}
+    for user_id, workspace_id, role in Membership.objects.filter(user__in=users).values_list(
+            "user_id", "workspace_id", "role"):
+        roles.setdefault(user_id, {})[workspace_id] = role
+    return [user for user in users if not refusal(user, roles.get(user.pk, {}))]
 
 
 def chosen_users() -> list:
@@ -171,10 +208,31 @@ def _taken_words(week: date) -> str:
     return f"the weekly report of the week of {week}: {row.get_state_display()}"
 
 
+def weekly_reports_send(*, week: date | None = None, today: date | None = None, by: str = BY_SCHEDULER,
+                        resend_unknown: bool = False, workspaces: list[Workspace] | None = None) -> list[Outcome]:
+    """Each workspace's weekly report (report_week_send), one workspace after the other, each in its own scope."""
+    everything = list(Workspace.objects.order_by("name"))
+    outcomes = []
+    for workspace in workspaces if workspaces is not None else everything:
+        with workspace_scope(workspace.pk, sole=len(everything) == 1):
+            outcome = report_week_send(week=week, today=today, by=by, resend_unknown=resend_unknown)
+        outcomes.append(outcome if len(everything) == 1 else
+                        Outcome(outcome.week, outcome.sent, f"{workspace.name}: {outcome.words}"))
+    return outcomes
+
+
 def report_week_send(*, week: date | None = None, today: date | None = None, by: str = BY_SCHEDULER,
                      resend_unknown: bool = False) -> Outcome:
-    """Send the weekly report of *week* (default: the last complete week) to the chosen recipients, once: claim
-    (its own short transaction), hand off (no transaction open), record (another). A week not over is refused."""
+    """Send the scope's workspace's weekly report of *week* (default: the last complete week) to its chosen
+    recipients, once: claim (its own short transaction), hand off (no transaction open), record (another). A week
+    not over is refused. Outside any scope: the install's only workspace's (refused where there are several)."""
+    if scoped_workspace_id() is None:
+        try:
+            only = workspace_named(None)
+        except LookupError as error:
+            raise WeeklyReportError(str(error)) from None
+        with workspace_scope(only.pk, sole=True):
+            return report_week_send(week=week, today=today, by=by, resend_unknown=resend_unknown)
     monday = week_of(week) if week is not None else last_complete_week(today)
     if not week_complete(monday, today):
         raise WeeklyReportError(f"the week of {monday} is not over yet: only a complete week is sent to the "

@@ -489,8 +489,9 @@ class OperatorAction(models.Model):
 
 
 class DashboardCounts(models.Model):
-    """The dashboard's numbers over all time as last counted: one row (ui/dashboard_counts.py)."""
+    """The dashboard's numbers over all time as last counted: one row per workspace (ui/dashboard_counts.py)."""
 
+    workspace = models.OneToOneField("workspaces.Workspace", null=True, on_delete=models.CASCADE, related_name="+")
     counted_at = models.DateTimeField()
     numbers = models.JSONField(default=dict)
 

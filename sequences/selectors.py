@@ -11,7 +11,7 @@ from workspaces.current import sole_workspace_id
 from workspaces.models import Workspace
 from workspaces.scoping import current_scope, scoped_workspace_id
 
-from .models import Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
+from .models import Contact, Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
 
 
 def normalize_email(value: str) -> str:
@@ -155,6 +155,11 @@ def operator_actions(q: str = "", action: str = "") -> QuerySet[OperatorAction]:
     if action:
         qs = qs.filter(action=action)
     return qs.order_by("-at", "-id")
+
+
+def contact_workspace_names(email: str) -> list[str]:
+    """The workspaces, by name, in which the address is a contact (as far as the scope sees)."""
+    return sorted(Contact.objects.filter(email=normalize_email(email)).values_list("workspace__name", flat=True))
 
 
 def timeline_of_address(email: str) -> QuerySet[TimelineEvent]:

@@ -2,10 +2,11 @@
 
 At a million jobs, counting every sequence's results, the enrollments by status and the sends per day takes
 about a second: too long for each view of the dashboard. The scheduler counts them once a minute (`count_task`,
-registered in outreach/cron.py) into one row (DashboardCounts); the dashboard reads that row and says when it
-was counted. When the row is missing or older than STALE (no scheduler running), the page counts itself, and
-a sequence created since the last count is counted on the spot. Reply → stop over the last days (the receipts'
-quantiles per mailbox) is counted with them. What is happening now (emails on their way,
+registered in outreach/cron.py) into one row per workspace (DashboardCounts), each counted inside its workspace
+(workspaces.scoping: every count is of that workspace's rows only); the dashboard reads its workspace's row and
+says when it was counted. When the row is missing or older than STALE (no scheduler running), the page counts
+itself, and a sequence created since the last count is counted on the spot. Reply → stop over the last days (the
+receipts' quantiles per mailbox) is counted with them. What is happening now (emails on their way,
 outcomes unknown, mailboxes, replies waiting) is always counted live, and so is a sequence's own page.
 """
 
@@ -17,15 +18,22 @@ from typing import Any
 from db.clock import db_now
 from inbound.replies import receipts
 from sequences.models import DashboardCounts, Sequence
+from workspaces.current import workspace_named
+from workspaces.models import Workspace
+from workspaces.scoping import scoped_workspace_id, workspace_scope
 
 from . import charts, results
 
 STALE = timedelta(minutes=3)
-ROW = 1  # the one row
 
 
 def count() -> DashboardCounts:
-    """Count everything the dashboard shows over all time, and keep it, stamped with when the count began."""
+    """Count everything the dashboard shows over all time in the scope's workspace (outside one: the install's only
+    workspace), and keep it, stamped with when the count began."""
+    workspace_id = scoped_workspace_id()
+    if workspace_id is None:
+        with workspace_scope(workspace_named(None).pk, sole=True):
+            return count()
     began = db_now()
     numbers: dict[str, Any] = {
         **charts.enrollment_numbers(),
@@ -35,18 +43,26 @@ def count() -> DashboardCounts:
         "reply_to_stop": [{"mailbox": x.mailbox, "replies": x.replies, "quantiles": list(x.quantiles.items())}
                           for x in receipts.reply_to_stop_latencies()],
     }
-    row, _ = DashboardCounts.objects.update_or_create(pk=ROW, defaults={"counted_at": began, "numbers": numbers})
+    row, _ = DashboardCounts.objects.update_or_create(workspace_id=workspace_id,
+                                                      defaults={"counted_at": began, "numbers": numbers})
     return row
 
 
 def count_task() -> str:
-    """The scheduler's job: count, and say when."""
-    return f"dashboard counted at {count().counted_at.isoformat()}"
+    """The scheduler's job: count each workspace's, and say when."""
+    workspaces = list(Workspace.objects.values_list("pk", flat=True))
+    if not workspaces:
+        return f"dashboard counted at {count().counted_at.isoformat()}"
+    for workspace_id in workspaces:
+        with workspace_scope(workspace_id, sole=len(workspaces) == 1):
+            row = count()
+    suffix = f" ({len(workspaces)} workspaces)" if len(workspaces) > 1 else ""
+    return f"dashboard counted at {row.counted_at.isoformat()}{suffix}"
 
 
 def latest() -> DashboardCounts:
-    """The last count, or a new one when there is none or it is older than STALE."""
-    row = DashboardCounts.objects.filter(pk=ROW).first()
+    """The scope's workspace's last count, or a new one when there is none or it is older than STALE."""
+    row = DashboardCounts.objects.filter(workspace_id=scoped_workspace_id()).first()
     if row is None or row.counted_at < db_now() - STALE:
         row = count()
     return row

@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from .current import workspace_named
 from .models import Workspace
-from .scoping import workspace_scope
+from .scoping import scoped_workspace_id, workspace_scope
 
 
 def workspace_argument(parser) -> None:
@@ -34,6 +34,14 @@ def in_named_workspace(handle: Callable) -> Callable:
             return handle(self, *args, **options)
 
     return run
+
+
+def one_person_refused(email: str, workspaces: list[str]) -> None:
+    """A command that finds a person by address, run without `--workspace` where the address is a contact in
+    several workspaces, is refused in words: each is a person of its own, and mixing them would answer neither."""
+    if scoped_workspace_id() is None and len(workspaces) > 1:
+        raise CommandError(f"{email} is a contact in {len(workspaces)} workspaces ({', '.join(workspaces)}): name "
+                           "one with --workspace NAME")
 
 
 def ledger_arguments(parser) -> None:

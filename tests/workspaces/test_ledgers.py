@@ -132,6 +132,31 @@ def test_a_command_in_an_install_of_several_workspaces_names_one(two):
         call_command("suppress", "y@prospect.test", "--reason", "manual", "--workspace", "Nobody")
 
 
+def test_a_command_that_finds_a_person_by_address_names_the_workspace_when_there_are_two(two, capsys):
+    """The same address is a person in Acme and in Beta: each command that finds a person by address is refused
+    without --workspace (it would mix or pick one), and answers with it."""
+    for command in (["ledger", "--contact", SHARED], ["timeline", SHARED], ["contact_export", SHARED]):
+        with pytest.raises(CommandError, match=r"is a contact in 2 workspaces \(Acme Corp, Beta Ltd\)"):
+            call_command(*command)
+        call_command(*command, "--workspace", "Beta Ltd")
+    out = capsys.readouterr().out
+    assert "b-agency.test" in out and "a-agency.test" not in out
+    # An address that is a person in one workspace only needs no --workspace.
+    only_a = Enrollment.objects.filter(sequence=two["a"]["sequence"]).exclude(pk=two["a"]["shared"].pk).first()
+    call_command("ledger", "--contact", only_a.contact.email)
+
+
+def test_an_erasure_without_a_workspace_erases_the_person_in_every_workspace(two):
+    from sequences.models import Contact
+
+    call_command("contact_erase", SHARED)
+    assert not Contact.objects.filter(email=SHARED).exists()
+    for side in (two["a"], two["b"]):
+        side["shared"].refresh_from_db()
+        assert side["shared"].status == Enrollment.Status.STOPPED
+        assert side["shared"].contact.first_name == "" and side["shared"].contact.email.endswith("@erased.invalid")
+
+
 def test_a_booking_on_a_source_of_a_stops_the_person_in_a_only(two, monkeypatch):
     from cryptography.fernet import Fernet
     from django.test import Client

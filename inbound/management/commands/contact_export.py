@@ -4,8 +4,9 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from inbound.erasure import contact_export
+from sequences.selectors import contact_workspace_names
 from sequences.services.common import ServiceError
-from workspaces.commands import in_named_workspace, workspace_argument
+from workspaces.commands import in_named_workspace, one_person_refused, workspace_argument
 
 
 class Command(BaseCommand):
@@ -18,6 +19,7 @@ class Command(BaseCommand):
 
     @in_named_workspace
     def handle(self, *args, email, output, **options):
+        one_person_refused(email, contact_workspace_names(email))
         try:
             data = contact_export(email=email)
         except ServiceError as exc:

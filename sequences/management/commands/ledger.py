@@ -11,8 +11,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from sequences.ledger import LedgerRow, ledger_csv_lines, ledger_json_chunks, send_ledger_rows
 from sequences.models import Contact, Sequence
-from sequences.selectors import normalize_email
-from workspaces.commands import in_named_workspace, workspace_argument
+from sequences.selectors import contact_workspace_names, normalize_email
+from workspaces.commands import in_named_workspace, one_person_refused, workspace_argument
 
 EXAMPLES = """examples:
   manage.py ledger --contact jane@acme.test --format csv --output jane.csv
@@ -84,6 +84,7 @@ class _counted:
 def _contact_id(email: str | None) -> int | None:
     if not email:
         return None
+    one_person_refused(normalize_email(email), contact_workspace_names(email))
     found = Contact.objects.filter(email=normalize_email(email)).values_list("pk", flat=True).first()
     if found is None:
         raise CommandError(f"no contact {normalize_email(email)}: nobody with this address was imported or enrolled "

@@ -4,8 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sequences.selectors import normalize_email, timeline_event_fields, timeline_of_address
-from workspaces.commands import in_named_workspace, workspace_argument
+from sequences.selectors import contact_workspace_names, normalize_email, timeline_event_fields, timeline_of_address
+from workspaces.commands import in_named_workspace, one_person_refused, workspace_argument
 
 
 class Command(BaseCommand):
@@ -19,6 +19,7 @@ class Command(BaseCommand):
     @in_named_workspace
     def handle(self, *args, email, as_json: bool, **options):
         email = normalize_email(email)
+        one_person_refused(email, contact_workspace_names(email))
         events = timeline_of_address(email)
         if not events.exists():
             raise CommandError(f"no events for {email}")
