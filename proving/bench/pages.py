@@ -40,6 +40,8 @@ from proving.harness import data
 from reports import rollup as reports_rollup
 from sequences.models import Contact, Enrollment, SendJob, TimelineEvent
 from ui import dashboard_counts
+from workspaces.models import DEFAULT_NAME, Workspace
+from workspaces.scoping import workspace_scope
 
 SEQUENCES = 10
 STEPS = 5
@@ -47,19 +49,37 @@ DOMAINS = 5000
 TARGET_MS = 300.0
 
 
-def fill(*, jobs: int, enrollments: int) -> dict[str, Any]:
-    """The bench rows for one size, in four INSERT ... SELECT statements ('%%': they take parameters)."""
+def workspaces_make(count: int) -> list[Workspace]:
+    """The install's workspace "Default" (first by name: the one the measuring user works in) and count - 1 more."""
+    names = [DEFAULT_NAME] + [f"client-{i:02d}" for i in range(1, count)]
+    return [Workspace.objects.get_or_create(name=name)[0] for name in names]
+
+
+def fill(*, jobs: int, enrollments: int, workspaces: int = 1) -> dict[str, Any]:
+    """The bench rows for one size, in four INSERT ... SELECT statements ('%%': they take parameters). With several
+    workspaces, the mailboxes, sequences and contacts are dealt among them (a sequence with its mailbox's), and
+    the people of each sequence are its workspace's contacts."""
     started = time.perf_counter()
-    mailboxes = data.mailboxes_create(4, smtp_port=2, tag="pages")
-    sequences = [
-        data.sequence_create(mailbox=mailboxes[i % 4], name=f"pages-{i}", waits=(0,) + (86400,) * (STEPS - 1))
-        for i in range(SEQUENCES)
-    ]
+    spaces = workspaces_make(workspaces)
+    mailboxes = []
+    for i in range(max(4, len(spaces))):
+        with workspace_scope(spaces[i % len(spaces)].pk):
+            mailboxes.append(data.mailbox_create(
+                name=f"pages-{i}", address=f"sales{i}@pages.outreach.test", display_name="Sam from Outreach",
+                smtp_port=2, daily_cap=2_000_000_000))
+    sequences = []
+    for i in range(max(SEQUENCES, len(spaces))):
+        mailbox = mailboxes[i % len(mailboxes)]
+        with workspace_scope(mailbox.workspace_id):
+            sequences.append(data.sequence_create(mailbox=mailbox, name=f"pages-{i}",
+                                                  waits=(0,) + (86400,) * (STEPS - 1)))
     per = max(1, min(STEPS, round(jobs / enrollments)))
     seq_ids = "ARRAY[" + ",".join(str(s.pk) for s in sequences) + "]::bigint[]"
+    seq_spaces = "ARRAY[" + ",".join(str(s.workspace_id) for s in sequences) + "]::bigint[]"
     data.insert_select(
         Contact,
         {
+            "workspace_id": str(spaces[0].pk),
             "email": f"'p' || g || '@d' || (g %% {DOMAINS}) || '.test'",
             "first_name": "'First' || g",
             "last_name": "'Last' || g",
@@ -69,10 +89,13 @@ def fill(*, jobs: int, enrollments: int) -> dict[str, Any]:
         "generate_series(1, %s) g",
         (enrollments,),
     )
+    if len(spaces) > 1:  # each person in the workspace of the sequence the next statement enrolls them in
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE sequences_contact SET workspace_id = ({seq_spaces})[1 + id % {len(sequences)}]")
     data.insert_select(
         Enrollment,
         {
-            "sequence_id": f"({seq_ids})[1 + c.id %% {SEQUENCES}]",
+            "sequence_id": f"({seq_ids})[1 + c.id %% {len(sequences)}]",
             "contact_id": "c.id",
             "status": "CASE c.id %% 10 WHEN 0 THEN 'stopped' WHEN 1 THEN 'paused' WHEN 2 THEN 'completed' "
             "ELSE 'active' END",
@@ -127,6 +150,7 @@ def fill(*, jobs: int, enrollments: int) -> dict[str, Any]:
         "contacts": Contact.objects.count(),
         "events": TimelineEvent.objects.count(),
         "replies": Conversation.objects.count(),
+        "workspaces": len(spaces),
     }
     return {**counts, "insert_s": round(insert_s, 1), "vacuum_analyze_s": round(time.perf_counter() - started, 1)}
 
@@ -159,7 +183,13 @@ def _fill_replies() -> None:
 
 
 def pages(rng: random.Random) -> dict[str, Any]:
-    """Page name -> a function giving the next URL to request."""
+    """Page name -> a function giving the next URL to request: the objects of the workspace the measuring user
+    works in (the first by name)."""
+    with workspace_scope(Workspace.objects.order_by("name").first().pk):
+        return _pages(rng)
+
+
+def _pages(rng: random.Random) -> dict[str, Any]:
     biggest = Enrollment.objects.values("sequence_id").order_by("sequence_id").first()["sequence_id"]
     n = Contact.objects.count()
     ids = list(Enrollment.objects.order_by("?").values_list("pk", flat=True)[:200])
@@ -219,9 +249,11 @@ def count_time(times: int = 3) -> float:
     """The median time of the dashboard's background count (ui/dashboard_counts.py), in ms: the page
     reads its row, so its cost shows here and not in the page's time."""
     spent = []
+    first = Workspace.objects.order_by("name").first()
     for _ in range(times):
         started = time.perf_counter()
-        dashboard_counts.count()
+        with workspace_scope(first.pk, sole=Workspace.objects.count() == 1):
+            dashboard_counts.count()
         spent.append((time.perf_counter() - started) * 1000)
     return round(percentile(spent, 50), 1)
 
@@ -249,7 +281,8 @@ def run(ctx) -> dict[str, Any]:
     for label, jobs, enrollments in sizes:
         ctx.reset()
         ctx.say(f"pages: {label} database, {jobs:,} jobs / {enrollments:,} enrollments")
-        result[label] = {"data": fill(jobs=jobs, enrollments=enrollments)}
+        result[label] = {"data": fill(jobs=jobs, enrollments=enrollments,
+                                      workspaces=ctx.options["page_workspaces"])}
         result[label]["rollup"] = rollup_cost()
         ctx.say(f"pages: filled in {result[label]['data']['insert_s']}s; reports rolled up in "
                 f"{result[label]['rollup']['first_run_ms'] / 1000:.1f}s; measuring")
@@ -293,7 +326,8 @@ def run(ctx) -> dict[str, Any]:
                 "Client as a superuser (middleware, views, queries, templates; no network), one process.",
                 f"big database filled in {bd['insert_s']}s (INSERT ... SELECT generate_series) + "
                 f"{bd['vacuum_analyze_s']}s VACUUM ANALYZE; {bd['events']:,} timeline events, "
-                f"{bd['contacts']:,} contacts.",
+                f"{bd['contacts']:,} contacts in {bd['workspaces']} workspace{'s' if bd['workspaces'] != 1 else ''} "
+                "(the pages are those of the first, as a user who works in it sees them).",
                 "contacts search: a random name (First<n>), an address part (p<n>@d) and a random @domain per request.",
                 f"dashboard: its numbers over all time are counted once a minute in the background; that count took "
                 f"{big['dashboard_count_ms']:,.0f} ms (small: {small['dashboard_count_ms']:,.0f} ms), median of 3.",

@@ -74,6 +74,7 @@ DEFAULTS: dict[str, tuple[Any, Any]] = {
     "page_enrollments": (200_000, 10_000),
     "page_small_jobs": (10_000, 2_000),
     "page_requests": (40, 10),
+    "page_workspaces": (20, 2),
     "folders": (1000, 100),
     "folders_per_mailbox": (20, 10),
     "watch_reply_rate": (2.0, 2.0),

@@ -1,4 +1,5 @@
-"""`manage.py bench pages` on tiny sizes: every page answers 200 on both databases and the JSON has the table.
+"""`manage.py bench pages` on tiny sizes: every page answers 200 on both databases and the JSON has the table; the
+rows dealt among three workspaces, the pages those of the first (a page of another's object would answer 404).
 
 Functional only, never timings (BENCHMARKS.md holds those).
 """
@@ -15,7 +16,7 @@ from tests.bench.helpers import run_bench
 def test_bench_pages_measures_every_page_on_both_sizes(tmp_path):
     stdout, report = run_bench(
         "pages", "--quick", "--page-jobs", "3000", "--page-enrollments", "600", "--page-small-jobs", "500",
-        "--page-requests", "2", tmp_path=tmp_path,
+        "--page-requests", "2", "--page-workspaces", "3", tmp_path=tmp_path,
     )
     assert "pages: server time per page, 3,000 jobs / 600 enrollments next to 500 jobs / 100 enrollments" in (
         stdout
@@ -23,6 +24,7 @@ def test_bench_pages_measures_every_page_on_both_sizes(tmp_path):
     result = report["results"]["pages"]
     assert (result["big"]["data"]["jobs"], result["big"]["data"]["enrollments"]) == (3000, 600)
     assert result["small"]["data"]["jobs"] == 500
+    assert result["big"]["data"]["workspaces"] == 3 and "600 contacts in 3 workspaces" in stdout
     names = {
         "dashboard",
         "sequences list",

@@ -91,6 +91,8 @@ class Command(BaseCommand):
         g.add_argument("--page-enrollments", type=int, help="enrollments (and contacts) in the big database")
         g.add_argument("--page-small-jobs", type=int, help="jobs in the small database (the baseline)")
         g.add_argument("--page-requests", type=int, help="timed requests per page and size")
+        g.add_argument("--page-workspaces", type=int,
+                       help="workspaces the rows are dealt among (the pages are the first one's)")
         parser.add_argument("--inner", action="store_true", help="(internal) run inside the bench environment")
 
     def handle(self, *args, suite, inner, json_out, **options):
