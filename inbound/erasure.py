@@ -11,6 +11,13 @@ and what stays is a keyed hash of the normalized address in the hashed ledger
 person is never imported or mailed again. The operator log records the
 erasure without the address.
 
+Per workspace. An erasure made in a workspace (its pages, `--workspace`) erases the person there: that
+workspace's contact, enrollments, mail and events, and a hash in that workspace's part of the hashed ledger. The
+same address as a person of another client stays that client's. One made outside any workspace (the command
+without `--workspace`) erases the person in every workspace and holds the hash in the agency's part: never
+imported or mailed again by anyone. Tables that belong to no workspace (the admin's change log, provider events)
+have the address replaced either way.
+
 Rows are kept where other records point at them (jobs, enrollments, events):
 their personal content is blanked, and the address anywhere else in a text or
 JSON column of the product's tables is replaced by "[erased]".
@@ -39,6 +46,7 @@ from sequences.sending_mailbox import enrollment_mailbox
 from sequences.services.common import ServiceError, operator_log
 from sequences.services.stops import enrollment_stop_locked
 from sequences.timeline import Event, event_record
+from workspaces.scoping import scoped_workspace_id
 
 from .data_requests import data_requests_close_erased
 from .models import InboundMessage
@@ -53,6 +61,7 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
     if "@" not in email:
         raise ServiceError(f"{email!r} is not an email address")
     digest = address_digest(email)
+    workspace_id = scoped_workspace_id()
     with transaction.atomic(durable=True):
         # The address may be a person in several workspaces (outside a workspace's scope): each one is erased.
         contacts = list(Contact.objects.filter(email=email).order_by("pk"))
@@ -61,13 +70,17 @@ def contact_erase(*, email: str, actor: str) -> dict[str, Any]:
             enrollment_stop_locked(e, reason=Enrollment.StopReason.SUPPRESSED, actor=actor, source="erasure").changed
             for e in enrollments
         )
-        ErasedAddress.objects.get_or_create(digest=digest)
+        # In a workspace (a page, --workspace): that workspace's part; outside any: the agency's, everywhere.
+        ErasedAddress._base_manager.get_or_create(digest=digest, workspace_id=workspace_id)
         ids = [e.pk for e in enrollments]
         inbound = _inbound_blank(email, ids)
         TimelineEvent.objects.filter(Q(email=email) | Q(enrollment_id__in=ids) | Q(job__enrollment_id__in=ids)).update(
             email="", data={}
         )
-        Suppression.objects.filter(value=email).delete()
+        # The hash holds the address from now on: the workspace's own entries go (never the agency's, which hold
+        # the person in other workspaces too); outside any workspace, every part's.
+        own = {"workspace_id": workspace_id} if workspace_id is not None else {}
+        Suppression._base_manager.filter(value=email, **own).delete()
         data_requests_close_erased(address=email, actor=actor)  # the address itself is blanked with the rest
         ProviderEvent.objects.filter(recipient=email).update(recipient="", raw={}, effect=ERASED)
         if contacts:  # one per workspace at most: the same erased address in each

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 
 from django.conf import settings
+from django.db.models import Q
 
 from .models import ErasedAddress
 from .selectors import normalize_email
@@ -21,13 +22,21 @@ def address_digest(email: str) -> str:
     return hmac.new(key.encode(), normalize_email(email).encode(), hashlib.sha256).hexdigest()
 
 
-def address_erased(email: str) -> bool:
+def _ledger(workspace_id: int | None):
+    """The hashed ledger's parts that hold a person of *workspace_id*: its own and the agency's; without one, the
+    scope's (the request's workspace and the agency's; outside any workspace, every part: the safe side)."""
+    if workspace_id is None:
+        return ErasedAddress.objects.all()
+    return ErasedAddress._base_manager.filter(Q(workspace_id=workspace_id) | Q(workspace__isnull=True))
+
+
+def address_erased(email: str, workspace_id: int | None = None) -> bool:
     """Whether the address belongs to an erased person (never imported or mailed again); one indexed lookup."""
-    return ErasedAddress.objects.filter(digest=address_digest(email)).exists()
+    return _ledger(workspace_id).filter(digest=address_digest(email)).exists()
 
 
-def addresses_erased(emails: list[str]) -> set[str]:
+def addresses_erased(emails: list[str], workspace_id: int | None = None) -> set[str]:
     """Which of many addresses belong to erased people, in one read."""
     digests = {address_digest(email): email for email in emails}
-    found = ErasedAddress.objects.filter(digest__in=list(digests)).values_list("digest", flat=True)
+    found = _ledger(workspace_id).filter(digest__in=list(digests)).values_list("digest", flat=True)
     return {digests[digest] for digest in found}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from db.clock import DbClock, db_now
@@ -107,7 +107,7 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
     Run after the enrollment lock was granted: under READ COMMITTED its snapshot holds every stop that
     committed before (a stop that comes later waits for the caller's transaction). The ledger is read once
     for the address and its domain: the latest entry of each value decides; the hashed ledger of erased
-    people in the same statement.
+    people (the job's workspace's part and the agency's) in the same statement.
     """
     address = normalize_email(job.enrollment.contact.email)
     domain = "@" + address.rsplit("@", 1)[-1]
@@ -123,7 +123,8 @@ def facts_read(job: SendJob, mailbox: Mailbox) -> Facts:
         now=DbClock(),
         suppressed=Exists(ledger.filter(workspace_id=workspace_id, pk=Subquery(latest_own)))
         | Exists(ledger.filter(workspace__isnull=True, pk=Subquery(latest_agency))),
-        erased=Exists(ErasedAddress.objects.filter(digest=address_digest(address))),
+        erased=Exists(ErasedAddress._base_manager.filter(Q(workspace_id=workspace_id) | Q(workspace__isnull=True),
+                                                         digest=address_digest(address))),
         previous_left=Exists(SendJob.objects.filter(LEFT, enrollment_id=job.enrollment_id,
                                                     step__position=job.step.position - 1)),
         follow_up=Exists(SendJob.objects.filter(LEFT, sends_from(mailbox.pk, via="enrollment__"),

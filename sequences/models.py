@@ -384,11 +384,25 @@ GIVEN_REASON_CHOICES = [(value, label) for value, label in Suppression.Reason.ch
 class ErasedAddress(models.Model):
     """The hashed ledger: an erased person's normalized address as a keyed hash (HMAC-SHA256), never the address.
 
-    Suppresses like a ledger entry that is never lifted: the import and the final check refuse the address.
+    Suppresses like a ledger entry that is never lifted: the import and the final check refuse the address. Like
+    the suppression ledger it has a part per workspace (a person erased by one client) and the agency's part
+    (`workspace` None: erased everywhere, as every erasure was before workspaces).
     """
 
-    digest = models.CharField(max_length=64, unique=True)
+    workspace = models.ForeignKey("workspaces.Workspace", null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="+")
+    digest = models.CharField(max_length=64, db_index=True)
     created_at = models.DateTimeField(db_default=DbClock())
+
+    objects = WorkspaceManager("workspace", shared=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "digest"], name="erasedaddress_once"),
+            # NULL never equals NULL in a unique index: the agency's part has its own.
+            models.UniqueConstraint(fields=["digest"], condition=models.Q(workspace__isnull=True),
+                                    name="erasedaddress_once_everywhere"),
+        ]
 
     def __str__(self) -> str:
         return f"erased address {self.digest[:12]}…"

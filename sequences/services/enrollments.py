@@ -42,7 +42,7 @@ def contact_upsert(
     if timezone_name and zone_problem(timezone_name):
         raise ServiceError(f"{normalize_email(email)}: timezone: {zone_problem(timezone_name)}")
     email = normalize_email(email)
-    if address_erased(email):
+    if address_erased(email, workspace_id):
         raise ServiceError(ERASED)
     defaults: dict[str, Any] = {"first_name": first_name, "last_name": last_name, "company": company}
     if fields:
@@ -73,7 +73,7 @@ def enrollment_create(*, sequence_id: int, contact_id: int, actor: str = "", del
         blocked = suppression_active_for(contact.email, workspace_id=sequence.workspace_id)
         if blocked is not None:
             raise ServiceError(f"{contact.email} is suppressed ({blocked.reason}, {blocked.value})")
-        if address_erased(contact.email):
+        if address_erased(contact.email, contact.workspace_id):
             raise ServiceError(ERASED)
         if contact.timezone and zone_problem(contact.timezone):
             raise ServiceError(f"{contact.email}: timezone: {zone_problem(contact.timezone)}")
@@ -354,7 +354,7 @@ def _refusals(sequence: Sequence, rows: list[ContactRow], *, update_contacts: bo
     value a step needs is refused unless `allow_missing` (that person would stop at that step, "failed")."""
     emails = [row.email for row in rows]
     suppressed = _suppressed(emails, sequence.workspace_id)
-    erased = addresses_erased(emails)
+    erased = addresses_erased(emails, sequence.workspace_id)
     if existing is None:
         existing = {c.email: c for c in Contact.objects.filter(workspace_id=sequence.workspace_id, email__in=emails)}
     enrolled = _enrolled(sequence, existing)

@@ -16,7 +16,7 @@ from proving.harness import mails
 from sequences.models import Enrollment, SendJob, Suppression
 from sequences.pipeline import send_job_process
 from sequences.services.common import ServiceError
-from sequences.services.enrollments import enrollment_create
+from sequences.services.enrollments import contact_upsert, enrollment_create
 from sequences.services.sending import dispatch_due
 from tests.factories import MailboxFactory, enroll, make_sequence
 from workspaces.models import Workspace
@@ -147,7 +147,7 @@ def test_a_command_that_finds_a_person_by_address_names_the_workspace_when_there
 
 
 def test_an_erasure_without_a_workspace_erases_the_person_in_every_workspace(two):
-    from sequences.models import Contact
+    from sequences.models import Contact, ErasedAddress
 
     call_command("contact_erase", SHARED)
     assert not Contact.objects.filter(email=SHARED).exists()
@@ -155,6 +155,43 @@ def test_an_erasure_without_a_workspace_erases_the_person_in_every_workspace(two
         side["shared"].refresh_from_db()
         assert side["shared"].status == Enrollment.Status.STOPPED
         assert side["shared"].contact.first_name == "" and side["shared"].contact.email.endswith("@erased.invalid")
+    assert list(ErasedAddress.objects.values_list("workspace_id", flat=True)) == [None]
+    with workspace_scope(two["b"]["workspace"].pk), pytest.raises(ServiceError, match="erased"):
+        contact_upsert(email=SHARED)
+
+
+def test_an_erasure_in_a_workspace_erases_the_person_there_and_b_keeps_its_own(two):
+    """Acme erases the person (its page, or --workspace): Acme's contact, enrollment and hash; Beta's person is
+    Beta's: its address, its follow-up (the final check lets it leave) and a new enrollment there."""
+    from sequences.models import Contact, ErasedAddress
+
+    a, b = two["a"], two["b"]
+    call_command("contact_erase", SHARED, "--workspace", "Acme Corp")
+    assert list(ErasedAddress.objects.values_list("workspace_id", flat=True)) == [a["workspace"].pk]
+    a["shared"].refresh_from_db()
+    assert a["shared"].status == Enrollment.Status.STOPPED and a["shared"].contact.email.endswith("@erased.invalid")
+    assert Contact.objects.get(email=SHARED).workspace_id == b["workspace"].pk
+    assert follow_up_outcome(b["shared"]) == S.SUBMITTED
+    with workspace_scope(a["workspace"].pk), pytest.raises(ServiceError, match="erased"):
+        contact_upsert(email=SHARED)
+    with workspace_scope(b["workspace"].pk):
+        later = make_sequence(mailbox=b["mailbox"], steps=1, name="Beta again")
+        assert enrollment_create(sequence_id=later.pk, contact_id=b["shared"].contact_id).status == "active"
+
+
+def test_the_final_check_reads_the_hashed_ledger_s_workspace_part_and_the_agency_part(two):
+    """Hashes written behind the services' back (nobody stopped): the final check alone decides. It fails both
+    ways: read across the install, Beta's follow-up is canceled; read without Acme's part, Acme's leaves."""
+    from sequences.digests import address_digest
+    from sequences.models import ErasedAddress
+
+    a, b = two["a"], two["b"]
+    ErasedAddress.objects.create(workspace=a["workspace"], digest=address_digest(SHARED))
+    assert follow_up_outcome(b["shared"]) == S.SUBMITTED
+    assert follow_up_outcome(a["shared"]) == S.CANCELED
+    other = Enrollment.objects.filter(sequence=b["sequence"]).exclude(pk=b["shared"].pk).first()
+    ErasedAddress.objects.create(workspace=None, digest=address_digest(other.contact.email))
+    assert follow_up_outcome(other) == S.CANCELED
 
 
 def test_a_booking_on_a_source_of_a_stops_the_person_in_a_only(two, monkeypatch):
