@@ -20,16 +20,20 @@ from django.db.models import Sum
 from mailboxes.models import Mailbox
 from sequences.models import Sequence, Step, StepVariant
 from sequences.variants import Arm, comparison_words
+from workspaces.models import Workspace
 
 from .models import COUNTS, DailyFigures
 
 BY = {"sequence": "Sequence", "step": "Step", "variant": "Variant", "mailbox": "Mailbox",
-      "domain": "Sending domain", "week": "Week"}
+      "domain": "Sending domain", "week": "Week", "workspace": "Workspace"}
 LABELS = {"sequence": ("Sequence",), "step": ("Sequence", "Step"), "variant": ("Sequence", "Step", "Variant"),
-          "mailbox": ("Mailbox", "Address"), "domain": ("Sending domain",), "week": ("Week of",)}
+          "mailbox": ("Mailbox", "Address"), "domain": ("Sending domain",), "week": ("Week of",),
+          "workspace": ("Workspace",)}
 _GROUP = {"sequence": ("sequence_id",), "step": ("sequence_id", "step_id"),
           "variant": ("sequence_id", "step_id", "variant_id"), "mailbox": ("mailbox_id",),
-          "domain": ("mailbox_id",), "week": ("day",)}
+          "domain": ("mailbox_id",), "week": ("day",), "workspace": ("sequence__workspace_id",)}
+# By workspace: every workspace's rows, for those who work across the install (the page and the command read it
+# outside any one workspace's scope); inside one workspace it is that workspace's one row.
 
 
 @dataclass(frozen=True)
@@ -298,8 +302,15 @@ def _by_week(grouped: list[dict], one_sequence: bool) -> list[Line]:
     return [weeks[w] for w in sorted(weeks)]
 
 
+def _by_workspace(grouped: list[dict], one_sequence: bool) -> list[Line]:
+    names = dict(Workspace.objects.filter(pk__in={g["sequence__workspace_id"] for g in grouped})
+                 .values_list("pk", "name"))
+    lines = [_line((names[g["sequence__workspace_id"]],), g, names[g["sequence__workspace_id"]]) for g in grouped]
+    return sorted(lines, key=lambda line: line.labels[0].lower())
+
+
 _LINES = {"sequence": _by_sequence, "step": _by_step, "variant": _by_variant, "mailbox": _by_mailbox,
-          "domain": _by_domain, "week": _by_week}
+          "domain": _by_domain, "week": _by_week, "workspace": _by_workspace}
 
 
 def _verdicts(lines: list[Line]) -> list[tuple[str, str]]:

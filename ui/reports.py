@@ -23,6 +23,7 @@ from reports.rollup import MARK, rollup
 from sequences.models import Sequence
 from sequences.permissions import VIEW
 from sequences.variants import MIN_SENDS
+from workspaces.scoping import workspace_unscoped
 
 from . import report_charts
 from .access import ui_view
@@ -48,9 +49,10 @@ class ReportFilter(forms.Form):
     since = forms.DateField(required=False, label="Sent from", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="Sent up to", widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, across: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["sequence"].queryset = Sequence.objects.order_by("name")
+        self.fields["by"].choices = list(groupings(across).items())
 
     def clean(self):
         data = super().clean()
@@ -69,8 +71,22 @@ def rolled_up() -> RollupMark:
     return mark
 
 
+def across_workspaces(request) -> bool:
+    """Whether the user works across an install of several workspaces (no membership: the agency's people), and so
+    may compare the workspaces."""
+    return not getattr(request, "workspace_sole", True) and getattr(request.user, "workspace_role", None) is None
+
+
+def groupings(across: bool) -> dict[str, str]:
+    """The ways the page groups its rows: by workspace only for those who work across the install."""
+    return {key: words for key, words in BY.items() if key != "workspace" or across}
+
+
 def _report(form: ReportFilter) -> Report:
     data = form.cleaned_data
+    if data["by"] == "workspace":  # every workspace's rows: read outside the request's workspace
+        with workspace_unscoped():
+            return report(by="workspace", sequence=data["sequence"], since=data["since"], until=data["until"])
     return report(by=data["by"], sequence=data["sequence"], since=data["since"], until=data["until"])
 
 
@@ -102,7 +118,8 @@ def _cells(line) -> list[tuple[str, str, str]]:
 
 @ui_view(VIEW)
 def reports_page(request):
-    form = ReportFilter(request.GET)
+    across = across_workspaces(request)
+    form = ReportFilter(request.GET, across=across)
     context = {"form": form, "headings": [_heading(c.heading) for c in COLUMNS], "thresholds": THRESHOLDS,
                "min_sends": MIN_SENDS}
     if form.is_valid():
@@ -112,7 +129,7 @@ def reports_page(request):
             "report": found, "mark": mark, "charts": report_charts.charts(found),
             "rows": [(_labels(found, line), _cells(line)) for line in found.lines],
             "total": (_labels(found, found.total), _cells(found.total)),
-            "tabs": [(key, words, "?" + _query(request, by=key)) for key, words in BY.items()],
+            "tabs": [(key, words, "?" + _query(request, by=key)) for key, words in groupings(across).items()],
             "csv_url": reverse("report_export_csv") + "?" + _query(request, by=found.by),
             "xlsx_url": reverse("report_export_xlsx") + "?" + _query(request, by=found.by),
         }
@@ -120,7 +137,7 @@ def reports_page(request):
 
 
 def _export(request, extension: str) -> HttpResponse:
-    form = ReportFilter(request.GET)
+    form = ReportFilter(request.GET, across=across_workspaces(request))
     if not form.is_valid():
         return HttpResponse(" ".join(e for errors in form.errors.values() for e in errors), status=400,
                             content_type="text/plain; charset=utf-8")

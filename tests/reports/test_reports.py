@@ -133,7 +133,7 @@ def test_every_figure_on_the_page_in_the_csv_the_xlsx_and_the_command_equals_the
     client = logged_in(users["staff"])  # the role that reads results
     spring = campaign.sequences[SPRING]
 
-    for by in BY:
+    for by in (by for by in BY if by != "workspace"):  # one workspace here: tests/workspaces compares several
         for sequence in (None, spring):
             name = sequence.name if sequence else None
             truth = truth_rows(campaign, by, name)
