@@ -138,7 +138,9 @@ def _job_counts(steps) -> dict[int, dict[str, int]]:
     reading only what it counts: the sends from an index of (step, state), the final check's cancels and the
     holds from partial indexes, the failed jobs from the state index."""
     jobs = SendJob.objects.filter(step__in=steps.values("pk")).order_by()
-    final_checked = TimelineEvent.objects.filter(FINAL_CHECK_CANCEL).values("job_id")
+    # Inside the jobs' own (workspace-filtered) query: the events' manager would add its workspace filter again, an
+    # OR the planner cannot take to the events' partial index.
+    final_checked = TimelineEvent._base_manager.filter(FINAL_CHECK_CANCEL).values("job_id")
     columns = {
         "sent": jobs.filter(SENT),
         "final_check": jobs.filter(state=S.CANCELED, pk__in=final_checked),

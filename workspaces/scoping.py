@@ -40,7 +40,9 @@ UNSCOPED: Final = _Marker("UNSCOPED")  # a public view that finds its row by a s
 @dataclass(frozen=True)
 class Scope:
     workspace_id: int
-    sole: bool  # the install has this one workspace only: rows written without one (None) are its rows
+    sole: bool  # rows written without a workspace (None) are its rows (the install has one workspace, or the
+    # work is ingestion's or a booking's, which own what background work wrote for them)
+    only: bool = False  # a request in an install of this one workspace: nothing to filter
 
 
 # None: outside any request (background work); a Scope: the workspace a request works in.
@@ -80,8 +82,9 @@ def request_scope_begin() -> Token:
 
 
 def request_scope_choose(workspace_id: int | None, *, sole: bool = False) -> None:
-    """The request's workspace (None: a public view, which sees every workspace)."""
-    _scope.set(UNSCOPED if workspace_id is None else Scope(workspace_id, sole))
+    """The request's workspace (None: a public view, which sees every workspace); *sole*: the install has this one
+    workspace only, so the request's queries are not filtered at all."""
+    _scope.set(UNSCOPED if workspace_id is None else Scope(workspace_id, sole, only=sole))
 
 
 def request_scope_end(token: Token) -> None:
@@ -114,6 +117,8 @@ class _ScopedManager(models.Manager):
             refused = copy.copy(queryset)
             refused.__class__ = refused_class(type(queryset))
             return refused
+        if value.only:  # the install's only workspace: every row is its own, a filter would only cost
+            return queryset
         return queryset.filter(self.condition(value))
 
     def condition(self, scope: Scope) -> models.Q:

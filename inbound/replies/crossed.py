@@ -116,7 +116,8 @@ def _page_crossings(jobs: list[SendJob]) -> list[Crossing]:
     if not jobs:
         return []
     stops: dict[int, list[_Stop]] = defaultdict(list)
-    events = (TimelineEvent.objects.filter(enrollment_id__in={j.enrollment_id for j in jobs}, kind__in=STOPPING)
+    # The enrollments of jobs the caller's (workspace-filtered) query found: no filter of the events' manager again.
+    events = (TimelineEvent._base_manager.filter(enrollment_id__in={j.enrollment_id for j in jobs}, kind__in=STOPPING)
               .order_by("at", "id").values_list("enrollment_id", "kind", "at", "data"))
     for enrollment_id, kind, at, data in events:
         stops[enrollment_id].append(_Stop(kind, at, data or {}))
