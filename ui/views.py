@@ -31,7 +31,7 @@ from inbound.replies.crossed import enrollment_crossings
 from sequences import job_rows as labelled
 from sequences import tasks
 from sequences.labels import send_time_words, stop_summary_text
-from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, StepVariant, Suppression
+from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Step, StepVariant, Suppression
 from sequences.permissions import (
     MANAGE_SUPPRESSIONS,
     OPERATE,
@@ -174,8 +174,9 @@ def sequence_detail(request, pk: int):
         "counts": dict(sequence.enrollments.values_list("status").annotate(n=Count("id"))),
         "step_rows": _with_variants(editor.step_rows(sequence)), "results": results.step_results(sequence),
         "variant_results": variant_results(sequence),
-        # By step (an index of step and state), not through the enrollments.
-        **_send_when(SendJob.objects.filter(step__in=sequence.steps.values("pk"))),
+        # By step (an index of step and state), not through the enrollments; the sequence was found in the
+        # request's workspace, so its jobs need no filter of theirs (with one, the planner leaves the index).
+        **_send_when(SendJob._base_manager.filter(step__in=Step._base_manager.filter(sequence=sequence).values("pk"))),
         "empty_why": sendwhen.idle_reason(sequence=sequence), "reply_rules": reply_rules.rule_rows(sequence),
     })
 
