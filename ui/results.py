@@ -137,7 +137,9 @@ def _job_counts(steps) -> dict[int, dict[str, int]]:
     """{step id: {column: n}} for the job columns of *steps* (a query of Step). A query or two per column, each
     reading only what it counts: the sends from an index of (step, state), the final check's cancels and the
     holds from partial indexes, the failed jobs from the state index."""
-    jobs = SendJob.objects.filter(step__in=steps.values("pk")).order_by()
+    # *steps* is the request's workspace's (its manager filters it): the jobs need no second filter of their own,
+    # which would lead PostgreSQL away from the (step, state) index.
+    jobs = SendJob._base_manager.filter(step__in=steps.values("pk")).order_by()
     # Inside the jobs' own (workspace-filtered) query: the events' manager would add its workspace filter again, an
     # OR the planner cannot take to the events' partial index.
     final_checked = TimelineEvent._base_manager.filter(FINAL_CHECK_CANCEL).values("job_id")
@@ -186,7 +188,7 @@ def _outcomes_by_step(sequence: Sequence) -> list[tuple]:
     over the sequence's jobs finds the last steps, instead of a subquery for each enrollment."""
     stopped, categorized = _stopped_and_categorized(Enrollment.objects.filter(sequence=sequence))
     last_step = dict(
-        SendJob.objects.filter(step__in=sequence.steps.values("pk"), state__in=REACHED_SERVER)
+        SendJob._base_manager.filter(step__in=sequence.steps.values("pk"), state__in=REACHED_SERVER)
         .filter(Q(enrollment__in=stopped.values("pk")) | Q(enrollment__in=categorized.values("pk")))
         .order_by().values_list("enrollment_id").annotate(position=Max("step__position"))
     )
