@@ -40,34 +40,82 @@ def poll_lock(mailbox_id: int):
 
 
 def poll_again_key(mailbox_id: int) -> str:
+    """Stands while a pass of every folder of the mailbox has been asked for and has not begun."""
     return f"outreach:poll:{mailbox_id}:again"
 
 
-def poll_mailbox(mailbox_id: int) -> dict:
-    """Poll one mailbox; a poll asked for while another runs is not lost: that one polls again when done.
+def poll_folders_key(mailbox_id: int) -> str:
+    """A set: the folders of the mailbox whose pass has been asked for and has not begun."""
+    return f"outreach:poll:{mailbox_id}:folders"
 
-    A push (IDLE) or a cron tick that finds the mailbox being polled leaves a
-    flag and tries the lock once more (the running poll may have ended just
-    then). The running poll clears the flag before it reads and looks for it
-    after it released the lock: mail that arrived during its pass is read by a
-    second pass, never left for the next periodic poll.
+
+def poll_ask(mailbox_id: int, folder: str | None) -> bool:
+    """Leave the ask for a pass of `folder` (None: every folder) that the next pass to begin takes. False when an
+    ask that covers it stands already: a pass of every folder covers any folder, a folder's covers that folder."""
+    conn = django_rq.get_connection("ingest")
+    if folder is None:
+        return bool(conn.set(poll_again_key(mailbox_id), "1", ex=LOCK_TIMEOUT, nx=True))
+    if conn.exists(poll_again_key(mailbox_id)):
+        return False
+    pipe = conn.pipeline()
+    pipe.sadd(poll_folders_key(mailbox_id), folder)
+    pipe.expire(poll_folders_key(mailbox_id), LOCK_TIMEOUT)  # a lost job's ask ends with the lock it never took
+    return bool(pipe.execute()[0])
+
+
+def _asks_take(conn, mailbox_id: int, folders: set[str] | None) -> set[str] | None:
+    """Take the asks the pass about to begin covers, in one MULTI: what it reads (None: every folder). A pass of
+    every folder takes every ask; a pass of some folders adds the folders asked for and leaves an ask for every
+    folder standing (the pass after it)."""
+    pipe = conn.pipeline()
+    if folders is None:
+        pipe.delete(poll_again_key(mailbox_id))
+    pipe.smembers(poll_folders_key(mailbox_id))
+    pipe.delete(poll_folders_key(mailbox_id))
+    asked = pipe.execute()[-2]
+    return None if folders is None else folders | {name.decode() for name in asked}
+
+
+def _asks_standing(conn, mailbox_id: int) -> tuple[bool, bool]:
+    """After a pass: whether a pass of every folder is asked for, and whether some folders are."""
+    pipe = conn.pipeline(transaction=False)
+    pipe.exists(poll_again_key(mailbox_id))
+    pipe.exists(poll_folders_key(mailbox_id))
+    whole, some = pipe.execute()
+    return bool(whole), bool(some)
+
+
+def poll_mailbox(mailbox_id: int, folder: str | None = None) -> dict:
+    """Poll one mailbox: the folder a push was heard in, or every reply folder (`folder` None: the periodic poll,
+    and any job enqueued without a folder). A poll asked for while another runs is not lost: that one polls again
+    when done.
+
+    A push (IDLE) or a cron tick that finds the mailbox being polled leaves
+    its ask (`poll_ask`) and tries the lock once more (the running poll may
+    have ended just then). The running poll takes the asks it covers before it
+    reads and looks for asks after it released the lock: mail that arrived
+    during its pass is read by a further pass, never left for the next periodic
+    poll. A pass of one folder moves that folder's cursor and reply view only.
     """
     conn = django_rq.get_connection("ingest")
-    again = poll_again_key(mailbox_id)
+    reading: set[str] | None = None if folder is None else {folder}
     rounds, fetched, result = 0, 0, None
     while True:
         lock = poll_lock(mailbox_id)
         if not lock.acquire():
-            conn.set(again, "1", ex=LOCK_TIMEOUT)
+            if rounds == 0:
+                poll_ask(mailbox_id, folder)
             if not lock.acquire():
                 if result is None:
                     return {"skipped": "another poll of this mailbox is running; it polls again when done"}
                 break
         try:
-            conn.delete(again)
+            reading = _asks_take(conn, mailbox_id, reading)
+            if reading is not None and not reading:  # the asks were taken by a pass that began meanwhile
+                break
             # Inside the mailbox's workspace: a reply stops, suppresses and matches that workspace's people only.
             with mailbox_workspace(mailbox_id):
-                result = mailbox_poll(mailbox_id=mailbox_id)
+                result = mailbox_poll(mailbox_id=mailbox_id, folders=None if reading is None else sorted(reading))
             rounds, fetched = rounds + 1, fetched + result.fetched
         except ImapAuthError as exc:
             # The server refused the login: the poll recorded it on the mailbox and logged one line with the
@@ -79,14 +127,18 @@ def poll_mailbox(mailbox_id: int) -> dict:
                 lock.release()
             except Exception:  # noqa: BLE001 - expired lock; nothing to release
                 pass
-        if not conn.exists(again):
+        whole, some = _asks_standing(conn, mailbox_id)
+        if not (whole or some):
             break
+        reading = None if whole else set()  # the folders asked for are taken when the pass begins
     return {"mailbox": result.mailbox, "fetched": fetched, "folders": result.folders, "rounds": rounds}
 
 
-def enqueue_poll(mailbox_id: int) -> None:
+def enqueue_poll(mailbox_id: int, folder: str | None = None) -> None:
+    """A poll of `folder` of the mailbox (None: of every reply folder) on the `ingest` queue."""
     django_rq.get_queue("ingest").enqueue(
-        poll_mailbox, mailbox_id, retry=Retry(max=3, interval=[10, 30, 90]), result_ttl=600, failure_ttl=86400
+        poll_mailbox, mailbox_id, *([] if folder is None else [folder]), retry=Retry(max=3, interval=[10, 30, 90]),
+        result_ttl=600, failure_ttl=86400,
     )
 
 

@@ -7,14 +7,17 @@ opened at a time, the mailboxes in order: the logins in flight at once belong
 to different accounts, an account sees its connections arrive one after
 another (the pace of its own server's answers), and a mailbox's folders are
 all open within moments of each other, so the catch-up polls they ask for
-merge into one or two passes of the mailbox (`enqueue_poll_merged`) instead of
-a pass per folder spread over the whole start.
+merge into a few passes of the mailbox (`enqueue_poll_merged`: a pass that
+runs takes the asks of every folder standing when it begins, and those left
+when it ends) instead of a pass per folder spread over the whole start.
 
 Each folder has one IMAP connection in IDLE, driven without blocking once open (mailboxes.imap.idle_line): a
 server that stops answering holds up only its own folder. When the server pushes (EXISTS), the watcher marks the
-folder unread (`inbound.ingest.view.folder_unread_mark`) and only then asks for a poll of that mailbox
-(`on_new`): from the mark on, the final check holds the mailbox's follow-ups until a poll has read the folder.
-It does no ingestion itself.
+folder unread (`inbound.ingest.view.folder_unread_mark`) and only then asks for a poll of that folder
+(`on_new(mailbox id, folder)`): from the mark on, the final check holds the mailbox's follow-ups until a poll has
+read the folder. The poll reads that folder only, so a reply waits for one folder's pass, not its mailbox's; the
+other folders' cursors and reply views are left to their own pushes, heartbeats and the periodic poll of every
+folder. It does no ingestion itself.
 
 The heartbeat: every `OUTREACH_WATCHER_HEARTBEAT_SECONDS` (5 s) each folder leaves IDLE for a NOOP and enters it
 again, the commands sent in turn as each is answered while the thread serves the other folders. The database
@@ -55,7 +58,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
-import django_rq
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.models import Q
@@ -71,7 +73,7 @@ from mailboxes.selectors import imap_config_for
 from .ingest.login import Connection, login_accepted, login_refused, login_wait
 from .ingest.view import folder_unread_mark, folders_quiet_through
 from .leases import LeaseKeeper, Round, account_of, limits_setting_problem
-from .tasks import LOCK_TIMEOUT, enqueue_poll, poll_again_key, poll_lock
+from .tasks import enqueue_poll, poll_ask, poll_lock
 
 log = logging.getLogger("outreach.ingest")
 MAX_BACKOFF = 300.0
@@ -111,7 +113,7 @@ class Watch:
 
 
 class Watcher:
-    def __init__(self, *, on_new: Callable[[int], None], idle_seconds: float = 300.0,
+    def __init__(self, *, on_new: Callable[[int, str], None], idle_seconds: float = 300.0,
                  heartbeat_seconds: float | None = None):
         self.on_new = on_new
         self.idle_seconds = idle_seconds
@@ -314,7 +316,7 @@ class Watcher:
         if pending or not watch.verified:
             self._new_mail(watch)  # mail announced, or beyond what was ingested: marked before the poll
         else:
-            self.on_new(watch.mailbox.pk)  # catch up on anything that arrived while we were not watching
+            self.on_new(watch.mailbox.pk, watch.folder)  # catch up on what arrived while we were not watching
         if line.buffered:  # the server spoke right after IDLE began: read it now, the selector will not say
             self._read(watch)
 
@@ -324,7 +326,7 @@ class Watcher:
         watch.verified = False
         _database(f"mark {watch.mailbox.name}/{watch.folder} unread",
                   lambda: folder_unread_mark(mailbox_id=watch.mailbox.pk, folder=watch.folder))
-        self.on_new(watch.mailbox.pk)
+        self.on_new(watch.mailbox.pk, watch.folder)
 
     def _fail(self, watch: Watch, exc: ImapError) -> None:
         log.warning("IDLE on %s/%s: %s; retrying in %.0fs (periodic polling continues)",
@@ -374,23 +376,24 @@ def _one_of_each_mailbox_in_turn(watches: list[Watch]) -> list[Watch]:
     return [watch for _, watch in sorted(ranked, key=lambda r: r[0])]
 
 
-def enqueue_poll_merged(mailbox_id: int) -> None:
-    """The watcher's `on_new` in `watch_mailboxes`: a poll of the mailbox on the `ingest` queue, merged with one
-    asked for before that has not begun reading: at most one poll of a mailbox waits in the queue, however many
-    of its folders ask (a start asks once per folder opened, a burst of replies once per push).
+def enqueue_poll_merged(mailbox_id: int, folder: str | None = None) -> None:
+    """The watcher's `on_new` in `watch_mailboxes`: a poll of the folder (None: of every reply folder) on the
+    `ingest` queue, merged with one asked for before that has not begun reading: at most one poll of a mailbox's
+    folder waits in the queue, however often it asks (a start asks once per folder opened, a burst of replies once
+    per push), and none when a poll of every folder of the mailbox waits. A poll of every folder is asked for on
+    its own even while polls of some folders wait: it reads them all.
 
-    The flag is the one a poll asked for while another runs leaves (`inbound.tasks.poll_mailbox`): it stands
-    from an ask until the next pass of the mailbox begins, and a running poll that finds it when done reads the
-    mailbox again. So when it stands, or a poll is running, a pass that begins after this ask is already due and
-    nothing is enqueued. A lost job leaves the flag standing until the periodic poll's next pass (or
-    LOCK_TIMEOUT): asks meanwhile are merged into that one, the folders stay marked unread and their mailbox's
-    follow-ups wait rather than leave unread."""
-    redis = django_rq.get_connection("ingest")
-    if not redis.set(poll_again_key(mailbox_id), "1", ex=LOCK_TIMEOUT, nx=True):
+    The asks are those a poll asked for while another runs leaves (`inbound.tasks.poll_ask`): one stands from the
+    ask until the next pass that covers it begins, and a running poll that finds one when done reads the mailbox
+    again. So when one that covers this ask stands, or a poll of the mailbox is running, a pass that begins after
+    this ask is already due and nothing is enqueued. A lost job leaves its ask standing until the next pass of the
+    mailbox that takes it (any folder's, or the periodic poll's), or LOCK_TIMEOUT: asks meanwhile are merged into
+    it, the folders stay marked unread and their mailbox's follow-ups wait rather than leave unread."""
+    if not poll_ask(mailbox_id, folder):
         return
     if poll_lock(mailbox_id).locked():
         return
-    enqueue_poll(mailbox_id)
+    enqueue_poll(mailbox_id, folder)
 
 
 def _drop_opened(future: Future) -> None:
@@ -465,7 +468,7 @@ def _connect(mailbox: Mailbox, folder: str, *, read_at: datetime | None = None
         connection.close()  # an opener thread never keeps a database connection (it opens one only to record)
 
 
-def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None], refresh: float,
+def run(stop: threading.Event, *, name: str | None, on_new: Callable[[int, str], None], refresh: float,
         idle_seconds: float, say: Callable[[str], None], keeper: LeaseKeeper | None = None) -> None:
     """Watch, until `stop` and in this thread, the configured folders whose watch lease this process holds
     (inbound.leases: any number of watcher processes share the folders, each watched once)."""

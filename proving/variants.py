@@ -112,7 +112,7 @@ class UncheckedJob(Job):
         return super().func
 
 
-def watch_thread_per_folder(stop: threading.Event, *, name: str | None, on_new: Callable[[int], None],
+def watch_thread_per_folder(stop: threading.Event, *, name: str | None, on_new: Callable[[int, str], None],
                             idle_seconds: float, say: Callable[[str], None]) -> None:
     """The rejected watcher: one thread and one connection per folder (the mailbox list is read once)."""
     threads = [threading.Thread(target=_watch_one, args=(box, folder, stop, on_new, idle_seconds), daemon=True,
@@ -125,7 +125,7 @@ def watch_thread_per_folder(stop: threading.Event, *, name: str | None, on_new: 
     stop.wait()  # the threads are daemons, blocked in IDLE: they end with the process
 
 
-def _watch_one(mailbox: Mailbox, folder: str, stop: threading.Event, on_new: Callable[[int], None],
+def _watch_one(mailbox: Mailbox, folder: str, stop: threading.Event, on_new: Callable[[int, str], None],
                idle_seconds: float) -> None:
     """IDLE on one folder; on EXISTS or a new UIDVALIDITY after a cycle, ask for a poll; reconnect with backoff."""
     backoff = 1.0
@@ -134,13 +134,13 @@ def _watch_one(mailbox: Mailbox, folder: str, stop: threading.Event, on_new: Cal
             with ImapSession(imap_config_for(mailbox)) as session:
                 uidvalidity = session.select(folder).uidvalidity
                 backoff = 1.0
-                on_new(mailbox.pk)  # catch up on anything that arrived while we were not watching
+                on_new(mailbox.pk, folder)  # catch up on anything that arrived while we were not watching
                 while not stop.is_set():
                     pushed = session.idle_wait(min(idle_seconds, 29 * 60))
                     now = session.select(folder).uidvalidity
                     if pushed or now != uidvalidity:
                         uidvalidity = now
-                        on_new(mailbox.pk)
+                        on_new(mailbox.pk, folder)
         except ImapError as exc:
             logging.getLogger("outreach.ingest").warning("IDLE on %s/%s: %s; retrying in %.0fs", mailbox.name,
                                                          folder, exc, backoff)

@@ -1,4 +1,5 @@
-"""Polling: one pass over a mailbox's folders from their cursors. No transaction is open during IMAP I/O.
+"""Polling: one pass over a mailbox's reply folders, or some of them, from their cursors. No transaction is open
+during IMAP I/O.
 
 Each batch of new UIDs goes through inbound.ingest.batch, which commits
 what it records in short transactions; the cursor only moves inside them.
@@ -13,7 +14,7 @@ an explicit date.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -82,9 +83,12 @@ def first_sync_day(mailbox: Mailbox) -> date | None:
 
 
 def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
-                 progress: Callable[[str, int, int], None] | None = None, since: date | None = None) -> PollResult:
-    """One pass over a mailbox's folders. No transaction is open during IMAP I/O.
+                 progress: Callable[[str, int, int], None] | None = None, since: date | None = None,
+                 folders: Collection[str] | None = None) -> PollResult:
+    """One pass over a mailbox's reply folders. No transaction is open during IMAP I/O.
 
+    *folders*: only those of the reply folders (the folder an IDLE push was heard in): the other folders'
+    cursors and reply views stay as they are. None: every reply folder.
     *since*: also read mail that arrived on that day or later even when it is older than the cursor
     (an explicit re-read of history; what was recorded already is a no-op).
     """
@@ -92,6 +96,9 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
     result = PollResult(mailbox=mailbox.name)
     if not mailbox.has_imap:
         result.error = "no IMAP settings"
+        return result
+    reading = [f for f in mailbox.reply_folders if folders is None or f in folders]
+    if not reading:  # the folders asked for are read no more (the settings changed since the ask)
         return result
     folder_errors: list[str] = []
     config: ImapConfig | None = None
@@ -112,7 +119,7 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
         config = imap_config_for(mailbox)
         with ImapSession(config) as session:
             sent = _sent_folders(session)
-            for folder in mailbox.reply_folders:
+            for folder in reading:
                 begun = db_now()  # what this folder's pass reads through, if it completes
                 try:
                     result.folders[folder] = _poll_folder(session, mailbox, folder, batch_size, progress, since,
@@ -143,9 +150,18 @@ def mailbox_poll(*, mailbox_id: int, batch_size: int = 200,
             raise ImapAuthError(str(exc)) from exc
         raise
     login_accepted(mailbox)
+    errors = "; ".join(folder_errors) if folders is None else _folder_errors_standing(mailbox)
     Mailbox.objects.filter(pk=mailbox.pk).update(last_poll_at=db_now(), last_poll_ok_at=db_now(),
-                                                 last_poll_error="; ".join(folder_errors)[:2000], poll_failures=0)
+                                                 last_poll_error=errors[:2000], poll_failures=0)
     return result
+
+
+def _folder_errors_standing(mailbox: Mailbox) -> str:
+    """The mailbox's poll error after a pass of some folders: each reply folder's error as its own last pass left
+    it (a pass of one folder neither clears nor repeats what the others said)."""
+    errors = dict(ImapCursor.objects.filter(mailbox=mailbox, folder__in=mailbox.reply_folders).exclude(
+        last_error="").values_list("folder", "last_error"))
+    return "; ".join(f"folder {folder}: {errors[folder]}" for folder in mailbox.reply_folders if folder in errors)
 
 
 def _block_sending_if_token_refused(mailbox: Mailbox, exc: BaseException, config: ImapConfig | None) -> None:

@@ -2,8 +2,8 @@
 
 For each design a fresh database holds M mailboxes (one Dovecot account each, F folders each: N = M x F)
 and R enrollments whose step 1 was submitted an hour ago. The watcher runs as a child process and asks for
-a poll of a mailbox whenever one of its folders reports new mail (`on_new` = enqueue on the `ingest`
-queue, as `scripts/run` runs it); two RQ workers poll. Designs:
+a poll of a folder whenever it reports new mail (`on_new` = enqueue on the `ingest` queue, as `scripts/run`
+runs it: the poll reads that folder); two RQ workers poll. Designs:
 
 - multiplexed: the product, `manage.py watch_mailboxes` (inbound.watcher: one thread, selectors, a small
   pool that opens connections)
@@ -200,7 +200,8 @@ def design_run(
             offset = clock_offset_ms()
             rng = random.Random(23)
             appended: dict[int, float] = {}
-            sent_at: list[tuple[int, float, int]] = []  # (mailbox pk, APPEND sent, enrollment): push -> poll
+            # (mailbox pk, folder, APPEND sent, enrollment): push -> poll
+            sent_at: list[tuple[int, str, float, int]] = []
             for i in range(replies):
                 sampler.wait(rng.expovariate(rate), "replies")
                 user = users[i % count]  # followups_create puts enrollment i on mailbox i % count
@@ -209,7 +210,7 @@ def design_run(
                     sender=f"p{i}.{prefix}@prospects.test", to_message_id=data.first_message_id(prefix, i)
                 )
                 with server.client(user) as client:
-                    sent_at.append((boxes[i % count].pk, time.time(), enrollment_of[i]))
+                    sent_at.append((boxes[i % count].pk, folder, time.time(), enrollment_of[i]))
                     client.append(folder, raw)
                 appended[enrollment_of[i]] = time.time()
             stopped = Enrollment.objects.filter(pk__in=enrollment_of, status=Enrollment.Status.STOPPED)
@@ -269,9 +270,11 @@ def design_run(
     }
 
 
-def push_latencies(sent: list[tuple[int, float, int]], stopped: dict[int, Any]) -> tuple[list[float], int, int]:
-    """APPEND sent -> the first poll of that mailbox the watcher enqueued after it (RQ's enqueued_at), before the
-    enrollment was stopped: the watcher's own share of reply -> stop, without the pollers' queue. Also how many
+def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, Any]
+                   ) -> tuple[list[float], int, int]:
+    """APPEND sent -> the first poll of that folder (or of every folder of its mailbox) the watcher enqueued after
+    it (RQ's enqueued_at), before the enrollment was stopped: the watcher's own share of reply -> stop, without the
+    pollers' queue. Also how many
     polls were skipped because another poll of the same mailbox was running (inbound.tasks.poll_lock), and how
     many pushes enqueued nothing before the stop: merged into a poll asked for before and not begun, or left to
     the running poll's next pass (`inbound.watcher.enqueue_poll_merged`)."""
@@ -285,19 +288,21 @@ def push_latencies(sent: list[tuple[int, float, int]], stopped: dict[int, Any]) 
         *queue.failed_job_registry.get_job_ids(),
         *queue.job_ids,
     ]
-    enqueued: dict[int, list[float]] = {}
+    enqueued: dict[tuple[int, str | None], list[float]] = {}  # (mailbox, folder; None: every folder)
     skipped = 0
     for job in Job.fetch_many(ids, connection=queue.connection):
         if job is not None and isinstance(job.return_value(), dict) and "skipped" in job.return_value():
             skipped += 1
         if job is not None and job.enqueued_at is not None and job.args:
             at = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
-            enqueued.setdefault(int(job.args[0]), []).append(at.timestamp())
+            folder = job.args[1] if len(job.args) > 1 else None
+            enqueued.setdefault((int(job.args[0]), folder), []).append(at.timestamp())
     out = []
     merged = 0
-    for mailbox, at, enrollment in sent:
+    for mailbox, folder, at, enrollment in sent:
         until = stopped[enrollment].timestamp() if enrollment in stopped else float("inf")
-        later = [t for t in enqueued.get(mailbox, []) if at <= t <= until]
+        polls = [*enqueued.get((mailbox, folder), []), *enqueued.get((mailbox, None), [])]
+        later = [t for t in polls if at <= t <= until]
         if later:
             out.append(min(later) - at)
         elif enrollment in stopped:
@@ -375,8 +380,8 @@ def run(ctx) -> dict[str, Any]:
             f"enrollment_stopped (database clock); replies at {o['watch_reply_rate']:g}/s (Poisson). "
             "Clock offset db-bench: "
             f"{', '.join(str(r['clock_offset_ms']) for r in runs.values())} ms.",
-            "push: APPEND sent -> the watcher enqueued a poll of that mailbox (RQ enqueued_at) before the stop, the "
-            "watcher's own share; stop adds the pollers (a push polls every folder of the mailbox). Pushes merged "
+            "push: APPEND sent -> the watcher enqueued a poll of that folder (RQ enqueued_at) before the stop, the "
+            "watcher's own share; stop adds the pollers (a push polls the folder it was heard in). Pushes merged "
             "into a poll already asked for (no poll enqueued before the stop): "
             f"{', '.join(str(r['pushes_merged']) for r in runs.values())}.",
             "peak RSS is the watcher process' VmHWM; idle CPU over 5 s with every folder in IDLE.",

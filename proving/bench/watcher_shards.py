@@ -202,11 +202,11 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
             offset = clock_offset_ms()
             rng = random.Random(29)
             appended: dict[int, float] = {}
-            sent: list[tuple[int, float, int]] = []
+            sent: list[tuple[int, str, float, int]] = []  # (mailbox pk, folder, APPEND sent, enrollment)
             for i in range(replies):
                 shards.wait(rng.expovariate(rate))
                 folder = rng.choice(folder_names(per_mailbox))
-                sent.append((boxes[i % count].pk, time.time(), enrollment_of[i]))
+                sent.append((boxes[i % count].pk, folder, time.time(), enrollment_of[i]))
                 appended[enrollment_of[i]] = append_reply(server, users[i % count], folder, prefix, i)
             stopped = Enrollment.objects.filter(pk__in=appended, status=Enrollment.Status.STOPPED)
             wait_until = time.monotonic() + 60

@@ -87,9 +87,9 @@ class Watching:
         self.thread = Worker(lambda: run(self.stop, name=None, on_new=self._poll, refresh=0.2,
                                          idle_seconds=idle_seconds, say=lambda text: None))
 
-    def _poll(self, mailbox_id: int) -> None:
+    def _poll(self, mailbox_id: int, folder: str) -> None:
         try:
-            self.polls.append(mailbox_poll(mailbox_id=mailbox_id).error)
+            self.polls.append(mailbox_poll(mailbox_id=mailbox_id, folders=[folder]).error)
         except ImapError as exc:
             self.polls.append(str(exc))
 

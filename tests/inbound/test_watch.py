@@ -32,9 +32,9 @@ class Watching:
         self.thread = Worker(lambda: run(self.stop, name=None, on_new=self._poll, refresh=refresh,
                                          idle_seconds=idle_seconds, say=self._say, keeper=keeper))
 
-    def _poll(self, mailbox_id: int) -> None:
+    def _poll(self, mailbox_id: int, folder: str) -> None:
         try:
-            mailbox_poll(mailbox_id=mailbox_id)
+            mailbox_poll(mailbox_id=mailbox_id, folders=[folder])
         except ImapError:  # recorded on the mailbox by the poll; the watcher goes on, as with enqueued polls
             pass
         finally:
@@ -159,7 +159,7 @@ def test_the_number_of_openers_is_a_setting(settings):
     from inbound.watcher import Watcher
 
     settings.OUTREACH_WATCHER_OPENERS = 3
-    watcher = Watcher(on_new=lambda _pk: None)
+    watcher = Watcher(on_new=lambda _pk, _folder: None)
     try:
         assert watcher.openers._max_workers == 3
     finally:
@@ -195,12 +195,12 @@ class Driven:
     def __exit__(self, *exc) -> None:
         self.watcher.close()
 
-    def _asked(self, mailbox_id: int) -> None:
+    def _asked(self, mailbox_id: int, folder: str) -> None:
         self.asked.append(mailbox_id)
-        self.on_new(mailbox_id)
+        self.on_new(mailbox_id, folder)
 
-    def poll(self, mailbox_id: int) -> None:
-        mailbox_poll(mailbox_id=mailbox_id)
+    def poll(self, mailbox_id: int, folder: str) -> None:
+        mailbox_poll(mailbox_id=mailbox_id, folders=[folder])
 
     def exchange(self, *, examine: bool = False, within: float = 10.0) -> None:
         """A heartbeat (DONE, NOOP, IDLE) or, with `examine`, the re-check (DONE, EXAMINE, IDLE), sent now; the
@@ -226,9 +226,9 @@ class Driven:
 def test_new_mail_pushed_by_idle_marks_the_folder_before_the_poll_is_asked_for(imap_mailbox, dovecot):
     marks_when_asked = []
 
-    def on_new(mailbox_id: int) -> None:
-        marks_when_asked.append(ImapCursor.objects.get(mailbox_id=mailbox_id, folder="INBOX").unread_since)
-        mailbox_poll(mailbox_id=mailbox_id)
+    def on_new(mailbox_id: int, folder: str) -> None:
+        marks_when_asked.append(ImapCursor.objects.get(mailbox_id=mailbox_id, folder=folder).unread_since)
+        mailbox_poll(mailbox_id=mailbox_id, folders=[folder])
 
     mailbox_poll(mailbox_id=imap_mailbox.pk)  # the folder's cursor starts here: nothing is unread
     with Driven(imap_mailbox, on_new=on_new) as driven:

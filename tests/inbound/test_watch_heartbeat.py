@@ -40,7 +40,7 @@ def test_a_quiet_healthy_watch_keeps_the_view_within_seconds_of_real_time(imap_m
 
 def test_an_answer_that_shows_mail_beyond_the_cursor_advances_nothing(imap_mailbox, dovecot):
     mailbox_poll(mailbox_id=imap_mailbox.pk)
-    with Driven(imap_mailbox, on_new=lambda _pk: None) as driven:  # no poll reads what arrives
+    with Driven(imap_mailbox, on_new=lambda _pk, _folder: None) as driven:  # no poll reads what arrives
         driven.exchange()
         quiet = driven.cursor().read_through
 

@@ -148,7 +148,8 @@ def test_each_workspace_s_dashboard_counts_its_own_people_and_mailboxes(two):
     beta_job = SendJob.objects.filter(enrollment__sequence=two["b"]["sequence"]).order_by("pk").first()
     raw = mails.reply(to_message_id=beta_job.message_id, sender=beta_job.enrollment.contact.email,
                       to="sales@b-agency.test", body="Thanks, let's talk next week.")
-    inbound_record(mailbox_id=two["b"]["sequence"].mailbox_id, folder="INBOX", uidvalidity=1, fetched=mails.fetched(raw, uid=1))
+    inbound_record(mailbox_id=two["b"]["sequence"].mailbox_id, folder="INBOX", uidvalidity=1,
+                   fetched=mails.fetched(raw, uid=1))
     assert dashboard_counts.count_task().endswith(f"({Workspace.objects.count()} workspaces)")
 
     def dashboard_of(user) -> str:
