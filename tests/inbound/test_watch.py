@@ -104,12 +104,26 @@ def test_the_watcher_picks_up_a_mailbox_configured_after_it_started(imap_mailbox
         assert w.said[0].startswith("no IMAP mailbox configured yet") and "watching 1 folder with IDLE" in w.said
 
 
-def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox, dovecot):
+def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox, dovecot, monkeypatch):
     """A push that finds the mailbox being polled is not dropped: the running poll makes a second pass."""
     import django_rq
     from django.db import close_old_connections, connection, transaction
 
+    from inbound import tasks
     from inbound.tasks import poll_mailbox
+
+    # The push comes once the first poll has taken the asks standing when it began (then waits for the database):
+    # a push before that is read by the first pass itself, and the test would not see a second one.
+    taken = threading.Event()
+    asks_take = tasks._asks_take
+
+    def asks_take_then_say(*args):
+        try:
+            return asks_take(*args)
+        finally:
+            taken.set()
+
+    monkeypatch.setattr(tasks, "_asks_take", asks_take_then_say)
 
     mailbox_poll(mailbox_id=imap_mailbox.pk)  # connect: the folder's cursor starts here
     redis = django_rq.get_connection("ingest")
@@ -129,10 +143,8 @@ def test_a_poll_asked_for_while_one_runs_is_done_by_the_running_one(imap_mailbox
                 cursor.execute(f"LOCK TABLE {Mailbox._meta.db_table} IN ACCESS EXCLUSIVE MODE")
         first = Worker(lambda: poll("first"))
         first.start()
-        for _ in range(200):
-            if redis.exists(f"outreach:poll:{imap_mailbox.pk}"):
-                break
-            threading.Event().wait(0.02)
+        assert taken.wait(30), "the first poll took the mailbox's lock and its asks"
+        assert redis.exists(f"outreach:poll:{imap_mailbox.pk}")
         # The push of a reply that arrived meanwhile asks for a poll: the mailbox is being polled.
         poll("push")
     first.join(15)

@@ -198,7 +198,7 @@ def _get(url: str, headers: dict | None = None) -> int:
 def _up(url: str) -> bool:
     try:
         return _get(url) == 200
-    except requests.ConnectionError:
+    except (requests.ConnectionError, requests.Timeout):  # not listening yet, or its worker still starting
         return False
 
 
@@ -226,7 +226,7 @@ def test_gunicorn_s_access_log_keeps_the_oauth_callback_s_code_and_state_out(tmp
     base_url = f"http://127.0.0.1:{port}"
     callback = f"{base_url}{CALLBACK_PATH}?code={CODE}&state={STATE}"
     try:
-        wait_for(lambda: _up(f"{base_url}/healthz/live"), timeout=30, what="gunicorn", interval=0.2)
+        wait_for(lambda: _up(f"{base_url}/healthz/live"), timeout=90, what="gunicorn", interval=0.2)
         assert _get(callback) == 302  # no login: to the login page, the callback in its `next`
         assert _get(f"{base_url}/login/?next={CALLBACK_PATH}%3Fcode%3D{CODE}%26state%3D{STATE}") == 200
         assert _get(f"{base_url}/static/outreach.css", {"Referer": callback}) == 200
