@@ -128,7 +128,9 @@ def reply_rules_set(sequence: Sequence, wanted: list[dict[str, Any]]) -> list[st
         row = ReplyRule.objects.create(
             sequence=sequence, position=index, category=rule["category"], action=rule["action"],
             after_seconds=rule["after_seconds"],
-            enroll_in=Sequence.objects.get(name=rule["target"]) if rule["action"] == A.ENROLL else None,
+            # The target by its name in the rule's own workspace (another may name one the same).
+            enroll_in=(Sequence._base_manager.get(workspace_id=sequence.workspace_id, name=rule["target"])
+                       if rule["action"] == A.ENROLL else None),
             user=users.get(username=rule["target"]) if rule["action"] != A.ENROLL else None)
         lines.append(f"on_reply: added {rule_words(row)}")
     return lines
@@ -158,7 +160,7 @@ def reply_rule_add(*, sequence_id: int, rule: dict[str, Any], actor: str) -> lis
     """Add one rule at the end (the sequence's page); ServiceError in words when it cannot be; operator log."""
     with transaction.atomic(durable=True):
         sequence, rules = _locked_plain(sequence_id)
-        names = set(Sequence.objects.values_list("name", flat=True))
+        names = set(Sequence._base_manager.filter(workspace_id=sequence.workspace_id).values_list("name", flat=True))
         if problems := rule_problems(rule, own=sequence.name, sequences=names):
             raise ServiceError("; ".join(problems.values()))
         if rule in rules:

@@ -36,6 +36,13 @@ class SaveToSent(models.TextChoices):
     NEVER = "never", "never"
 
 
+# A mailbox's name is unique across the install, not per workspace: it is the mailbox's label in the metrics
+# (`outreach_mailbox_*{mailbox=NAME}`), the health check, the logs and the pause events of the timeline, all of
+# which read every workspace at once. A name another workspace holds is refused in these words, which tell no
+# more than that it is taken (docs/workspaces.md).
+MAILBOX_NAME_TAKEN = "this name is not available: choose another"
+
+
 class Mailbox(models.Model):
     """A sending identity. A secret is either named (an allow-listed environment variable, `*_env`) or entered in
     the browser and kept sealed (`*_sealed`: a Fernet token, mailboxes.sealed); a sealed one wins when both are set.

@@ -106,6 +106,9 @@ class Line:
     labels: tuple
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
     short: str = ""  # the row's name on a chart
+    # A variant's row: its step's id. The verdicts compare a step's variants by it, never by the sequence's name,
+    # which two workspaces may share (a report read across the install).
+    step_id: int | None = None
 
     def add(self, counts: dict[str, int]) -> None:
         for name in COUNTS:
@@ -261,7 +264,9 @@ def _by_variant(grouped: list[dict], one_sequence: bool) -> list[Line]:
     for g in sorted(grouped, key=lambda g: (names[g["sequence_id"]].lower(), positions[g["step_id"]], g["variant_id"])):
         name, position, variant = names[g["sequence_id"]], positions[g["step_id"]], variants[g["variant_id"]]
         short = f"Step {position} · {variant}" if one_sequence else f"{name} · step {position} · {variant}"
-        lines.append(_line((name, position, variant), g, short))
+        line = _line((name, position, variant), g, short)
+        line.step_id = g["step_id"]
+        lines.append(line)
     return lines
 
 
@@ -316,8 +321,10 @@ _LINES = {"sequence": _by_sequence, "step": _by_step, "variant": _by_variant, "m
 def _verdicts(lines: list[Line]) -> list[tuple[str, str]]:
     """Per step with variants: how the variants' reply rates compare and how sure that is (sequences.variants, the
     words of the sequence page's variant results)."""
-    steps: dict[tuple, list[Arm]] = defaultdict(list)
+    steps: dict[int | None, list[Arm]] = defaultdict(list)
+    titles: dict[int | None, str] = {}
     for line in lines:
         sequence_name, position, variant = line.labels
-        steps[sequence_name, position].append(Arm(variant, line.counts["sent"], line.counts["replied"]))
-    return [(f"{name} · step {position}", comparison_words(arms)) for (name, position), arms in steps.items()]
+        titles[line.step_id] = f"{sequence_name} · step {position}"
+        steps[line.step_id].append(Arm(variant, line.counts["sent"], line.counts["replied"]))
+    return [(titles[step], comparison_words(arms)) for step, arms in steps.items()]

@@ -216,7 +216,8 @@ class _Facts:
     jobs: dict[int, list[_Ev]] = field(default_factory=dict)
     enrollments: dict[int, list[_Ev]] = field(default_factory=dict)
     replies: dict[int, _Ev] = field(default_factory=dict)  # inbound id -> its inbound_received event
-    pauses: list[tuple[_Ev, str]] = field(default_factory=list)  # (event, sequence or mailbox name)
+    # (event, sequence or mailbox name, the workspace it was written in: None outside any)
+    pauses: list[tuple[_Ev, str, int | None]] = field(default_factory=list)
     entries: dict[str, list[Suppression]] = field(default_factory=dict)  # value -> its additions, oldest first
 
     @classmethod
@@ -258,14 +259,15 @@ def _grouped(events, key: str) -> dict[int, list[_Ev]]:
     return dict(grouped)
 
 
-def _pauses(jobs: list[SendJob]) -> list[tuple[_Ev, str]]:
+def _pauses(jobs: list[SendJob]) -> list[tuple[_Ev, str, int | None]]:
     """The pauses of the page's sequences and mailboxes (the kind index: operators' pauses are few)."""
     sequences = sorted({j.enrollment.sequence.name for j in jobs})
     mailboxes = sorted({enrollment_mailbox(j.enrollment).name for j in jobs})
     found = TimelineEvent.objects.filter(Q(kind=Event.SEQUENCE_PAUSED, data__sequence__in=sequences)
                                          | Q(kind=Event.MAILBOX_PAUSED, data__mailbox__in=mailboxes))
-    return [(_Ev(kind, at, data or {}), (data or {}).get("sequence") or (data or {}).get("mailbox", ""))
-            for kind, at, data in found.order_by("at", "id").values_list("kind", "at", "data")]
+    return [(_Ev(kind, at, data or {}), (data or {}).get("sequence") or (data or {}).get("mailbox", ""), workspace)
+            for kind, at, data, workspace in found.order_by("at", "id").values_list("kind", "at", "data",
+                                                                                     "workspace_id")]
 
 
 def _inbound_id(event: _Ev) -> int | None:
@@ -360,7 +362,10 @@ def _held_back(job: SendJob, facts: _Facts) -> dict[str, Any]:
         kind, what = PAUSES[code]
         name = job.enrollment.sequence.name if what == "sequence" else enrollment_mailbox(job.enrollment).name
         # The pause's own event (its commit, and its actor when the cancel names none: the guardrail's sweep).
-        earlier = [e for e, named in facts.pauses if e.kind == kind and named == name and e.at <= at + SLACK]
+        # A sequence's name is its workspace's: another workspace's pause of its namesake is not this one's.
+        own_workspace = (None, job.enrollment.sequence.workspace_id)
+        earlier = [e for e, named, workspace in facts.pauses
+                   if e.kind == kind and named == name and workspace in own_workspace and e.at <= at + SLACK]
         if earlier:
             stop_at, by = earlier[-1].at, by or earlier[-1].data.get("actor", "")
         said.append(f"The {what} {name} was paused{_by(by)} at {stamp(stop_at or at)}.")

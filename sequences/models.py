@@ -75,7 +75,7 @@ class Sequence(models.Model):
 
     workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.PROTECT, related_name="+",
                                   default=workspace_default, editable=False)
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)  # unique in its workspace (two clients may each have "Onboarding")
     mailbox = models.ForeignKey("mailboxes.Mailbox", on_delete=models.PROTECT, related_name="sequences")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     stop_on_reply = models.CharField(max_length=10, choices=StopOnReply.choices, default=StopOnReply.PERSON)
@@ -99,6 +99,9 @@ class Sequence(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # A name finds the sequence within its workspace (a command's `--workspace`, a file's reply rules): two
+        # workspaces may each name one the same, and neither learns of the other's.
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="sequence_workspace_name_uniq")]
         permissions = [
             ("operate", "Can pause/resume sequences, enrollments and mailboxes and stop enrollments"),
         ]

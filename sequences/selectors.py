@@ -11,7 +11,7 @@ from workspaces.current import sole_workspace_id
 from workspaces.models import Workspace
 from workspaces.scoping import current_scope, scoped_workspace_id
 
-from .models import Contact, Enrollment, OperatorAction, ProviderCancel, SendJob, Suppression, TimelineEvent
+from .models import Contact, Enrollment, OperatorAction, ProviderCancel, SendJob, Sequence, Suppression, TimelineEvent
 
 
 def normalize_email(value: str) -> str:
@@ -155,6 +155,12 @@ def operator_actions(q: str = "", action: str = "") -> QuerySet[OperatorAction]:
     if action:
         qs = qs.filter(action=action)
     return qs.order_by("-at", "-id")
+
+
+def sequence_name_taken(*, workspace_id: int | None, name: str, sequence_id: int | None = None) -> bool:
+    """Whether another sequence of the workspace has this name. A name is its workspace's: another workspace's
+    sequence of the same name is no conflict, and nothing says it exists."""
+    return Sequence._base_manager.filter(workspace_id=workspace_id, name=name).exclude(pk=sequence_id).exists()
 
 
 def contact_workspace_names(email: str) -> list[str]:

@@ -15,7 +15,7 @@ from django import forms
 
 from mailboxes import settings_schema
 from mailboxes.bound import WORDS, bound_problem, endpoint
-from mailboxes.models import Auth, Mailbox, SaveToSent
+from mailboxes.models import MAILBOX_NAME_TAKEN, Auth, Mailbox, SaveToSent
 from mailboxes.oauth2 import token_url_problem
 from mailboxes.secrets import validate_secret_env_name
 from mailboxes.settings_schema import Kind, Setting
@@ -245,10 +245,12 @@ class MailboxForm(forms.Form):
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
-        # Names are the install's, across workspaces (the command line finds a mailbox by its name).
-        others = Mailbox._base_manager.filter(name=name).exclude(pk=self.mailbox.pk if self.mailbox else None)
-        if others.exists():
+        itself = self.mailbox.pk if self.mailbox else None
+        if Mailbox.objects.filter(name=name).exclude(pk=itself).exists():  # the request's workspace's
             raise forms.ValidationError(f"a mailbox named {name} exists already")
+        # Another workspace's: names are the install's (mailboxes.models), and the words say no more than that.
+        if Mailbox._base_manager.filter(name=name).exclude(pk=itself).exists():
+            raise forms.ValidationError(MAILBOX_NAME_TAKEN)
         return name
 
     def clean(self) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.core.management.base import CommandError
+from django.db.models import Manager, QuerySet
 
 from .current import workspace_named
 from .models import Workspace
@@ -42,6 +44,19 @@ def one_person_refused(email: str, workspaces: list[str]) -> None:
     if scoped_workspace_id() is None and len(workspaces) > 1:
         raise CommandError(f"{email} is a contact in {len(workspaces)} workspaces ({', '.join(workspaces)}): name "
                            "one with --workspace NAME")
+
+
+def one_named(rows: Manager | QuerySet, name: str, *, what: str) -> Any:
+    """The row of *rows* (a tenant model's, by its manager) named *name*, or None: the one in the command's
+    workspace; run without `--workspace`, the install's one of that name. A name used in several workspaces (each
+    workspace names its sequences as it likes) is refused in words, as `workspace_named(None)` refuses."""
+    found = list(rows.filter(name=name)[:2])
+    if len(found) > 1:
+        try:
+            workspace_named(None)
+        except LookupError as exc:
+            raise CommandError(f"{what} {name!r} is a name in more than one workspace: {exc}") from None
+    return found[0] if found else None
 
 
 def ledger_arguments(parser) -> None:

@@ -21,6 +21,7 @@ from sequences.job_rows import latest_job_rows
 from sequences.labels import job_label, stamp, stop_summary_text
 from sequences.messages import step_validate
 from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
+from sequences.selectors import sequence_name_taken
 from sequences.services.common import ServiceError
 from sequences.services.stops import (
     enrollment_pause,
@@ -156,8 +157,18 @@ class StepInline(admin.TabularInline):
     fields = ("position", "subject", "body", "wait_seconds", "thread")
 
 
+class SequenceForm(forms.ModelForm):
+    def clean_name(self) -> str:
+        # Its workspace's names (the constraint's other column is not a field of the form, so Django leaves it).
+        name = self.cleaned_data["name"]
+        if sequence_name_taken(workspace_id=self.instance.workspace_id, name=name, sequence_id=self.instance.pk):
+            raise forms.ValidationError(f"A sequence named “{name}” already exists.")
+        return name
+
+
 @admin.register(Sequence)
 class SequenceAdmin(SelectionChecked, admin.ModelAdmin):
+    form = SequenceForm
     list_display = ("name", "mailbox", "status", "version", "created_at")
     list_filter = ("status", "mailbox")
     search_fields = ("name",)

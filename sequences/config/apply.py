@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from mailboxes.bound import SECRETS, bind
-from mailboxes.models import Mailbox
+from mailboxes.models import MAILBOX_NAME_TAKEN, Mailbox
 from mailboxes.secrets import ENV_FIELDS
 
 from ..models import Sequence, Step, StepVariant
@@ -19,7 +19,7 @@ from ..secret_names import mailbox_name_problem
 from ..services.mailbox_health import held_release
 from ..services.mailbox_setup import VIEW_FIELDS
 from ..states import sequence_move
-from .parse import Plan
+from .parse import Plan, config_workspace_chosen
 from .parts import PARTS
 from .validate import ConfigError
 
@@ -115,19 +115,20 @@ def _variants_update(step: Step, variants: list[dict[str, Any]], what: str, resu
 
 def config_apply(plan: Plan) -> ApplyResult:
     """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
+    config_workspace_chosen()
     result = ApplyResult()
     with transaction.atomic():
         if problems := [f"mailbox {entry['name']}: {problem}" for entry in plan.mailboxes for env in ENV_FIELDS
                         if (problem := mailbox_name_problem(entry.get(env) or ""))]:
             raise ConfigError(problems)
-        # Names are the install's: one another workspace uses is refused in words, never overwritten.
-        taken = [f"{kind} {name}: the name is used in another workspace"
-                 for kind, model, names in (("mailbox", Mailbox, [e["name"] for e in plan.mailboxes]),
-                                            ("sequence", Sequence, [e["name"] for e in plan.sequences]))
-                 for name in set(model._base_manager.filter(name__in=names).values_list("name", flat=True))
-                 - set(model.objects.filter(name__in=names).values_list("name", flat=True))]
+        # A mailbox's name is the install's (metrics, health and logs name it): one another workspace uses is
+        # refused, never overwritten, in words that say no more than that it is taken. A sequence's name is its
+        # workspace's: the file's names are found, or made, in the workspace it is loaded in.
+        names = [e["name"] for e in plan.mailboxes]
+        taken = (set(Mailbox._base_manager.filter(name__in=names).values_list("name", flat=True))
+                 - set(Mailbox.objects.filter(name__in=names).values_list("name", flat=True)))
         if taken:
-            raise ConfigError(sorted(taken))
+            raise ConfigError([f"mailbox {name}: {MAILBOX_NAME_TAKEN}" for name in sorted(taken)])
         for entry in plan.mailboxes:
             what = f"mailbox {entry['name']}"
             fields = {k: v for k, v in entry.items() if k not in ("name", "given")}

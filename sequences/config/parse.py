@@ -21,6 +21,8 @@ from mailboxes.models import Mailbox
 from mailboxes.secrets import mailbox_config_problems
 from mailboxes.settings_schema import Kind, Setting
 from mailboxes.tls import mailbox_connection_problems
+from workspaces.current import workspace_named
+from workspaces.scoping import scoped_workspace_id
 
 from ..booking_token import booking_url_problem
 from ..crossing import crossed_note_problem
@@ -136,7 +138,18 @@ def _time(reader: Reader, path: str, value: str | None) -> time | None:
         return None
 
 
+def config_workspace_chosen() -> None:
+    """A file finds its mailboxes and sequences by name in one workspace: the command's (`--workspace`), or the
+    install's only one. ConfigError in words where there are several and none was named."""
+    if scoped_workspace_id() is None:
+        try:
+            workspace_named(None)
+        except LookupError as exc:
+            raise ConfigError([str(exc)]) from None
+
+
 def parse(text: str) -> Plan:
+    config_workspace_chosen()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

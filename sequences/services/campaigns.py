@@ -29,7 +29,7 @@ from ..locks import enrollments_lock, sequence_lock
 from ..messages import PrepareError, step_validate
 from ..models import Contact, Enrollment, SendJob, Sequence, Step
 from ..previews import test_message_build
-from ..selectors import suppression_active_for
+from ..selectors import sequence_name_taken, suppression_active_for
 from ..states import LIVE, PASSED_HANDOFF
 from .common import ServiceError, T, fields_saved, operator_log
 
@@ -49,12 +49,11 @@ def _log(actor: str, action: str, sequence_id: int, target: str, result: dict) -
     operator_log(actor=actor, action=action, target=target, kind=T.SEQUENCE, target_id=sequence_id, result=result)
 
 
-def _name_free(name: str, *, sequence_id: int | None = None) -> str:
+def _name_free(name: str, *, workspace_id: int, sequence_id: int | None = None) -> str:
     name = name.strip()
     if not name:
         raise ServiceError("A sequence needs a name.")
-    # Names are the install's, across workspaces (the command line finds a sequence by its name).
-    if Sequence._base_manager.filter(name=name).exclude(pk=sequence_id).exists():
+    if sequence_name_taken(workspace_id=workspace_id, name=name, sequence_id=sequence_id):
         raise ServiceError(f"A sequence named “{name}” already exists.")
     return name
 
@@ -63,8 +62,10 @@ def sequence_create(*, name: str, mailbox_id: int, actor: str) -> Sequence:
     """A new, empty sequence sending from a mailbox, as a draft (people may be enrolled; nothing is sent until
     it is launched: `stops.sequence_launch`); its own transaction."""
     with transaction.atomic():
-        sequence = Sequence.objects.create(name=_name_free(name), mailbox=Mailbox.objects.get(pk=mailbox_id),
-                                           status=Sequence.Status.DRAFT)
+        mailbox = Mailbox.objects.get(pk=mailbox_id)
+        # In its mailbox's workspace (the request's: the mailbox was found through its scope).
+        sequence = Sequence.objects.create(name=_name_free(name, workspace_id=mailbox.workspace_id), mailbox=mailbox,
+                                           workspace_id=mailbox.workspace_id, status=Sequence.Status.DRAFT)
         _log(actor, "sequence_create", sequence.pk, sequence.name, {"mailbox": sequence.mailbox.name,
                                                                      "status": "draft"})
     return sequence
@@ -77,7 +78,7 @@ def sequence_update(*, sequence_id: int, name: str, mailbox_id: int, actor: str)
             # No job may be created for it while we check that none is on its way.
             enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id))
         sequence = sequence_lock(sequence_id=sequence_id)
-        name = _name_free(name, sequence_id=sequence_id)
+        name = _name_free(name, workspace_id=sequence.workspace_id, sequence_id=sequence_id)
         changes = {}
         if mailbox_id != sequence.mailbox_id:
             # A job already scheduled carries a Message-ID of the old mailbox's domain and counts against its cap.

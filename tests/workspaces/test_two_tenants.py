@@ -236,7 +236,9 @@ def test_a_file_loaded_in_b_never_touches_a_mailbox_named_as_one_of_a(tenants):
 
     a, b = tenants
     text = '[[mailbox]]\nname = "acme-box"\naddress = "taken@beta-agency.test"\n'
-    with workspace_scope(b["workspace"].pk), pytest.raises(ConfigError, match="used in another workspace"):
+    # The words say the name is taken, and nothing of whose it is.
+    taken = "mailbox acme-box: this name is not available: choose another"
+    with workspace_scope(b["workspace"].pk), pytest.raises(ConfigError, match=taken):
         config_apply(parse(text))
     assert Mailbox.objects.get(name="acme-box").address == "sender@acme-agency.test"
     with workspace_scope(b["workspace"].pk):

@@ -14,7 +14,7 @@ from datetime import date
 from django.core.management.base import BaseCommand, CommandError
 
 from sequences.models import Sequence
-from workspaces.commands import in_named_workspace, workspace_argument
+from workspaces.commands import in_named_workspace, one_named, workspace_argument
 
 from ...exports import report_csv, report_xlsx
 from ...figures import BY, report
@@ -51,7 +51,7 @@ class Command(BaseCommand):
             raise CommandError(f"--since {since} is after --until {until}: nothing could be counted")
         sequence = None
         if options["sequence"] is not None:
-            sequence = Sequence.objects.filter(name=options["sequence"]).first()
+            sequence = one_named(Sequence.objects, options["sequence"], what="sequence")
             if sequence is None:
                 names = list(Sequence.objects.order_by("name").values_list("name", flat=True)[:10])
                 known = ", ".join(repr(n) for n in names) if names else "there are none yet"

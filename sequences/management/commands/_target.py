@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 from mailboxes.models import Mailbox
 from sequences.models import Enrollment, Sequence
 from sequences.selectors import normalize_email
+from workspaces.commands import one_named
 
 
 def add_target_arguments(parser) -> None:
@@ -17,13 +18,14 @@ def add_target_arguments(parser) -> None:
 
 def resolve(kind: str, name: str, sequence: str | None):
     if kind == "sequence":
-        found = Sequence.objects.filter(name=name).first()
+        found = one_named(Sequence.objects, name, what="sequence")
     elif kind == "mailbox":
         found = Mailbox.objects.filter(name=name).first()
     else:
         if not sequence:
             raise CommandError("enrollment needs --sequence NAME")
-        found = Enrollment.objects.filter(contact__email=normalize_email(name), sequence__name=sequence).first()
+        found = Enrollment.objects.filter(contact__email=normalize_email(name),
+                                          sequence=one_named(Sequence.objects, sequence, what="sequence")).first()
     if found is None:
         raise CommandError(f"no {kind} {name!r}" + (f" in sequence {sequence!r}" if kind == "enrollment" else ""))
     return found

@@ -28,7 +28,7 @@ from sequences.services.enrollments import (
     enrollments_create_batch,
     enrollments_dry_run_counts,
 )
-from workspaces.commands import in_named_workspace, workspace_argument
+from workspaces.commands import in_named_workspace, one_named, workspace_argument
 
 
 class Progress:
@@ -93,7 +93,7 @@ class Command(BaseCommand):
     @in_named_workspace
     def handle(self, *args, sequence, file, update_contacts, batch_size, progress_every, allow_missing,
                verify=False, dry_run=False, **options):
-        seq = Sequence.objects.filter(name=sequence).first()
+        seq = one_named(Sequence.objects, sequence, what="sequence")
         if seq is None:
             raise CommandError(f"no sequence named {sequence!r}")
         path = Path(file)

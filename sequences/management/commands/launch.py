@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from sequences.models import Sequence
 from sequences.services.common import ServiceError
 from sequences.services.stops import sequence_launch
-from workspaces.commands import in_named_workspace, workspace_argument
+from workspaces.commands import in_named_workspace, one_named, workspace_argument
 
 
 class Command(BaseCommand):
@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     @in_named_workspace
     def handle(self, *args, name, **options):
-        sequence = Sequence.objects.filter(name=name).first()
+        sequence = one_named(Sequence.objects, name, what="sequence")
         if sequence is None:
             raise CommandError(f"no sequence {name!r}")
         try:

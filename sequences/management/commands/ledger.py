@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from sequences.ledger import LedgerRow, ledger_csv_lines, ledger_json_chunks, send_ledger_rows
 from sequences.models import Contact, Sequence
 from sequences.selectors import contact_workspace_names, normalize_email
-from workspaces.commands import in_named_workspace, one_person_refused, workspace_argument
+from workspaces.commands import in_named_workspace, one_named, one_person_refused, workspace_argument
 
 EXAMPLES = """examples:
   manage.py ledger --contact jane@acme.test --format csv --output jane.csv
@@ -95,10 +95,10 @@ def _contact_id(email: str | None) -> int | None:
 def _sequence_id(name: str | None) -> int | None:
     if not name:
         return None
-    found = Sequence.objects.filter(name=name).values_list("pk", flat=True).first()
+    found = one_named(Sequence.objects, name, what="sequence")
     if found is None:
         raise CommandError(f"no sequence named {name!r} (the names are listed on the Sequences page)")
-    return found
+    return found.pk
 
 
 def _moment(value: str | None, option: str, *, end_of_day: bool = False) -> datetime | None:
