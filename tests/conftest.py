@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.db import connections, transaction
+from django.test import TransactionTestCase
 
 from proving.bench.env import BenchSetupError, PgServer
 from proving.harness import template
@@ -33,6 +35,31 @@ def _migrated_template(request):
         template.drop({"host": server.host, "port": str(server.port), "user": server.user,
                        "password": server.password})
     del os.environ[template.TEMPLATE_ENV]
+
+
+# Rows that every flush would delete and the post_migrate signal would write again, the same each time: the
+# content types and the permissions. Kept, and the signal not sent.
+FLUSH_KEEPS = frozenset({"django_content_type", "auth_permission"})
+_django_fixture_teardown = TransactionTestCase._fixture_teardown
+
+
+def _fixture_teardown_by_delete(self):
+    """A transactional test ends by emptying every table, as Django's `flush` does, in one transaction of DELETEs
+    (the foreign keys are deferred to its commit) rather than a TRUNCATE of every table followed by the
+    post_migrate signal, which writes the content types and permissions again: ~0.05 s a test rather than
+    ~0.5 s on a busy machine, over some 650 transactional tests a pass."""
+    if self.available_apps is not None or self.serialized_rollback:
+        return _django_fixture_teardown(self)
+    for name in self._databases_names(include_mirrors=False):
+        connection = connections[name]
+        tables = set(connection.introspection.django_table_names(only_existing=True, include_views=False))
+        with transaction.atomic(using=name), connection.cursor() as cursor:
+            for table in sorted(tables - FLUSH_KEEPS):
+                cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")
+    return None
+
+
+TransactionTestCase._fixture_teardown = _fixture_teardown_by_delete
 
 
 @pytest.fixture
