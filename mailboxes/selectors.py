@@ -175,4 +175,4 @@ def mailbox_workspace(mailbox_id: int):
     """A context where queries see the mailbox's workspace only (and rows written outside any workspace, as
     background work always did): what ingestion of the mailbox's mail runs in."""
     workspace_id = Mailbox._base_manager.filter(pk=mailbox_id).values_list("workspace_id", flat=True).first()
-    return workspace_unscoped() if workspace_id is None else workspace_scope(workspace_id, sole=True)
+    return workspace_unscoped() if workspace_id is None else workspace_scope(workspace_id, with_unowned=True)

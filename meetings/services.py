@@ -166,7 +166,7 @@ def booking_receive(*, slug: str, headers: Mapping[str, str], body: bytes) -> An
     except Refused as refused:
         return _refused(source, refused)
     # The booking stops (and is matched to) the people of the source's workspace only.
-    with workspace_scope(source.workspace_id, sole=True):
+    with workspace_scope(source.workspace_id, with_unowned=True):
         return booking_apply(source=source, booking=booking)
 
 

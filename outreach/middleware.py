@@ -128,7 +128,7 @@ class WorkspaceMiddleware:
             request_scope_end(began)
         if response.streaming and request.workspace is not None:
             response.streaming_content = scoped_stream(response.streaming_content, request.workspace.pk,
-                                                       sole=request.workspace_sole)
+                                                       with_unowned=request.workspace_sole)
         return response
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
@@ -150,12 +150,12 @@ class WorkspaceMiddleware:
             return None
         else:
             return None  # a login-required view sends the visitor to the login page; tenant queries stay refused
-        request_scope_choose(request.workspace.pk, sole=request.workspace_sole)
+        request_scope_choose(request.workspace.pk, only=request.workspace_sole)
         return None
 
 
-def scoped_stream(content, workspace_id: int, *, sole: bool):
-    with workspace_scope(workspace_id, sole=sole):
+def scoped_stream(content, workspace_id: int, *, with_unowned: bool):
+    with workspace_scope(workspace_id, with_unowned=with_unowned):
         yield from content
 
 

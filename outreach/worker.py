@@ -29,7 +29,8 @@ class Queue(DjangoRQ):
     def create_job(self, *args, meta: dict | None = None, **kwargs):
         scope = current_scope()
         if scope is not None:
-            meta = {**(meta or {}), "workspace": [scope.workspace_id, scope.sole]}
+            # [workspace id, with_unowned]: the jobs already queued carry this list, so it keeps its shape
+            meta = {**(meta or {}), "workspace": [scope.workspace_id, scope.with_unowned]}
         return super().create_job(*args, meta=meta, **kwargs)
 
 
@@ -51,5 +52,5 @@ class Worker(RqWorker):
         carried = (job.meta or {}).get("workspace")
         if not carried:
             return super().perform_job(job, queue, *args, **kwargs)
-        with workspace_scope(int(carried[0]), sole=bool(carried[1])):
+        with workspace_scope(int(carried[0]), with_unowned=bool(carried[1])):
             return super().perform_job(job, queue, *args, **kwargs)

@@ -114,7 +114,7 @@ def weekly_report(*, week: date, today: date | None = None) -> WeeklyReport:
 def _workspace_named() -> str:
     """The scope's workspace's name where the install has several ("" where it has one: nothing to tell apart)."""
     scope = current_scope()
-    if scope is None or scope.sole:
+    if scope is None or scope.with_unowned:  # each workspace's report is made with_unowned where it is the only one
         return ""
     return Workspace.objects.filter(pk=scope.workspace_id).values_list("name", flat=True).first() or ""
 

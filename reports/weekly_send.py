@@ -35,9 +35,9 @@ from mailboxes.install_mail import InstallMailError
 from sequences.models import Sequence
 from sequences.permissions import VIEW
 from sequences.services.common import operator_log
-from workspaces.current import workspace_named
+from workspaces.current import each_workspace, scope_or_only, workspace_named
 from workspaces.models import Membership, Workspace
-from workspaces.scoping import scoped_workspace_id, workspace_scope
+from workspaces.scoping import scoped_workspace_id
 
 from .figures import week_of
 from .models import WeeklyReportRecipient, WeeklyReportSequence, WeeklyReportWeek, WeekState
@@ -211,13 +211,12 @@ def _taken_words(week: date) -> str:
 def weekly_reports_send(*, week: date | None = None, today: date | None = None, by: str = BY_SCHEDULER,
                         resend_unknown: bool = False, workspaces: list[Workspace] | None = None) -> list[Outcome]:
     """Each workspace's weekly report (report_week_send), one workspace after the other, each in its own scope."""
-    everything = list(Workspace.objects.order_by("name"))
+    several = Workspace.objects.count() > 1
     outcomes = []
-    for workspace in workspaces if workspaces is not None else everything:
-        with workspace_scope(workspace.pk, sole=len(everything) == 1):
-            outcome = report_week_send(week=week, today=today, by=by, resend_unknown=resend_unknown)
-        outcomes.append(outcome if len(everything) == 1 else
-                        Outcome(outcome.week, outcome.sent, f"{workspace.name}: {outcome.words}"))
+    for workspace in each_workspace(workspaces):
+        outcome = report_week_send(week=week, today=today, by=by, resend_unknown=resend_unknown)
+        outcomes.append(Outcome(outcome.week, outcome.sent, f"{workspace.name}: {outcome.words}") if several else
+                        outcome)
     return outcomes
 
 
@@ -226,13 +225,15 @@ def report_week_send(*, week: date | None = None, today: date | None = None, by:
     """Send the scope's workspace's weekly report of *week* (default: the last complete week) to its chosen
     recipients, once: claim (its own short transaction), hand off (no transaction open), record (another). A week
     not over is refused. Outside any scope: the install's only workspace's (refused where there are several)."""
-    if scoped_workspace_id() is None:
-        try:
-            only = workspace_named(None)
-        except LookupError as error:
-            raise WeeklyReportError(str(error)) from None
-        with workspace_scope(only.pk, sole=True):
-            return report_week_send(week=week, today=today, by=by, resend_unknown=resend_unknown)
+    try:
+        scope = scope_or_only()
+    except LookupError as error:
+        raise WeeklyReportError(str(error)) from None
+    with scope:
+        return _week_send(week=week, today=today, by=by, resend_unknown=resend_unknown)
+
+
+def _week_send(*, week: date | None, today: date | None, by: str, resend_unknown: bool) -> Outcome:
     monday = week_of(week) if week is not None else last_complete_week(today)
     if not week_complete(monday, today):
         raise WeeklyReportError(f"the week of {monday} is not over yet: only a complete week is sent to the "

@@ -49,8 +49,8 @@ def ledger_parts_lifted(workspace_id: int | None | object = CURRENT) -> list[int
     if workspace_id is not CURRENT or part is None:
         return [part]
     scope = current_scope()
-    sole = scope.sole if scope is not None else not Workspace.objects.exclude(pk=part).exists()
-    return [part, None] if sole else [part]
+    with_unowned = scope.with_unowned if scope is not None else not Workspace.objects.exclude(pk=part).exists()
+    return [part, None] if with_unowned else [part]
 
 
 def in_part(workspace_id: int | None) -> Q:

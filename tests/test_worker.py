@@ -1,4 +1,5 @@
-"""The worker `manage.py rqworker` runs imports each job's module before forking its horse (outreach.worker)."""
+"""The worker `manage.py rqworker` runs imports each job's module before forking its horse, and runs a job queued
+inside a workspace inside it (outreach.worker)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django_rq.workers import get_worker_class
 from rq.worker import Worker as RqWorker
 
 from outreach.worker import Worker
+from workspaces.scoping import workspace_scope
 
 MODULE = "tests.rq_jobs.horse_only"
 # The test process has threads of its own (pytest, Django); the horse runs only the job.
@@ -54,3 +56,18 @@ def test_a_job_whose_function_cannot_be_imported_fails_and_the_worker_goes_on(re
     broken.refresh()
     assert broken.is_failed
     assert _run_in_a_horse(Worker) != os.getpid()  # and it runs the next job
+
+
+@pytest.mark.parametrize("with_unowned", [True, False])
+def test_a_job_queued_inside_a_workspace_runs_inside_it(redis_conn, with_unowned):
+    queue = django_rq.get_queue("default")
+    with workspace_scope(7, with_unowned=with_unowned):
+        job = queue.enqueue("tests.rq_jobs.scope.seen")
+    assert job.meta["workspace"] == [7, with_unowned]  # the shape the jobs already queued carry
+    outside = queue.enqueue("tests.rq_jobs.scope.seen")
+    assert "workspace" not in outside.meta
+    Worker([queue], connection=queue.connection).work(burst=True)
+    job.refresh()
+    outside.refresh()
+    assert job.return_value() == [7, with_unowned]
+    assert outside.is_finished and outside.return_value() is None

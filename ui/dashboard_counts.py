@@ -18,9 +18,8 @@ from typing import Any
 from db.clock import db_now
 from inbound.replies import receipts
 from sequences.models import DashboardCounts, Sequence
-from workspaces.current import workspace_named
-from workspaces.models import Workspace
-from workspaces.scoping import scoped_workspace_id, workspace_scope
+from workspaces.current import each_workspace, scope_or_only
+from workspaces.scoping import scoped_workspace_id
 
 from . import charts, results
 
@@ -30,10 +29,11 @@ STALE = timedelta(minutes=3)
 def count() -> DashboardCounts:
     """Count everything the dashboard shows over all time in the scope's workspace (outside one: the install's only
     workspace), and keep it, stamped with when the count began."""
-    workspace_id = scoped_workspace_id()
-    if workspace_id is None:
-        with workspace_scope(workspace_named(None).pk, sole=True):
-            return count()
+    with scope_or_only():
+        return _count(scoped_workspace_id())
+
+
+def _count(workspace_id: int) -> DashboardCounts:
     began = db_now()
     numbers: dict[str, Any] = {
         **charts.enrollment_numbers(),
@@ -50,14 +50,9 @@ def count() -> DashboardCounts:
 
 def count_task() -> str:
     """The scheduler's job: count each workspace's, and say when."""
-    workspaces = list(Workspace.objects.values_list("pk", flat=True))
-    if not workspaces:
-        return f"dashboard counted at {count().counted_at.isoformat()}"
-    for workspace_id in workspaces:
-        with workspace_scope(workspace_id, sole=len(workspaces) == 1):
-            row = count()
-    suffix = f" ({len(workspaces)} workspaces)" if len(workspaces) > 1 else ""
-    return f"dashboard counted at {row.counted_at.isoformat()}{suffix}"
+    rows = [count() for _ in each_workspace()] or [count()]  # none yet: count() makes the install's only one
+    suffix = f" ({len(rows)} workspaces)" if len(rows) > 1 else ""
+    return f"dashboard counted at {rows[-1].counted_at.isoformat()}{suffix}"
 
 
 def latest() -> DashboardCounts:

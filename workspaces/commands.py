@@ -32,7 +32,7 @@ def in_named_workspace(handle: Callable) -> Callable:
             chosen = workspace_named(workspace)
         except LookupError as exc:
             raise CommandError(str(exc)) from None
-        with workspace_scope(chosen.pk, sole=Workspace.objects.count() == 1):
+        with workspace_scope(chosen.pk, with_unowned=Workspace.objects.count() == 1):
             return handle(self, *args, **options)
 
     return run

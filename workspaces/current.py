@@ -1,9 +1,13 @@
-"""The workspace a new tenant row belongs to when the code that makes it does not say."""
+"""The workspace a new tenant row belongs to when the code that makes it does not say, and the scopes that
+background work (the scheduler, commands) runs in."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+
 from .models import DEFAULT_NAME, Workspace
-from .scoping import scoped_workspace_id
+from .scoping import scoped_workspace_id, workspace_scope
 
 
 def sole_workspace_id() -> int | None:
@@ -41,3 +45,21 @@ def workspace_named(name: str | None) -> Workspace:
         return Workspace.objects.get_or_create(name=DEFAULT_NAME)[0]
     raise LookupError("this install has several workspaces: name one with --workspace NAME "
                       "(manage.py workspace list shows them)")
+
+
+def scope_or_only() -> AbstractContextManager[None]:
+    """The scope's workspace, as it is; outside any scope, a scope of the install's only workspace (rows written
+    without a workspace are its). Raises LookupError in words, before any scope is entered, where the install has
+    several (as `workspace_named(None)` does)."""
+    if scoped_workspace_id() is not None:
+        return nullcontext()
+    return workspace_scope(workspace_named(None).pk, with_unowned=True)
+
+
+def each_workspace(workspaces: Iterable[Workspace] | None = None) -> Iterator[Workspace]:
+    """Each of *workspaces* (default: the install's, by name) in turn, the loop's body inside its own scope; rows
+    written without a workspace are its where it is the install's only workspace."""
+    everything = list(Workspace.objects.order_by("name"))
+    for workspace in everything if workspaces is None else workspaces:
+        with workspace_scope(workspace.pk, with_unowned=len(everything) == 1):
+            yield workspace

@@ -40,8 +40,8 @@ UNSCOPED: Final = _Marker("UNSCOPED")  # a public view that finds its row by a s
 @dataclass(frozen=True)
 class Scope:
     workspace_id: int
-    sole: bool  # rows written without a workspace (None) are its rows (the install has one workspace, or the
-    # work is ingestion's or a booking's, which own what background work wrote for them)
+    with_unowned: bool  # rows written without a workspace (None) are its rows (the install has one workspace, or
+    # the work is ingestion's or a booking's, which own what background work wrote for them)
     only: bool = False  # a request in an install of this one workspace: nothing to filter
 
 
@@ -58,11 +58,11 @@ def _set(value: Scope | _Marker | None) -> Iterator[None]:
         _scope.reset(token)
 
 
-def workspace_scope(workspace_id: int, *, sole: bool = False):
-    """Queries of tenant models see this workspace only."""
+def workspace_scope(workspace_id: int, *, with_unowned: bool = False):
+    """Queries of tenant models see this workspace only; *with_unowned*: and the rows written without a workspace."""
     if not isinstance(workspace_id, int):
         raise TypeError(f"a workspace scope needs a workspace id, not {workspace_id!r}")
-    return _set(Scope(workspace_id, sole))
+    return _set(Scope(workspace_id, with_unowned))
 
 
 def workspace_refused():
@@ -81,10 +81,10 @@ def request_scope_begin() -> Token:
     return _scope.set(REFUSE)
 
 
-def request_scope_choose(workspace_id: int | None, *, sole: bool = False) -> None:
-    """The request's workspace (None: a public view, which sees every workspace); *sole*: the install has this one
-    workspace only, so the request's queries are not filtered at all."""
-    _scope.set(UNSCOPED if workspace_id is None else Scope(workspace_id, sole, only=sole))
+def request_scope_choose(workspace_id: int | None, *, only: bool = False) -> None:
+    """The request's workspace (None: a public view, which sees every workspace); *only*: the install has this one
+    workspace only, so the request's queries are not filtered at all (rows without a workspace are its too)."""
+    _scope.set(UNSCOPED if workspace_id is None else Scope(workspace_id, with_unowned=only, only=only))
 
 
 def request_scope_end(token: Token) -> None:
@@ -180,4 +180,4 @@ def WorkspaceManager(path: str, *, unowned: str = "", shared: bool = False) -> m
 
 def own_rows(column: str, scope: Scope) -> models.Q:
     seen = models.Q(**{f"{column}_id": scope.workspace_id})
-    return seen | models.Q(**{f"{column}__isnull": True}) if scope.sole else seen
+    return seen | models.Q(**{f"{column}__isnull": True}) if scope.with_unowned else seen

@@ -83,7 +83,7 @@ def inbound_record(*, mailbox_id: int, mailbox: Mailbox | None = None, **rest) -
     """Record one fetched message and its effects (`_inbound_record`) inside the mailbox's workspace: what it
     correlates with, stops and suppresses is that workspace's (and the ledger entries it writes are its part)."""
     mailbox = mailbox if mailbox is not None else Mailbox.objects.get(pk=mailbox_id)
-    with workspace_scope(mailbox.workspace_id, sole=True):
+    with workspace_scope(mailbox.workspace_id, with_unowned=True):
         return _inbound_record(mailbox_id=mailbox_id, mailbox=mailbox, **rest)
 
 

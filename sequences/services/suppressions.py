@@ -95,7 +95,7 @@ def suppression_add_in_transaction(
                      source=source, actor=actor, entry=entry.pk)
         if reason in GUARDRAIL_KINDS and not is_domain:
             # Counted against the mailbox of the workspace that sent to it: never another client's.
-            with workspace_scope(part, sole=True) if part is not None else nullcontext():
+            with workspace_scope(part, with_unowned=True) if part is not None else nullcontext():
                 guardrail_record(email=value, kind=GUARDRAIL_KINDS[reason])
     summary = StopSummary()
     stop_reason = STOP_REASON_FOR_SUPPRESSION[entry.reason]

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from mailboxes import install_mail
 from mailboxes.install_mail import InstallMailError
 from workspaces.commands import workspace_argument
-from workspaces.current import workspace_named
+from workspaces.current import each_workspace, workspace_named
 from workspaces.models import Workspace
 from workspaces.scoping import workspace_scope
 
@@ -62,13 +62,12 @@ class Command(BaseCommand):
         except LookupError as error:
             raise CommandError(f"{error}{' (a copy is of one workspace)' if to else ''}") from None
         if options["dry_run"]:
-            for workspace in chosen:
-                with workspace_scope(workspace.pk, sole=len(everything) <= 1):
-                    self._show(week, to, workspace.name if len(everything) > 1 else "")
+            for workspace in each_workspace(chosen):
+                self._show(week, to, workspace.name if len(everything) > 1 else "")
             return
         try:
             if to:
-                with workspace_scope(chosen[0].pk, sole=len(everything) <= 1):
+                with workspace_scope(chosen[0].pk, with_unowned=len(everything) <= 1):
                     outcomes = [report_copy_send(week=week, to=to)]
             else:
                 outcomes = weekly_reports_send(week=week, by="manage.py weekly_report", resend_unknown=True,
