@@ -62,11 +62,12 @@ BAD_BODIES: list[tuple[str, str, bytes]] = [
 ]
 
 
-# The whole sweep runs on PostgreSQL, whose columns refuse what SQLite's refuse and more: a NUL, a lone surrogate,
-# a value longer than its column. What SQLite alone refuses is an integer past 64 bits (the sqlite3 module cannot
-# bind it; PostgreSQL compares it as a numeric), so the SQLite pass sends the pages those values only. Bodies of the
-# wrong shape and formsets' form counts are read by Python before any database, and are sent on PostgreSQL only.
-SQLITE_REFUSES_ALONE = ("huge", "huge-text")
+# The whole sweep runs on PostgreSQL, whose columns refuse what SQLite stores: a NUL, a value longer than its
+# column. SQLite refuses in its own way an integer past 64 bits (the sqlite3 module cannot bind it; PostgreSQL
+# compares it as a numeric) and a lone surrogate (the sqlite3 module's own encoding error), so the SQLite pass
+# sends those values only. Bodies of the wrong shape and formsets' form counts are read by Python before any
+# database, and are sent on PostgreSQL's pass only.
+SQLITE_REFUSES_ITS_WAY = ("huge", "huge-text", "surrogate")
 
 
 def full_sweep() -> bool:
@@ -74,8 +75,8 @@ def full_sweep() -> bool:
 
 
 def hostile(values: dict) -> dict:
-    """The hostile values this run's database is sent: all of them, or on SQLite those only SQLite refuses."""
-    return values if full_sweep() else {k: v for k, v in values.items() if k in SQLITE_REFUSES_ALONE}
+    """The hostile values this run's database is sent: all of them, or on SQLite those it refuses its own way."""
+    return values if full_sweep() else {k: v for k, v in values.items() if k in SQLITE_REFUSES_ITS_WAY}
 
 
 def bad_bodies(bodies: list) -> list:

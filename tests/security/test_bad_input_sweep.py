@@ -1,6 +1,6 @@
 """Bad input is never a 5xx: every operator page and its forms, every API operation and the ESP webhooks, driven
 with NUL, lone surrogates, huge and negative numbers, 1 MB values, nested arrays and bodies of the wrong type
-(issue 34, item 7); on SQLite's pass, only the values SQLite alone refuses (tests/security/sweep.py). The routes
+(issue 34, item 7); on SQLite's pass, only the values SQLite refuses its own way (tests/security/sweep.py). The routes
 come from the URL resolver and the API's OpenAPI schema, the form fields from the pages themselves; a new route or
 field is swept without a change here. docs/security.md lists what this found.
 
