@@ -10,7 +10,7 @@ brought back, however late it came (a reply next week counts for this week's mes
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -236,14 +236,22 @@ def _line(labels: tuple, counts: dict, short: str) -> Line:
     return line
 
 
+def _sequence_names(ids: Collection[int]) -> dict[int, str]:
+    """Each sequence's name; where sequences of two workspaces share a name (a report across the install), each
+    is followed by its workspace's: "Onboarding (Acme)"."""
+    rows = list(Sequence.objects.filter(pk__in=ids).values_list("pk", "name", "workspace__name"))
+    shared = Counter(name for _, name, _ in rows)
+    return {pk: f"{name} ({workspace})" if shared[name] > 1 else name for pk, name, workspace in rows}
+
+
 def _by_sequence(grouped: list[dict], one_sequence: bool) -> list[Line]:
-    names = dict(Sequence.objects.filter(pk__in=[g["sequence_id"] for g in grouped]).values_list("pk", "name"))
+    names = _sequence_names({g["sequence_id"] for g in grouped})
     lines = [_line((names[g["sequence_id"]],), g, names[g["sequence_id"]]) for g in grouped]
     return sorted(lines, key=lambda line: line.labels[0].lower())
 
 
 def _steps(grouped: list[dict]) -> tuple[dict[int, str], dict[int, int]]:
-    names = dict(Sequence.objects.filter(pk__in={g["sequence_id"] for g in grouped}).values_list("pk", "name"))
+    names = _sequence_names({g["sequence_id"] for g in grouped})
     positions = dict(Step.objects.filter(pk__in={g["step_id"] for g in grouped}).values_list("pk", "position"))
     return names, positions
 

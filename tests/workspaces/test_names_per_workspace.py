@@ -221,8 +221,22 @@ def test_an_install_wide_variant_report_compares_each_workspace_s_step_on_its_ow
             DailyFigures.objects.create(day=day, sequence=own(side), step=step, variant=arm,
                                         mailbox=side["mailbox"], sent=100, tried=100, replied=count)
     verdicts = report(by="variant", since=day, until=day).verdicts  # outside any workspace: both of them
-    assert [title for title, _ in verdicts] == ["Onboarding · step 1", "Onboarding · step 1"]
+    assert sorted(title for title, _ in verdicts) == ["Onboarding (Acme Corp) · step 1",
+                                                      "Onboarding (Beta Ltd) · step 1"]
     assert all("unlikely to be chance" in words for _, words in verdicts), verdicts
+
+
+def test_an_install_wide_report_names_each_namesake_s_workspace_and_a_workspace_s_own_does_not(tmp_path, two):
+    a, b = two
+    day = date(2026, 3, 2)
+    for side in (a, b):
+        load(tmp_path, side)
+        DailyFigures.objects.create(day=day, sequence=own(side), step=own(side).steps.get(),
+                                    mailbox=side["mailbox"], sent=10, tried=10)
+    across = report(by="sequence", since=day, until=day)  # outside any workspace: both of them
+    assert [line.short for line in across.lines] == ["Onboarding (Acme Corp)", "Onboarding (Beta Ltd)"]
+    with workspace_scope(a["workspace"].pk):
+        assert [line.short for line in report(by="sequence", since=day, until=day).lines] == ["Onboarding"]
 
 
 def test_the_admin_adds_a_name_another_workspace_has_and_refuses_one_its_own_has(two):
