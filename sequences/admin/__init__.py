@@ -21,7 +21,7 @@ from sequences.job_rows import latest_job_rows
 from sequences.labels import job_label, stamp, stop_summary_text
 from sequences.messages import step_validate
 from sequences.models import Contact, Enrollment, OperatorAction, SendJob, Sequence, Step, Suppression, TimelineEvent
-from sequences.selectors import sequence_name_taken
+from sequences.services.campaigns import sequence_name_free
 from sequences.services.common import ServiceError
 from sequences.services.stops import (
     enrollment_pause,
@@ -160,10 +160,11 @@ class StepInline(admin.TabularInline):
 class SequenceForm(forms.ModelForm):
     def clean_name(self) -> str:
         # Its workspace's names (the constraint's other column is not a field of the form, so Django leaves it).
-        name = self.cleaned_data["name"]
-        if sequence_name_taken(workspace_id=self.instance.workspace_id, name=name, sequence_id=self.instance.pk):
-            raise forms.ValidationError(f"A sequence named “{name}” already exists.")
-        return name
+        try:
+            return sequence_name_free(self.cleaned_data["name"], workspace_id=self.instance.workspace_id,
+                                      sequence_id=self.instance.pk)
+        except ServiceError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 @admin.register(Sequence)

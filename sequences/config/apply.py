@@ -19,7 +19,7 @@ from ..secret_names import mailbox_name_problem
 from ..services.mailbox_health import held_release
 from ..services.mailbox_setup import VIEW_FIELDS
 from ..states import sequence_move
-from .parse import Plan, config_workspace_chosen
+from .parse import Plan
 from .parts import PARTS
 from .validate import ConfigError
 
@@ -114,8 +114,8 @@ def _variants_update(step: Step, variants: list[dict[str, Any]], what: str, resu
 
 
 def config_apply(plan: Plan) -> ApplyResult:
-    """Create mailboxes and sequences by name, or change only the keys the file names; one transaction."""
-    config_workspace_chosen()
+    """Create mailboxes and sequences by name, or change only the keys the file names; one transaction. The plan
+    comes from `parse`, which refused it where no workspace was chosen."""
     result = ApplyResult()
     with transaction.atomic():
         if problems := [f"mailbox {entry['name']}: {problem}" for entry in plan.mailboxes for env in ENV_FIELDS

@@ -49,7 +49,8 @@ def _log(actor: str, action: str, sequence_id: int, target: str, result: dict) -
     operator_log(actor=actor, action=action, target=target, kind=T.SEQUENCE, target_id=sequence_id, result=result)
 
 
-def _name_free(name: str, *, workspace_id: int, sequence_id: int | None = None) -> str:
+def sequence_name_free(name: str, *, workspace_id: int, sequence_id: int | None = None) -> str:
+    """The name, stripped, when no other sequence of the workspace has it; ServiceError in words otherwise."""
     name = name.strip()
     if not name:
         raise ServiceError("A sequence needs a name.")
@@ -64,8 +65,9 @@ def sequence_create(*, name: str, mailbox_id: int, actor: str) -> Sequence:
     with transaction.atomic():
         mailbox = Mailbox.objects.get(pk=mailbox_id)
         # In its mailbox's workspace (the request's: the mailbox was found through its scope).
-        sequence = Sequence.objects.create(name=_name_free(name, workspace_id=mailbox.workspace_id), mailbox=mailbox,
-                                           workspace_id=mailbox.workspace_id, status=Sequence.Status.DRAFT)
+        sequence = Sequence.objects.create(name=sequence_name_free(name, workspace_id=mailbox.workspace_id),
+                                           mailbox=mailbox, workspace_id=mailbox.workspace_id,
+                                           status=Sequence.Status.DRAFT)
         _log(actor, "sequence_create", sequence.pk, sequence.name, {"mailbox": sequence.mailbox.name,
                                                                      "status": "draft"})
     return sequence
@@ -78,7 +80,7 @@ def sequence_update(*, sequence_id: int, name: str, mailbox_id: int, actor: str)
             # No job may be created for it while we check that none is on its way.
             enrollments_lock(Enrollment.objects.filter(sequence_id=sequence_id))
         sequence = sequence_lock(sequence_id=sequence_id)
-        name = _name_free(name, workspace_id=sequence.workspace_id, sequence_id=sequence_id)
+        name = sequence_name_free(name, workspace_id=sequence.workspace_id, sequence_id=sequence_id)
         changes = {}
         if mailbox_id != sequence.mailbox_id:
             # A job already scheduled carries a Message-ID of the old mailbox's domain and counts against its cap.
