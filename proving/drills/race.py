@@ -197,12 +197,9 @@ def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep:
             out.write(f"  --keep: temp dir {tmpdir} and the database are left in place\n")
         out.flush()
 
-        # Start the first fixture's worker now: its cold start overlaps the migration. Not on SQLite: there the
-        # worker's system check opens a write transaction (BEGIN IMMEDIATE), which the set-up's stream of short
-        # writes can keep waiting past its busy timeout on a loaded machine; the check then fails and the worker exits.
-        workers = {}
-        if orders[0] in ORDERS and database.vendor != "sqlite":
-            workers[orders[0]] = _worker(orders[0], database, redis.url, tmpdir, unchecked, cleanup)
+        # Each fixture's worker starts once the set-up is done, never beside its writes: on SQLite the worker's
+        # system check opens a write transaction (BEGIN IMMEDIATE), which a stream of short writes can keep waiting
+        # past its busy timeout on a loaded machine; the check then fails and the worker exits.
         with database.active(), override_settings(RQ_QUEUES=queues, REDIS_URL=redis.url):
             took = database.migrate(schema=schema)
             out.write(f"  migrated the drill database in {took:.1f}s\n")
@@ -217,7 +214,7 @@ def run(*, orders: tuple[str, ...], mailbox_name: str | None, out: TextIO, keep:
                                                      unchecked=unchecked)
                     verdicts.append(Verdict(order, outcome.passed, outcome.problems))
                     continue
-                worker = workers.get(order) or _worker(order, database, redis.url, tmpdir, unchecked, cleanup)
+                worker = _worker(order, database, redis.url, tmpdir, unchecked, cleanup)
                 try:
                     verdicts.append(_run_order(order, mailbox=mailbox, target=target, worker=worker,
                                                pause_dir=tmpdir / f"pause-{order}", out=out))
