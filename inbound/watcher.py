@@ -32,8 +32,11 @@ it: a push never does, and a server that answers late gives a view as old as its
 After `idle_seconds` the heartbeat EXAMINEs the folder instead of the NOOP (the re-check): a new UIDVALIDITY (a
 folder deleted and created again sends no push), or a UIDNEXT or EXISTS that moved beyond what was ingested
 with no push, marks the folder and triggers a poll; so does a connection opened on a folder whose UIDNEXT is
-beyond the cursor's last UID (every new connection asks for a catch-up poll). Heartbeats are sent oldest first,
-at most HEARTBEATS_PER_ROUND a round of the loop, after the pushes of that turn: pushes never wait for them.
+beyond the cursor's last UID, or with no cursor yet (the catch-up poll). A connection whose SELECT shows nothing
+beyond what was ingested, with no unread mark standing, asks for no poll: after a restart or a take-over only
+the folders that received mail meanwhile are read, and the server sees no login of a poll for the others.
+Heartbeats are sent oldest first, at most HEARTBEATS_PER_ROUND a round of the loop, after the pushes of that
+turn: pushes never wait for them.
 
 A broken connection, or an exchange not answered within the IMAP timeout, is reopened with backoff and advances
 nothing; the periodic poll covers any gap. A login the server refuses, here or on any other connection, marks
@@ -315,8 +318,10 @@ class Watcher:
         watch.verified = _nothing_beyond(cursor, status.uidvalidity, status.uidnext, None)
         if pending or not watch.verified:
             self._new_mail(watch)  # mail announced, or beyond what was ingested: marked before the poll
-        else:
-            self.on_new(watch.mailbox.pk, watch.folder)  # catch up on what arrived while we were not watching
+        elif cursor.unread:
+            self.on_new(watch.mailbox.pk, watch.folder)  # a mark stands: the poll it asked for reads and lifts it
+        # Otherwise the SELECT shows nothing beyond what was ingested: nothing to catch up on, and no login of a
+        # poll on the server. The first quiet heartbeat moves the folder's view (till then it only ages).
         if line.buffered:  # the server spoke right after IDLE began: read it now, the selector will not say
             self._read(watch)
 

@@ -118,8 +118,10 @@ def test_a_password_changed_at_the_server_shows_at_once_while_an_old_idle_sessio
     settings.OUTREACH_PROBE_INTERVALS = [5, 30, 300]  # the login ladder, shortened: one interval is the bound
     probe_interval = settings.OUTREACH_PROBE_INTERVALS[0]
     assert mailbox_poll(mailbox_id=imap_mailbox.pk).error == ""
-    with Watching(idle_seconds=0.5) as watching:
-        until(lambda: watching.polls == [""], what="the watcher's catch-up poll on connect")
+    polled = read_through(imap_mailbox)
+    with Watching(idle_seconds=0.5):
+        # Its first quiet exchange: the session is logged in (read through already: no catch-up poll).
+        until(lambda: read_through(imap_mailbox) > polled, what="the watcher's first quiet exchange")
         for page in pages(operator).values():
             assert "replies read up to" in page and "credentials refused" not in page
 
@@ -173,14 +175,16 @@ def test_mail_waiting_to_be_read_does_not_hide_a_refused_login(imap_mailbox, dov
     enrollment = enroll(make_sequence(mailbox=imap_mailbox, steps=2, waits=(0, 0)), "ada@example.com")
     (step1,) = dispatch_due()
     assert send_job_process(job_id=step1, worker_id="w1").state == S.SUBMITTED
+    polled = read_through(imap_mailbox)
     with Watching(idle_seconds=3600) as watching:
-        until(lambda: watching.polls == [""], what="the watcher's catch-up poll on connect")
+        # Its first quiet heartbeat: the session is logged in (read through already: no catch-up poll).
+        until(lambda: read_through(imap_mailbox) > polled, timeout=20, what="the watcher's first quiet heartbeat")
         password_changed_at_the_server(dovecot)
         reply = mails.reply(to_message_id=SendJob.objects.get(pk=step1).message_id, sender="ada@example.com",
                             body="Thanks, but we are not interested.")
         dovecot.append("alice", "INBOX", reply)
-        until(lambda: len(watching.polls) == 2, what="the push on the old session and the poll it asked for")
-    assert SERVER_WORDS in watching.polls[1]  # that poll's login was refused
+        until(lambda: len(watching.polls) == 1, what="the push on the old session and the poll it asked for")
+    assert SERVER_WORDS in watching.polls[0]  # that poll's login was refused
     assert ImapCursor.objects.get(mailbox=imap_mailbox, folder="INBOX").unread_since is not None  # mail waits
 
     for url, page in pages(operator).items():

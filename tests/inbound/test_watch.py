@@ -197,7 +197,7 @@ class Driven:
             self.watcher.step(timeout=0)  # hands the folder to an opener
             (self.watch,) = self.watcher.watches.values()
             self.watch.opening.result(timeout=10)
-            self.watcher.step(timeout=0)  # takes the open connection (and asks for the catch-up poll)
+            self.watcher.step(timeout=0)  # takes the open connection (and asks for a catch-up poll if one is due)
             assert self.watch.session is not None
         except BaseException:
             self.watcher.close()
@@ -244,18 +244,34 @@ def test_new_mail_pushed_by_idle_marks_the_folder_before_the_poll_is_asked_for(i
 
     mailbox_poll(mailbox_id=imap_mailbox.pk)  # the folder's cursor starts here: nothing is unread
     with Driven(imap_mailbox, on_new=on_new) as driven:
-        assert marks_when_asked == [None]  # the catch-up poll on connect: the folder was read through
+        assert marks_when_asked == []  # no catch-up poll on connect: the folder was read through
         dovecot.append("alice", "INBOX", mails.reply(to_message_id="<x@y>", sender="someone@example.org"))
         for _ in range(50):  # each step waits for the push on the socket (at most 0.2 s)
             driven.watcher.step(timeout=0.2)
-            if len(marks_when_asked) == 2:
+            if marks_when_asked:
                 break
-        assert len(marks_when_asked) == 2, "IDLE did not trigger a poll"
-        assert marks_when_asked[1] is not None, "the poll was asked for before the folder was marked unread"
+        assert len(marks_when_asked) == 1, "IDLE did not trigger a poll"
+        assert marks_when_asked[0] is not None, "the poll was asked for before the folder was marked unread"
         cursor = driven.cursor()
         # The poll read the message and lifted the mark; the folder is read through when the pass began.
         assert InboundMessage.objects.count() == 1
-        assert cursor.unread_since is None and cursor.read_through >= marks_when_asked[1]
+        assert cursor.unread_since is None and cursor.read_through >= marks_when_asked[0]
+
+
+def test_a_connection_asks_for_a_catch_up_poll_only_where_there_is_something_to_read(imap_mailbox, dovecot):
+    """A folder read through asks for no poll when its connection opens (no login of a poll on the server); one
+    whose SELECT shows mail beyond the cursor, or with an unread mark standing, asks for one."""
+    mailbox_poll(mailbox_id=imap_mailbox.pk)
+    with Driven(imap_mailbox) as driven:
+        assert driven.asked == []
+    dovecot.append("alice", "INBOX", mails.reply(to_message_id="<a@y>", sender="someone@example.org"))
+    with Driven(imap_mailbox) as driven:  # arrived while nobody watched: UIDNEXT is beyond the cursor
+        assert driven.asked == [imap_mailbox.pk]
+        assert InboundMessage.objects.count() == 1
+    folder_unread_mark(mailbox_id=imap_mailbox.pk, folder="INBOX")  # heard of by a watcher that then died
+    with Driven(imap_mailbox) as driven:
+        assert driven.asked == [imap_mailbox.pk]
+        assert driven.cursor().unread_since is None  # the poll read the folder and lifted the mark
 
 
 def test_mail_no_push_announced_is_found_by_the_recheck_and_polled(imap_mailbox, dovecot):
@@ -297,7 +313,7 @@ def test_a_healthy_quiet_watch_advances_the_read_through_time_and_a_marked_folde
         driven.exchange()  # a heartbeat: the same, with a NOOP
         assert driven.cursor().read_through >= begun > advanced
         advanced = driven.cursor().read_through
-        assert driven.asked == [imap_mailbox.pk]  # only the catch-up poll on connect: nothing new was heard of
+        assert driven.asked == []  # no poll: nothing new was heard of, and the folder was read on connect
 
         dovecot.kill()  # the connection breaks: the view stays where it was
         driven.recheck()
