@@ -55,12 +55,12 @@ from dataclasses import replace
 from email.message import Message
 
 from ..kinds import Kind
-from .autoreply import check_auto_reply
+from .autoreply import OOO_WORDING, check_auto_reply
 from .bounce import check_bounce
 from .complaint import check_complaint
 from .inbound import Inbound
 from .mime import parse_for_classify, parts_not_read
-from .reply import check_client_unsubscribe, check_human
+from .reply import POSSIBLE_OPTOUT, check_client_unsubscribe, check_human
 from .result import Classification
 from .unrelated import check_unrelated
 
@@ -118,5 +118,16 @@ def _classify(msg: Message, raw: bytes) -> Classification:
     for check in checks:
         result = check(mail)
         if result is not None:
-            return result
+            return _heard_asking_to_stop(mail, result)
     return check_human(mail)
+
+
+def _heard_asking_to_stop(mail: Inbound, result: Classification) -> Classification:
+    """A mail read as an auto-reply by its words alone (no header, subject or null sender says so) was written by
+    a person: when it also asks to stop, or may ("on leave till Monday; and take me off your list"), it is read
+    as the person's reply, so that the address is suppressed. Fail safe: the hold an away note would give is
+    lost, a follow-up to someone who asked to stop is not sent."""
+    if result.rule != OOO_WORDING:
+        return result
+    human = check_human(mail)
+    return human if human.kind == Kind.UNSUBSCRIBE_REQUEST or human.rule == POSSIBLE_OPTOUT else result

@@ -35,6 +35,9 @@ _OOO_SUBJECT_PREFIX_RE = re.compile(
 _AUTOREPLY_HEADERS = ("X-Autoreply", "X-Autorespond", "X-Autoresponder", "X-Auto-Reply")
 
 
+OOO_WORDING = "ooo_wording"  # the words alone say "away": no header, subject or return path does
+
+
 def check_auto_reply(mail: Inbound) -> Classification | None:
     rule, reason = _auto_reply_reason(mail)
     if not reason:
@@ -69,7 +72,7 @@ def _auto_reply_reason(mail: Inbound) -> tuple[str, str]:
     if precedence in {"bulk", "junk", "auto_reply", "auto-reply"} and not is_list:
         return "precedence", f"Precedence: {precedence}"
     if OOO_BODY_RE.search(mail.reply_text[:3000]):
-        return "ooo_wording", "out-of-office wording"
+        return OOO_WORDING, "out-of-office wording"
     # RFC 3834 §3.3 / RFC 5321 §4.5.5: automatic mail goes out with a null
     # return path; a person's mail never does.
     if is_null_sender(msg):

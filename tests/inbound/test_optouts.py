@@ -126,3 +126,20 @@ def test_a_near_miss_stays_a_human_reply(text: str) -> None:
 
     assert result.kind == Kind.HUMAN_REPLY, result.reason
     assert suggest(result.reply_text).category is not Category.UNSUBSCRIBE
+
+
+# A person's away note that also asks to stop: read as an auto-reply by its words, it is heard as the request.
+AWAY_AND_STOP = "I'm out of the office until Monday 14 March. Please remove me from your mailing list."
+AWAY_ONLY = "I'm out of the office until Monday 14 March with limited access to email."
+
+
+def test_an_away_note_that_asks_to_stop_is_an_unsubscribe_request_and_one_that_does_not_is_an_auto_reply():
+    assert classify(message(AWAY_ONLY)).kind == Kind.AUTO_REPLY
+    asking = classify(message(AWAY_AND_STOP))
+    assert (asking.kind, asking.rule) == (Kind.UNSUBSCRIBE_REQUEST, "unsubscribe_text"), asking
+
+
+def test_an_autoresponder_marked_by_its_header_stays_an_auto_reply_whatever_its_words():
+    """Only words alone make an auto-reply a person's: a header that says automatic (RFC 3834) is believed."""
+    raw = message(AWAY_AND_STOP).replace(b"Subject:", b"Auto-Submitted: auto-replied\nSubject:", 1)
+    assert classify(raw).kind == Kind.AUTO_REPLY
