@@ -112,6 +112,7 @@ class Watch:
     retry_at: float = 0.0
     backoff: float = 1.0
     opening: Future | None = None
+    cursor: Cursor | None = None  # read when the folder was handed to an opener (missing: never polled)
     fd: int | None = None  # the registered socket (kept: a broken session may no longer report it)
 
 
@@ -256,11 +257,14 @@ class Watcher:
 
     def _open(self, due: list[Watch], opening: set[int]) -> None:
         """Hand folders due to open to the openers: one of a mailbox at a time (`opening`: the mailboxes with one
-        on its way), `openers()` at a time in all, the first mailboxes first. Their mailboxes are read here, in one
-        query, for the login gate as it is now: the openers need no database connection of their own."""
+        on its way), `openers()` logging in at a time and as many again waiting their turn, the first mailboxes
+        first. Their mailboxes are read here, for the login gate as it is now, with their folders' cursors (read
+        before the SELECT, so never newer than what it shows), in one round for the batch: the openers need no
+        database connection of their own, and the loop none per folder opened."""
+        room = 2 * self.slots - len(opening)
         chosen: list[Watch] = []
         for watch in _one_of_each_mailbox_in_turn(sorted(due, key=lambda w: (w.mailbox.pk, w.folder))):
-            if len(chosen) >= self.slots - len(opening):
+            if len(chosen) >= room:
                 break
             if watch.mailbox.pk not in opening:
                 opening.add(watch.mailbox.pk)
@@ -268,12 +272,13 @@ class Watcher:
         if not chosen:
             return
         read = _database("read the mailboxes to open", lambda: (db_now(), {
-            box.pk: box for box in Mailbox.objects.filter(pk__in=[w.mailbox.pk for w in chosen])}))
+            box.pk: box for box in Mailbox.objects.filter(pk__in=[w.mailbox.pk for w in chosen])}, _cursors(chosen)))
         for watch in chosen:
             mailbox = read[1].get(watch.mailbox.pk) if read is not None else None
             if mailbox is None:  # the database failing, or the mailbox removed (the next lease round drops it)
                 self._fail(watch, ImapError("not opened: its mailbox could not be read"))
                 continue
+            watch.cursor = read[2].get((watch.mailbox.pk, watch.folder))
             watch.opening = self.openers.submit(_connect, mailbox, watch.folder, read_at=read[0])
             watch.opening.add_done_callback(self._wake)
 
@@ -293,6 +298,7 @@ class Watcher:
 
     def _opened(self, watch: Watch) -> None:
         future, watch.opening = watch.opening, None
+        cursor, watch.cursor = watch.cursor, None
         try:
             session, status, pending = future.result()
         except ImapError as exc:
@@ -313,8 +319,6 @@ class Watcher:
         watch.examine_at = now + self.idle_seconds
         watch.fd = line.fileno()
         self.selector.register(watch.fd, selectors.EVENT_READ, watch)
-        cursor = (_database(f"read the cursor of {watch.mailbox.name}/{watch.folder}", lambda: _cursors([watch]))
-                  or {}).get((watch.mailbox.pk, watch.folder))
         watch.verified = _nothing_beyond(cursor, status.uidvalidity, status.uidnext, None)
         if pending or not watch.verified:
             self._new_mail(watch)  # mail announced, or beyond what was ingested: marked before the poll
