@@ -257,11 +257,13 @@ class Watcher:
 
     def _open(self, due: list[Watch], opening: set[int]) -> None:
         """Hand folders due to open to the openers: one of a mailbox at a time (`opening`: the mailboxes with one
-        on its way), `openers()` logging in at a time and as many again waiting their turn, the first mailboxes
-        first. Their mailboxes are read here, for the login gate as it is now, with their folders' cursors (read
-        before the SELECT, so never newer than what it shows), in one round for the batch: the openers need no
-        database connection of their own, and the loop none per folder opened."""
+        on its way), `openers()` logging in at a time and up to as many again waiting their turn, handed over in
+        batches, the first mailboxes first. Their mailboxes are read here, for the login gate as it is now, with
+        their folders' cursors (read before the SELECT, so never newer than what it shows), in one round a batch:
+        the openers need no database connection of their own, and the loop no query per folder opened."""
         room = 2 * self.slots - len(opening)
+        if room < self.slots:  # a batch still waits for the openers: the next is read when they reach it
+            return
         chosen: list[Watch] = []
         for watch in _one_of_each_mailbox_in_turn(sorted(due, key=lambda w: (w.mailbox.pk, w.folder))):
             if len(chosen) >= room:
