@@ -68,6 +68,9 @@ _BETWEEN = ("please pls to i we you want wish need would like do be ever bitte s
 _NEGATED_BEFORE_RE = re.compile(
     rf"(?:\b(?:{'|'.join(_NEGATIONS)})\b|n['’]t)\s*(?:(?:{'|'.join(_BETWEEN)})\s+)*$", re.I
 )
+# French wraps the verb: "je ne cherche pas à me désinscrire", "je ne veux pas me désabonner" (the writer as its
+# object: "je ne veux pas recevoir vos mails" still asks to stop).
+_NE_PAS_BEFORE_RE = re.compile(r"\bne\s+\w+\s+pas\s+(?:(?:à|a|de|d['’])\s*)?(?:me\s+|m['’]|nous\s+)$", re.I)
 _CLAUSE_END_RE = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\b(but|aber|mais|pero|ma|mas|maar)\b", re.I)
 NEGATION_WINDOW = 200
 
@@ -76,7 +79,8 @@ def negated_before(before: str) -> bool:
     """Whether the words just before a request, in its clause, negate it ("please don't", "no quiero")."""
     before = before[-NEGATION_WINDOW:]
     clause_start = max((m.end() for m in _CLAUSE_END_RE.finditer(before)), default=0)
-    return bool(_NEGATED_BEFORE_RE.search(before[clause_start:]))
+    clause = before[clause_start:]
+    return bool(_NEGATED_BEFORE_RE.search(clause) or _NE_PAS_BEFORE_RE.search(clause))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -313,13 +317,14 @@ _OWN_DATA_OBJECT_RE = re.compile(
 
 _OTHERS = (
     r"\b(team|users?|staff|employees?|customers?|clients?|colleagues?|members?|subscribers?|recipients?|people"
-    r"|kunden|nutzer\w*|mitarbeiter\w*|benutzer\w*|utilisateurs?|abonnes|salaries|usuarios|clientes|empleados"
-    r"|utenti|dipendenti|klanten|gebruikers|medewerkers|utilizadores|funcionarios|klientow|klienci|uzytkownik\w*"
-    r"|pracownik\w*)\b"
+    r"|kunden|nutzer\w*|mitarbeiter\w*|benutzer\w*|utilisateurs?|abonnes|salaries|equipe|usuarios|clientes"
+    r"|empleados|equipo|utenti|dipendenti|squadra|klanten|gebruikers|medewerkers|utilizadores|funcionarios|equipa"
+    r"|klientow|klienci|uzytkownik\w*|pracownik\w*|zespol\w*)\b"
 )
 _OTHERS_RE = re.compile(_OTHERS)
 _FIRST_PERSON_OBJECT_RE = re.compile(
-    r"\b(me|myself|mich|mir|moi|m'|me|mi|mij|mnie)\b|\b(remove|unsubscribe|take) us\b"
+    r"\b(me|myself|mich|mir|moi|m'|me|mij|mnie)\b|\b(remove|unsubscribe|take) us\b"
+    rf"|\bmi\b(?!\s+{_OTHERS})"  # Italian "mi" (me), not Spanish "mi equipo" (my team)
 )
 _TOPIC_AFTER_RE = re.compile(
     r"^\W{0,2}(rates?|links?|buttons?|process|flow|requests?|handling|management|feature|page|option|url|tools?"

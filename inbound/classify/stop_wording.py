@@ -112,7 +112,11 @@ REQUEST_LINES = 8  # requests to stop are short and come first; signatures and d
 _OTHERS_AFTER_RE = re.compile(
     r"^\s+(?!(me|us|myself|ourselves)\b)(you\b|((one|some|all|each|any|two|three) of )?"
     r"((my|our|the|a|an|his|her|their|this|that|these|those|your)\s+)?(\S+\s+){0,2}?(team|users?|staff|employees?|customers?|colleagues?|clients?|members?|accounts?|subscribers?"
-    r"|contacts?|people|recipients?|students?|kids?|children|son|daughter|wife|husband|partner|mum|mom|dad)\b)",
+    r"|contacts?|people|recipients?|students?|kids?|children|son|daughter|wife|husband|partner|mum|mom|dad)\b)"
+    # The same in the other languages: "retirer ma collègue Élodie", "dar de baja a mis compañeros".
+    r"|^\s+(a\s+)?(ma|mon|mes|notre|nos|mis?|nuestr[oa]s?|la mia|il mio|i miei|le mie|a minha|o meu|os meus|as minhas"
+    r"|minha|meu|mijn|onze)\s+(\S+\s+){0,2}?(coll[eè]gues?|collaborat(eur|rice)s?|[ée]quipe|compa[ñn]er[oa]s?|colegas?"
+    r"|equipo|emplead[oa]s|colleg(a|hi|he)|squadra|dipendenti|equipa|funcion[áa]ri[oa]s|collega'?s|medewerkers)\b",
     re.I,
 )
 _SELF_RE = re.compile(r"\b(me|us|my|our|mich|uns|moi|nous|mon|mes)\b|(me|nos)$", re.I)

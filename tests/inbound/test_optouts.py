@@ -98,6 +98,9 @@ NEAR_MISSES = [
     "No borren mis datos, me interesa seguir en contacto.",
     "Ne supprimez pas mon adresse, je suis intéressé.",
     "We want to stop using spreadsheets for this. Demo?",
+    "Pas d'inquiétude, je ne cherche pas à me désinscrire : je signale juste une coquille dans l'objet.",
+    "¿Cómo puedo dar de baja a mi equipo del boletín de Holded? Ya que trabajáis en esto, quizá lo sepáis.",
+    "Comment désinscrire toute mon équipe de la newsletter de Qonto ?",
 ]
 
 
