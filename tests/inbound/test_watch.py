@@ -167,6 +167,49 @@ def test_folders_are_opened_one_of_each_mailbox_in_turn():
     assert order == [(1, "F0"), (2, "F0"), (3, "F0"), (1, "F1"), (3, "F1"), (1, "F2"), (1, "F3")]
 
 
+def test_folders_are_handed_to_the_openers_in_batches_that_keep_every_opener_busy(settings, monkeypatch):
+    """Four openers: eight folders handed at once (four logging in, four waiting their turn) with their mailboxes
+    and cursors read in one round; the next batch when four have opened, not a read per folder opened."""
+    import inbound.watcher as watcher_module
+    from tests.factories import MailboxFactory
+
+    settings.OUTREACH_WATCHER_OPENERS = 4
+    release, started = threading.Semaphore(0), threading.Semaphore(0)
+
+    def connect(mailbox, folder, *, read_at=None):  # the server: a login that waits for the test
+        started.release()
+        release.acquire()
+        raise ImapError("closed by the test")
+
+    monkeypatch.setattr(watcher_module, "_connect", connect)
+    boxes = [MailboxFactory(imap_host="127.0.0.1", imap_folders=["INBOX"]) for _ in range(20)]
+    watcher = Watcher(on_new=lambda _pk, _folder: None)
+    reads = []
+    real_cursors = watcher_module._cursors
+    monkeypatch.setattr(watcher_module, "_cursors", lambda watches: reads.append(len(watches)) or real_cursors(watches))
+    try:
+        watcher.reconcile({key(box, "INBOX"): (box, "INBOX") for box in boxes})
+        watcher.step(timeout=0)
+        handed = lambda: sum(w.opening is not None for w in watcher.watches.values())  # noqa: E731
+        assert (handed(), reads) == (8, [8])
+        for _ in range(4):
+            assert started.acquire(timeout=10)  # four logging in at once, no more
+        assert not started.acquire(timeout=0.2)
+        for done in range(1, 5):  # three done: still a batch waiting, nothing read; the fourth frees a batch
+            release.release()
+            assert started.acquire(timeout=10)  # a waiting folder's login begins at once
+            deadline = time.monotonic() + 10
+            while handed() > 8 - done and len(reads) == 1 and time.monotonic() < deadline:
+                watcher.step(timeout=0.05)
+            if done < 4:
+                assert (handed(), reads) == (8 - done, [8])
+        assert (handed(), reads) == (8, [8, 4])
+    finally:
+        for _ in range(20):
+            release.release()
+        watcher.close()
+
+
 def test_the_number_of_openers_is_a_setting(settings):
     from inbound.watcher import Watcher
 
