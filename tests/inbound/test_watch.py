@@ -181,6 +181,9 @@ def test_folders_are_handed_to_the_openers_in_batches_that_keep_every_opener_bus
         release.acquire()
         raise ImapError("closed by the test")
 
+    def handed() -> int:
+        return sum(w.opening is not None for w in watcher.watches.values())
+
     monkeypatch.setattr(watcher_module, "_connect", connect)
     boxes = [MailboxFactory(imap_host="127.0.0.1", imap_folders=["INBOX"]) for _ in range(20)]
     watcher = Watcher(on_new=lambda _pk, _folder: None)
@@ -190,7 +193,6 @@ def test_folders_are_handed_to_the_openers_in_batches_that_keep_every_opener_bus
     try:
         watcher.reconcile({key(box, "INBOX"): (box, "INBOX") for box in boxes})
         watcher.step(timeout=0)
-        handed = lambda: sum(w.opening is not None for w in watcher.watches.values())  # noqa: E731
         assert (handed(), reads) == (8, [8])
         for _ in range(4):
             assert started.acquire(timeout=10)  # four logging in at once, no more
