@@ -121,7 +121,7 @@ def test_a_password_changed_at_the_server_shows_at_once_while_an_old_idle_sessio
     polled = read_through(imap_mailbox)
     with Watching(idle_seconds=0.5):
         # Its first quiet exchange: the session is logged in (read through already: no catch-up poll).
-        until(lambda: read_through(imap_mailbox) > polled, what="the watcher's first quiet exchange")
+        until(lambda: read_through(imap_mailbox) > polled, timeout=20, what="the watcher's first quiet exchange")
         for page in pages(operator).values():
             assert "replies read up to" in page and "credentials refused" not in page
 
