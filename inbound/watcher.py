@@ -112,7 +112,7 @@ class Watch:
     retry_at: float = 0.0
     backoff: float = 1.0
     opening: Future | None = None
-    cursor: Cursor | None = None  # read when the folder was handed to an opener (missing: never polled)
+    opening_cursor: Cursor | None = None  # read with `opening`, before its SELECT (missing: never polled)
     fd: int | None = None  # the registered socket (kept: a broken session may no longer report it)
 
 
@@ -280,7 +280,7 @@ class Watcher:
             if mailbox is None:  # the database failing, or the mailbox removed (the next lease round drops it)
                 self._fail(watch, ImapError("not opened: its mailbox could not be read"))
                 continue
-            watch.cursor = read[2].get((watch.mailbox.pk, watch.folder))
+            watch.opening_cursor = read[2].get((watch.mailbox.pk, watch.folder))
             watch.opening = self.openers.submit(_connect, mailbox, watch.folder, read_at=read[0])
             watch.opening.add_done_callback(self._wake)
 
@@ -300,7 +300,7 @@ class Watcher:
 
     def _opened(self, watch: Watch) -> None:
         future, watch.opening = watch.opening, None
-        cursor, watch.cursor = watch.cursor, None
+        cursor, watch.opening_cursor = watch.opening_cursor, None
         try:
             session, status, pending = future.result()
         except ImapError as exc:
