@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from sequences.models import Suppression
 from sequences.webhooks_out.events import WebhookEvent
 
-from .classify.intent import Category
-from .kinds import Kind
+from .kinds import Category, Kind
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ ORM work), so the pure classifier and the models share one vocabulary.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from django.db import models
 
 
@@ -40,3 +42,30 @@ UNRELATED = Kind.UNRELATED.value
 AUTH_FAILURE = Kind.AUTH_FAILURE.value
 HARD = BounceType.HARD.value
 SOFT = BounceType.SOFT.value
+
+
+# What a person's reply means for the sender: the category the replies inbox suggests (inbound.classify.intent)
+# and an operator may choose.
+class Category(StrEnum):
+    INTERESTED = "interested"
+    MEETING = "meeting"
+    NOT_INTERESTED = "not_interested"
+    WRONG_PERSON = "wrong_person"
+    OUT_OF_OFFICE = "out_of_office"
+    UNSUBSCRIBE = "unsubscribe"
+    OTHER = "other"
+
+    @property
+    def label(self) -> str:
+        return LABELS[self]
+
+
+LABELS = {
+    Category.INTERESTED: "Interested",
+    Category.MEETING: "Meeting booked",
+    Category.NOT_INTERESTED: "Not interested",
+    Category.WRONG_PERSON: "Wrong person / referral",
+    Category.OUT_OF_OFFICE: "Out of office",
+    Category.UNSUBSCRIBE: "Unsubscribe",
+    Category.OTHER: "Other",
+}

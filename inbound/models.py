@@ -24,8 +24,7 @@ from mailboxes.models import Mailbox
 from sequences.models import Enrollment, SendJob
 from workspaces.scoping import WorkspaceManager
 
-from .classify.intent import LABELS, Category
-from .kinds import Kind
+from .kinds import LABELS, Category, Kind
 
 CATEGORY_CHOICES = [(c.value, LABELS[c]) for c in Category]
 

@@ -50,7 +50,7 @@ from sequences.services.stops import enrollment_stop_locked
 from sequences.states import PASSED_HANDOFF
 from sequences.timeline import Event, event_record
 
-from .classify.intent import LABELS, Category
+from .kinds import LABELS, Category
 from .models import Conversation, ReplyRule, ReplyRuleRun
 
 log = logging.getLogger("outreach.reply_rules")

@@ -16,14 +16,14 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from sequences.config.parse import duration_text, parse_duration
+from sequences.config.durations import duration_text, parse_duration
 from sequences.config.parts import SequencePart
 from sequences.config.validate import Reader
 from sequences.models import Sequence
 from sequences.permissions import VIEW_INBOUND
 from sequences.services.common import ServiceError, T, operator_log
 
-from .classify.intent import Category
+from .kinds import Category
 from .models import ReplyRule
 from .reply_rules import NEVER_ENROLL, rule_words
 

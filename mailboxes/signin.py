@@ -22,8 +22,6 @@ from authlib.integrations.requests_client import OAuth2Session
 from .oauth2 import endpoint_host, provider_defaults, token_url_problem
 from .targets import TargetRefused, guard
 
-CALLBACK_PATH = "/mailboxes/oauth/callback/"
-
 
 @dataclass(frozen=True)
 class SigninEndpoints:

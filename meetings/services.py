@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from db.clock import DbClock, db_clock_written, db_now
-from inbound.classify.intent import Category
+from inbound.kinds import Category
 from inbound.models import Conversation
 from mailboxes.sealed import NoEncryptionKey, SealedSecretUnreadable, seal, unseal
 from sequences.booking_token import booking_token_read

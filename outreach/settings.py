@@ -262,8 +262,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    # The OAuth callback's code and state never reach a log (gunicorn's access log: the same, outreach.access_log).
-    "filters": {"secret_queries": {"()": "outreach.access_log.SecretQueryFilter"}},
+    # The OAuth callback's code and state never reach a log (outreach.secret_queries; gunicorn's access log:
+    # outreach.access_log).
+    "filters": {"secret_queries": {"()": "outreach.secret_queries.SecretQueryFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "outreach": {"handlers": ["console"], "level": os.environ.get("OUTREACH_LOG_LEVEL", "INFO")},

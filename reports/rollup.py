@@ -43,9 +43,8 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from db.clock import db_now
-from inbound.classify.intent import Category
 from inbound.ingest.effects import DELAYED
-from inbound.kinds import BounceType, Kind
+from inbound.kinds import BounceType, Category, Kind
 from inbound.models import InboundMessage
 from mailboxes.models import ProviderEvent
 from sequences.models import Enrollment, ProviderCancel, SendJob, TimelineEvent

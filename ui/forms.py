@@ -11,7 +11,7 @@ from django.core.validators import validate_email
 
 from mailboxes.models import Mailbox
 from sequences.booking_token import booking_url_problem
-from sequences.config.parse import DurationTooLong, parse_duration
+from sequences.config.durations import DurationTooLong, parse_duration
 from sequences.crossing import crossed_note_problem
 from sequences.models import CROSSED_NOTE, CROSSED_NOTE_MAX, GIVEN_REASON_CHOICES, GIVEN_REASONS, Sequence, Suppression
 from sequences.selectors import suppression_key

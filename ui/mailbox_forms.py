@@ -20,7 +20,7 @@ from mailboxes.oauth2 import token_url_problem
 from mailboxes.secrets import validate_secret_env_name
 from mailboxes.settings_schema import Kind, Setting
 from mailboxes.tls import mailbox_connection_problems
-from sequences.config.parse import duration_text, parse_duration
+from sequences.config.durations import duration_text, parse_duration
 from sequences.secret_names import mailbox_name_problem
 from sequences.storable import INT_MAX
 

@@ -21,13 +21,13 @@ from db.clock import db_now
 from inbound.leases import folders_watching
 from inbound.models import InboundMessage
 from mailboxes.bound import SECRETS, bind, endpoint
+from mailboxes.callback import CALLBACK_PATH
 from mailboxes.checks import ConnectionCheck
 from mailboxes.models import Mailbox
 from mailboxes.sealed import encryption_ready, seal
 from mailboxes.secrets import SecretRefused
 from mailboxes.selectors import mailbox_secret, secret_source
 from mailboxes.signin import (
-    CALLBACK_PATH,
     PROVIDER_LABELS,
     SigninClient,
     SigninError,

@@ -12,9 +12,9 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from inbound.classify.intent import LABELS, Category
 from inbound.data_requests import data_request_done
 from inbound.erasure import contact_erase, contact_export
+from inbound.kinds import LABELS, Category
 from inbound.models import Answer, Conversation, DataRequest
 from inbound.replies.answer import answer_check, answer_label, answer_send
 from inbound.replies.crossed import crossed_note_send, crossed_notes_sent, reply_crossings

@@ -9,11 +9,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 
-from inbound.classify.intent import LABELS, Category
+from inbound.kinds import LABELS, Category
 from inbound.models import ReplyRule
 from inbound.reply_rules import RuleDid, reply_rules_of
 from inbound.reply_rules_config import reply_rule_add, reply_rule_remove
-from sequences.config.parse import parse_duration
+from sequences.config.durations import parse_duration
 from sequences.models import Sequence
 from sequences.permissions import OPERATE, VIEW
 from sequences.services.common import ServiceError

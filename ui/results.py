@@ -32,8 +32,8 @@ from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.urls import reverse
 
 from db.clock import db_now
-from inbound.classify.intent import Category
 from inbound.data_requests import data_requests_open
+from inbound.kinds import Category
 from inbound.replies.crossed import crossed_counts
 from sequences.models import (
     FINAL_CHECK_CANCEL,

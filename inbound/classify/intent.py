@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from functools import cache, cached_property
 
+from ..kinds import Category
 from . import intent_phrases as phrases
 from . import learned
 from .optout import DATA_REQUEST_CHARS, data_request_spans, stop_set_aside
@@ -46,31 +46,6 @@ from .stop_wording import (
     negated_before,
     unsubscribe_spans,
 )
-
-
-class Category(StrEnum):
-    INTERESTED = "interested"
-    MEETING = "meeting"
-    NOT_INTERESTED = "not_interested"
-    WRONG_PERSON = "wrong_person"
-    OUT_OF_OFFICE = "out_of_office"
-    UNSUBSCRIBE = "unsubscribe"
-    OTHER = "other"
-
-    @property
-    def label(self) -> str:
-        return LABELS[self]
-
-
-LABELS = {
-    Category.INTERESTED: "Interested",
-    Category.MEETING: "Meeting booked",
-    Category.NOT_INTERESTED: "Not interested",
-    Category.WRONG_PERSON: "Wrong person / referral",
-    Category.OUT_OF_OFFICE: "Out of office",
-    Category.UNSUBSCRIBE: "Unsubscribe",
-    Category.OTHER: "Other",
-}
 
 
 @dataclass(frozen=True)

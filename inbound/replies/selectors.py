@@ -16,7 +16,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from sequences.storable import row_id
 
-from ..classify.intent import Category
+from ..kinds import Category
 from ..models import Conversation, InboundMessage
 from .services import DECIDED
 

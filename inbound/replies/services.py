@@ -18,8 +18,9 @@ from db.clock import DbClock, db_clock_written
 from sequences.services.common import ServiceError, T, operator_log
 from sequences.timeline import Event, event_record
 
-from ..classify.intent import LABELS, Category, Suggestion, suggest
+from ..classify.intent import Suggestion, suggest
 from ..handling import CONVERSATION_KINDS
+from ..kinds import LABELS, Category
 from ..models import Conversation, InboundMessage, ReplyLabel
 from ..reply_rules import reply_rule_enrollments_lock, reply_rules_enqueue, reply_rules_undo_in_transaction
 

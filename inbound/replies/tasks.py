@@ -17,8 +17,8 @@ from sequences.models import Suppression
 from sequences.selectors import optouts_waiting
 from sequences.services.suppressions import optout_review
 
-from ..classify.intent import Category
 from ..data_requests import data_requests_open
+from ..kinds import Category
 from ..models import Conversation, DataRequest, InboundMessage, ReplyLabel
 
 INBOUND_SOURCE = "inbound:"

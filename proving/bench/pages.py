@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from django.db import connection
 
-from inbound.classify.intent import Category
+from inbound.kinds import Category
 from inbound.models import Conversation, InboundMessage
 from inbound.replies.selectors import cursor_of
 from proving.bench.stats import percentile, ratio, table

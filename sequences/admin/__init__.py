@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpResponseRedirect
 from django.urls import path
 
-from sequences.config.parse import MAX_DURATION, MAX_DURATION_WORDS
+from sequences.config.durations import MAX_DURATION, MAX_DURATION_WORDS
 from sequences.job_rows import latest_job_rows
 from sequences.labels import job_label, stamp, stop_summary_text
 from sequences.messages import step_validate

@@ -10,7 +10,7 @@ from mailboxes.models import Mailbox
 from mailboxes.settings_schema import Kind
 
 from ..models import CROSSED_NOTE, Sequence
-from .parse import duration_text
+from .durations import duration_text
 from .parts import PARTS
 
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\r": "\\r"}

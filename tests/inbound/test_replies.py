@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
-from inbound.classify.intent import Category
 from inbound.ingest.record import inbound_record
+from inbound.kinds import Category
 from inbound.models import Answer, Conversation
 from inbound.replies.answer import answer_send, answer_subject
 from inbound.replies.services import conversation_categorize

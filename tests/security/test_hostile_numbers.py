@@ -13,7 +13,7 @@ from django.urls import reverse
 from api.models import ApiToken
 from mailboxes.models import Mailbox
 from sequences.admin import StepForm as AdminStepForm
-from sequences.config.parse import parse_duration
+from sequences.config.durations import parse_duration
 from sequences.models import Sequence
 from tests.factories import MailboxFactory, make_sequence
 from tests.sequences.test_commands import GOOD, write

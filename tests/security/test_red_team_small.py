@@ -27,9 +27,9 @@ from django.utils import timezone
 from api.tokens import api_token_create
 from inbound.models import Conversation, InboundMessage
 from inbound.replies.services import conversation_record_in_transaction
+from mailboxes.callback import CALLBACK_PATH
 from mailboxes.models import Mailbox
 from mailboxes.sealed import KEYS_ENV
-from mailboxes.signin import CALLBACK_PATH
 from proving.harness.stack import free_port, wait_for
 from sequences.models import Suppression
 from sequences.services.enrollments import contact_upsert, enrollment_create

@@ -14,8 +14,9 @@ from django.utils import timezone
 from db.clock import db_now
 from mailboxes.models import Mailbox
 from sequences.config.apply import config_apply
+from sequences.config.durations import parse_duration
 from sequences.config.export import sequence_export_toml
-from sequences.config.parse import parse, parse_duration
+from sequences.config.parse import parse
 from sequences.labels import duration_words, reason_sentence
 from sequences.models import Enrollment, OperatorAction, SendJob, Sequence, Step
 from sequences.services.campaigns import (
