@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 import random
 import time
-from datetime import UTC, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from inbound.leases import POLL_ROOM
@@ -231,7 +232,7 @@ def design_run(
         )
     )
     latencies = [events[e].timestamp() - t for e, t in appended.items() if e in events]
-    pushes, skipped, merged = push_latencies(sent_at, events)
+    pushes = push_latencies(sent_at, events)
     peak_mib = max(peak, final["VmHWM"]) / 1024
     base_mib = None if base_rss is None else base_rss / 1024  # None: connected before the first look
     return {
@@ -254,9 +255,11 @@ def design_run(
         "replies": replies,
         "stopped": len(events),
         "latency": summary_ms(latencies),
-        "push_to_enqueue": summary_ms(pushes),
-        "polls_skipped": skipped,
-        "pushes_merged": merged,
+        "push_to_enqueue": summary_ms(pushes.to_enqueue),
+        "poll_queue_wait": summary_ms(pushes.queue_wait),
+        "poll_run": summary_ms(pushes.run),
+        "polls_skipped": pushes.skipped,
+        "pushes_merged": pushes.merged,
         "clock_offset_ms": offset,
         "read_through_lag_idle": sampler.report("idle")["lag"],
         "read_through_lag_replies": sampler.report("replies")["lag"],
@@ -270,14 +273,25 @@ def design_run(
     }
 
 
-def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, Any]
-                   ) -> tuple[list[float], int, int]:
-    """APPEND sent -> the first poll of that folder (or of every folder of its mailbox) the watcher enqueued after
-    it (RQ's enqueued_at), before the enrollment was stopped: the watcher's own share of reply -> stop, without the
-    pollers' queue. Also how many
-    polls were skipped because another poll of the same mailbox was running (inbound.tasks.poll_lock), and how
-    many pushes enqueued nothing before the stop: merged into a poll asked for before and not begun, or left to
-    the running poll's next pass (`inbound.watcher.enqueue_poll_merged`)."""
+@dataclass
+class Pushes:
+    """Per reply (APPEND sent), the first poll of its folder (or of every folder of its mailbox) the watcher
+    enqueued after it and before the enrollment was stopped: from the APPEND to its enqueue (the watcher's own
+    share of reply -> stop), its wait in the ingest queue, and its run in a poller (RQ's enqueued_at, started_at,
+    ended_at)."""
+
+    to_enqueue: list[float] = field(default_factory=list)
+    queue_wait: list[float] = field(default_factory=list)
+    run: list[float] = field(default_factory=list)
+    skipped: int = 0  # polls skipped because another poll of the same mailbox was running (inbound.tasks.poll_lock)
+    # pushes that enqueued nothing before the stop: merged into a poll asked for before and not begun, or left to
+    # the running poll's next pass (`inbound.watcher.enqueue_poll_merged`)
+    merged: int = 0
+
+
+def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, Any]) -> Pushes:
+    """Pushes for the replies `sent` ((mailbox pk, folder, APPEND sent, enrollment)) of the enrollments stopped
+    at the times `stopped` gives."""
     from django_rq import get_queue
     from rq.job import Job
 
@@ -288,26 +302,35 @@ def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, A
         *queue.failed_job_registry.get_job_ids(),
         *queue.job_ids,
     ]
-    enqueued: dict[tuple[int, str | None], list[float]] = {}  # (mailbox, folder; None: every folder)
-    skipped = 0
+    # (mailbox, folder; None: every folder) -> [(enqueued, started, ended)], each a timestamp or None
+    polls: dict[tuple[int, str | None], list[tuple[float, float | None, float | None]]] = {}
+    out = Pushes()
     for job in Job.fetch_many(ids, connection=queue.connection):
         if job is not None and isinstance(job.return_value(), dict) and "skipped" in job.return_value():
-            skipped += 1
+            out.skipped += 1
         if job is not None and job.enqueued_at is not None and job.args:
-            at = job.enqueued_at if job.enqueued_at.tzinfo else job.enqueued_at.replace(tzinfo=UTC)
             folder = job.args[1] if len(job.args) > 1 else None
-            enqueued.setdefault((int(job.args[0]), folder), []).append(at.timestamp())
-    out = []
-    merged = 0
+            polls.setdefault((int(job.args[0]), folder), []).append(
+                (_timestamp(job.enqueued_at), _timestamp(job.started_at), _timestamp(job.ended_at)))
     for mailbox, folder, at, enrollment in sent:
         until = stopped[enrollment].timestamp() if enrollment in stopped else float("inf")
-        polls = [*enqueued.get((mailbox, folder), []), *enqueued.get((mailbox, None), [])]
-        later = [t for t in polls if at <= t <= until]
+        later = [p for p in (*polls.get((mailbox, folder), []), *polls.get((mailbox, None), []))
+                 if at <= p[0] <= until]
         if later:
-            out.append(min(later) - at)
+            enqueued, started, ended = min(later)
+            out.to_enqueue.append(enqueued - at)
+            if started is not None:
+                out.queue_wait.append(started - enqueued)
+                if ended is not None:
+                    out.run.append(ended - started)
         elif enrollment in stopped:
-            merged += 1
-    return out, skipped, merged
+            out.merged += 1
+    return out
+
+
+def _timestamp(at: datetime | None) -> float | None:
+    """RQ's times are UTC, naive in older releases."""
+    return None if at is None else (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
 
 
 def run(ctx) -> dict[str, Any]:

@@ -229,7 +229,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         takeover["reply_to_stop"] = summary_ms([events[e].timestamp() - t for e, t in after_kill.items()
                                                 if e in events])
         takeover["stopped"] = sum(1 for e in after_kill if e in events)
-    pushes, _, merged = push_latencies(sent, events)
+    pushes = push_latencies(sent, events)
     return {
         "processes": processes,
         "folders": folders,
@@ -249,8 +249,10 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         "replies": replies,
         "stopped": len(latencies),
         "latency": summary_ms(latencies),
-        "push_to_enqueue": summary_ms(pushes),
-        "pushes_merged": merged,
+        "push_to_enqueue": summary_ms(pushes.to_enqueue),
+        "poll_queue_wait": summary_ms(pushes.queue_wait),
+        "poll_run": summary_ms(pushes.run),
+        "pushes_merged": pushes.merged,
         "clock_offset_ms": offset,
         "takeover": takeover or None,
         "loadavg_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)],
@@ -378,6 +380,11 @@ def run(ctx) -> dict[str, Any]:
             f"take-over: SIGKILL of one process (leases of {lease:g} s, renewed every {lease / 3:g} s): until "
             "each of its leases is a survivor's, and until the survivors hold one connection per folder again; "
             "stop after kill: replies APPENDed into its folders right after the kill.",
+            "where a stop's time goes, p50 / p99 ms per process count: APPEND -> poll enqueued "
+            + "; ".join(f"{r['processes']}: {_pair(r['push_to_enqueue'])}" for r in runs)
+            + ", the poll's wait in the queue " + "; ".join(f"{r['processes']}: {_pair(r['poll_queue_wait'])}"
+                                                            for r in runs)
+            + ", its run in a poller " + "; ".join(f"{r['processes']}: {_pair(r['poll_run'])}" for r in runs) + ".",
             "peak RSS: the largest watcher process' VmHWM.",
         ],
     )
@@ -386,3 +393,8 @@ def run(ctx) -> dict[str, Any]:
 
 def _seconds(ms: float | None) -> float | None:
     return None if ms is None else round(ms / 1000, 2)
+
+
+def _pair(summary: dict) -> str:
+    return " / ".join("-" if summary.get(key) is None else f"{summary[key]:.0f}" for key in ("p50_ms", "p99_ms"))
+

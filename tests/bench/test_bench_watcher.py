@@ -29,6 +29,10 @@ def test_bench_watcher_quick_stops_every_reply_in_both_designs_and_writes_json(t
     for run in runs.values():
         assert (run["folders"], run["mailboxes"], run["folders_per_mailbox"]) == (6, 2, 3)
         assert run["stopped"] == REPLIES and run["latency"]["n"] == REPLIES
+        # Where a stop's time went: the poll each push enqueued, its wait in the queue and its run.
+        pushes = run["push_to_enqueue"]["n"]
+        assert pushes + run["pushes_merged"] == REPLIES, run
+        assert 0 < run["poll_run"]["n"] <= run["poll_queue_wait"]["n"] <= pushes, run
         assert run["catch_up_drained"] is True
         assert run["watcher_peak_rss_mib"] > 0 and run["connect_all_s"] > 0
         # The reply view: sampled while idle and while replies arrived; one follow-up per mailbox went through

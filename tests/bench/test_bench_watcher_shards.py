@@ -37,6 +37,10 @@ def test_bench_watcher_shards_watch_each_folder_once_and_take_a_killed_ones_over
         assert run["lease_takes_to_shard"] >= FOLDERS and set(run["late_leases"]) == {"start", "sharded",
                                                                                       "take-over"}
         assert run["stopped"] == REPLIES and run["latency"]["n"] == REPLIES
+        # Where a stop's time went: the poll each push enqueued, its wait in the queue and its run.
+        pushes = run["push_to_enqueue"]["n"]
+        assert pushes + run["pushes_merged"] == REPLIES, run
+        assert 0 < run["poll_run"]["n"] <= run["poll_queue_wait"]["n"] <= pushes, run
         assert len(run["loadavg_1m"]) == 2
     assert runs[1]["takeover"] is None  # nobody to take over from one process
 
