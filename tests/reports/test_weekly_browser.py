@@ -15,7 +15,8 @@ from tests.reports.test_weekly import people  # noqa: F401 - the weekly report's
 from tests.ui.test_browser import log_in
 from tests.ui.test_phone_width import OFF_SCREEN
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True),
+              pytest.mark.one_database("a page's and a mail's layout in a browser")]
 
 
 def _fits(page: Page, width: int) -> None:
