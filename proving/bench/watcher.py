@@ -258,6 +258,7 @@ def design_run(
         "push_to_enqueue": summary_ms(pushes.to_enqueue),
         "poll_queue_wait": summary_ms(pushes.queue_wait),
         "poll_run": summary_ms(pushes.run),
+        "long_waits_by_polls_running": pushes.long_waits,
         "polls_skipped": pushes.skipped,
         "pushes_merged": pushes.merged,
         "clock_offset_ms": offset,
@@ -287,6 +288,12 @@ class Pushes:
     # pushes that enqueued nothing before the stop: merged into a poll asked for before and not begun, or left to
     # the running poll's next pass (`inbound.watcher.enqueue_poll_merged`)
     merged: int = 0
+    # Waits in the queue over LONG_WAIT s, by the most polls (of any mailbox) running at once meanwhile: as many as
+    # there are pollers is a queue; fewer is a poller slow to take the job (a busy machine).
+    long_waits: dict[int, int] = field(default_factory=dict)
+
+
+LONG_WAIT = 0.5
 
 
 def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, Any]) -> Pushes:
@@ -304,14 +311,17 @@ def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, A
     ]
     # (mailbox, folder; None: every folder) -> [(enqueued, started, ended)], each a timestamp or None
     polls: dict[tuple[int, str | None], list[tuple[float, float | None, float | None]]] = {}
+    running: list[tuple[float, float]] = []  # every poll's (started, ended)
     out = Pushes()
     for job in Job.fetch_many(ids, connection=queue.connection):
         if job is not None and isinstance(job.return_value(), dict) and "skipped" in job.return_value():
             out.skipped += 1
         if job is not None and job.enqueued_at is not None and job.args:
             folder = job.args[1] if len(job.args) > 1 else None
-            polls.setdefault((int(job.args[0]), folder), []).append(
-                (_timestamp(job.enqueued_at), _timestamp(job.started_at), _timestamp(job.ended_at)))
+            times = _timestamp(job.enqueued_at), _timestamp(job.started_at), _timestamp(job.ended_at)
+            polls.setdefault((int(job.args[0]), folder), []).append(times)
+            if times[1] is not None:
+                running.append((times[1], times[2] or float("inf")))
     for mailbox, folder, at, enrollment in sent:
         until = stopped[enrollment].timestamp() if enrollment in stopped else float("inf")
         later = [p for p in (*polls.get((mailbox, folder), []), *polls.get((mailbox, None), []))
@@ -321,11 +331,25 @@ def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, A
             out.to_enqueue.append(enqueued - at)
             if started is not None:
                 out.queue_wait.append(started - enqueued)
+                if started - enqueued > LONG_WAIT:
+                    most = _most_at_once([(max(a, enqueued), min(b, started)) for a, b in running
+                                          if a < started and b > enqueued])
+                    out.long_waits[most] = out.long_waits.get(most, 0) + 1
                 if ended is not None:
                     out.run.append(ended - started)
         elif enrollment in stopped:
             out.merged += 1
     return out
+
+
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most of the (start, end) spans that overlap at one instant."""
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
 
 
 def _timestamp(at: datetime | None) -> float | None:

@@ -40,6 +40,7 @@ from proving.bench.reply_to_stop import clock_offset_ms
 from proving.bench.stats import summary_ms, table
 from proving.bench.watcher import (
     IDLE_SECONDS,
+    LONG_WAIT,
     PASSWORD,
     dovecot_limits,
     folder_names,
@@ -252,6 +253,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
         "push_to_enqueue": summary_ms(pushes.to_enqueue),
         "poll_queue_wait": summary_ms(pushes.queue_wait),
         "poll_run": summary_ms(pushes.run),
+        "long_waits_by_polls_running": pushes.long_waits,
         "pushes_merged": pushes.merged,
         "clock_offset_ms": offset,
         "takeover": takeover or None,
@@ -384,7 +386,9 @@ def run(ctx) -> dict[str, Any]:
             + "; ".join(f"{r['processes']}: {_pair(r['push_to_enqueue'])}" for r in runs)
             + ", the poll's wait in the queue " + "; ".join(f"{r['processes']}: {_pair(r['poll_queue_wait'])}"
                                                             for r in runs)
-            + ", its run in a poller " + "; ".join(f"{r['processes']}: {_pair(r['poll_run'])}" for r in runs) + ".",
+            + ", its run in a poller " + "; ".join(f"{r['processes']}: {_pair(r['poll_run'])}" for r in runs)
+            + f"; waits over {LONG_WAIT:g} s by the most polls running meanwhile (2 pollers) "
+            + "; ".join(f"{r['processes']}: {r['long_waits_by_polls_running'] or '-'}" for r in runs) + ".",
             "peak RSS: the largest watcher process' VmHWM.",
         ],
     )
