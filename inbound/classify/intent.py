@@ -35,15 +35,16 @@ from functools import cache, cached_property
 from ..kinds import Category
 from . import intent_phrases as phrases
 from . import learned
+from .negation import NEGATION_WINDOW, negated_after, negated_before
 from .optout import DATA_REQUEST_CHARS, data_request_spans, stop_set_aside
 from .quotes import extract_reply_text
 from .return_date import MONTH_OF, WEEKDAY_OF
+from .someone_else import about_a_detail, third_party_at
 from .stop_wording import (
     FOOTER_LINE_RE,
     OOO_BODY_RE,
     REQUEST_LINES,
     UNSUBSCRIBE_SUBJECT_RE,
-    negated_before,
     unsubscribe_spans,
 )
 
@@ -206,7 +207,8 @@ class Match:
 def _matches(body: str) -> list[Match]:
     found = []
     for category, language, strength, pattern in _compiled():
-        found += [Match(category, strength, m.start(), m.end(), language) for m in pattern.finditer(body)]
+        found += [Match(category, strength, m.start(), m.end(), language) for m in pattern.finditer(body)
+                  if category is not Category.UNSUBSCRIBE or not _about_someone_or_something_else(body, m)]
     # Ingestion's own wording: the same decision the ingestion of this mail made or would make.
     found += [Match(Category.OUT_OF_OFFICE, phrases.STRONG, m.start(), m.end(), "")
               for m in OOO_BODY_RE.finditer(body)]
@@ -312,6 +314,12 @@ _SENTENCE_END = re.compile(r"[.!?\n]")
 _CLAUSE_END = re.compile(rf"[,;:()\u2013\u2014]|\s-\s|(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
 
 
+def _about_someone_or_something_else(body: str, match: re.Match[str]) -> bool:
+    """A table's words of stopping said of someone else ("take her off your list") or of a detail ("stop sending me
+    time slots"): left to the other phrases and the model, as ingestion leaves them (stop_wording._is_request)."""
+    return third_party_at(body, match.start(), match.end()) or about_a_detail(body, match.start(), match.end())
+
+
 def _weigh(body: str, match: Match) -> Weighed | None:
     """The match's category and strength once its sentence is read, or None when it is negated away."""
     category, strength = match.category, match.strength
@@ -333,6 +341,7 @@ def _weigh(body: str, match: Match) -> Weighed | None:
     if category is Category.UNSUBSCRIBE and (
         (negated and len(body[negated[-1].end() : match.start].split()) == 0)
         or negated_before(body[clause_start : match.start])
+        or negated_after(body[match.start : match.start + NEGATION_WINDOW])
     ):
         return None  # the same negations ingestion reads ("please dont unsubscribe me", "no quiero darme de baja")
     if category is Category.MEETING and question:

@@ -17,9 +17,13 @@ Not an opt-out, decided here (the caller also drops negated ones, "please don't 
 
 - a question about taking *other* people off something ("how do I unsubscribe my team from X?", "comment mes
   clients peuvent-ils se désinscrire ?"): it asks nothing of us about the writer;
-- the key word used as a noun for a topic ("unsubscribe rates are our problem");
+- the key word used as a noun for a topic ("unsubscribe rates are our problem", "le disiscrizioni dei clienti");
 - the law named without a demand about the writer's own data ("are you GDPR compliant?", "does your tool
   handle GDPR deletion requests from our customers?").
+
+The callers also drop a request negated after its verb or answered no ("tragen Sie mich nicht aus", "Remove me?
+No need.": negation.py) and one said of someone or something else ("remove Anna Berg from your list, she left",
+"stop sending me time slots", "delete my old address": someone_else.py).
 
 Fail safe, deliberately unlike stop_wording.py's precision first: a request is read wherever the writer's
 own address, data or mail is the object of stopping or deleting, because a wrong suppression costs one
@@ -32,6 +36,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import cache
+
+from .negation import negated_after, negated_before
 
 # ---------------------------------------------------------------------------------------------------------
 # Folding: lower case without accents, one character for one, so a span found in the folded text is the
@@ -54,33 +60,6 @@ def _fold_char(char: str) -> str:
 def fold(text: str) -> str:
     """The text in lower case without accents, as long as the text itself."""
     return "".join(_fold_char(char) for char in text)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Negation (the phrases of stop_wording.py and the guard's alike)
-
-# Just before the request, in its clause: a negation, with nothing but "please", "want to" and the like
-# between ("please don't remove me", "I don't want to unsubscribe", "bitte nicht abmelden").
-_NEGATIONS = "not never dont didnt doesnt wont nicht nie no non não nao niet ne keinesfalls".split() + [
-    "no need to", "auf keinen fall", "non c'e bisogno di", "no hace falta", "nao precisa", "hoeft niet", "nie musi"]
-_BETWEEN = ("please pls to i we you want wish need would like do be ever bitte sie mich uns möchte will wollen quiero"
-            " queremos me nos voglio quero ik wil mnie proszę prosze den").split()
-_NEGATED_BEFORE_RE = re.compile(
-    rf"(?:\b(?:{'|'.join(_NEGATIONS)})\b|n['’]t)\s*(?:(?:{'|'.join(_BETWEEN)})\s+)*$", re.I
-)
-# French wraps the verb: "je ne cherche pas à me désinscrire", "je ne veux pas me désabonner" (the writer as its
-# object: "je ne veux pas recevoir vos mails" still asks to stop).
-_NE_PAS_BEFORE_RE = re.compile(r"\bne\s+\w+\s+pas\s+(?:(?:à|a|de|d['’])\s*)?(?:me\s+|m['’]|nous\s+)$", re.I)
-_CLAUSE_END_RE = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\b(but|aber|mais|pero|ma|mas|maar)\b", re.I)
-NEGATION_WINDOW = 200
-
-
-def negated_before(before: str) -> bool:
-    """Whether the words just before a request, in its clause, negate it ("please don't", "no quiero")."""
-    before = before[-NEGATION_WINDOW:]
-    clause_start = max((m.end() for m in _CLAUSE_END_RE.finditer(before)), default=0)
-    clause = before[clause_start:]
-    return bool(_NEGATED_BEFORE_RE.search(clause) or _NE_PAS_BEFORE_RE.search(clause))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -132,6 +111,32 @@ _OWN_ADDRESS = (
     r"|information|info)"
 )
 _STOP = {
+    # The same request in every language: "spare yourself the next follow-up", "block our domain", "stop for the
+    # whole team", "you can stop now".
+    "all": (
+        r"\b(spare|sparen|ahorr\w*|epargn\w*|risparmi|bespaar\w*|besparen|poup\w*|darowa\w*|daruj\w*)\b.{0,50}"
+        r"\b(next|nachste\w*|proxim\w*|prochaine?|prossim\w*|volgende|nastepn\w*) (one|follow-?up|\w*mail|message"
+        r"|reminder|nachfass\w*|nachricht|seguimiento|correo|mensaje|relance|sollecito|messaggio|herinnering|bericht"
+        r"|mensagem|przypomnienie|wiadomosc)",
+        r"\b(nachste\w*|volgende|nastepn\w*) (\w+ )?(nachfass\w*|\w*mail|nachricht|herinnering|bericht|przypomnienie"
+        r"|wiadomosc)\b.{0,40}\b(sparen|besparen|darowa\w*)\b",
+        r"\b(block|blocken|sperren|blokkeer|blokkeren|zablokuj\w*|zablokowac|bloquez|bloqueen|bloquead|bloquear"
+        r"|bloccate|bloccare|bloqueiem)\b.{0,40}\b(domain|domaine|dominio|domein|domene|domen\w*)\b",
+        r"\b(stop|paren|parem|arretez|fermatevi|smettete|horen sie|stoppen sie)\b.{0,20}\b(for|pour|para|per|com|con"
+        r"|fur|voor) (the |toute l'|todo el |toda a |tutto il |das |het |a )?(whole |entire |ganze |hele |toda )?(team"
+        r"|equipe|equipo|equipa|squadra|zespol\w*|company|firm)",
+        r"\b(you can|you may|sie konnen|vous pouvez|ya puede|puede|ja pode|pode|puo|potete|u kunt|je kunt|moze pan"
+        r"|mozecie|moze pani) (jetzt |maintenant |ya |ja |adesso |nu |juz )?(stop|aufhoren|arreter|parar|smettere"
+        r"|stoppen|przestac)( now| here| there| maintenant| ya| adesso| nu)?(?=[.!\s]*$)",
+        r"\b(rather|prefer(red)?) (that )?you (didn'?t|did not|stopped|not) (e-?mail|contact|writ|send|messag)\w*",
+        r"\blieber,? (sie|du|ihr) (schrieben|schreiben|mailen|mailten|kontaktieren)\w* (mir |mich |uns )?(nicht|nie)"
+        r" mehr\b",
+        r"\b(wolal\w*|wole),? (zeby|aby) (pan |pani |panstwo |wy )?(juz )?nie (pisal\w*|wysylal\w*|kontaktowal\w*)\b",
+        r"\bprefer\w* que no (me|nos) (escrib|envi|mand|contact)\w*",
+        r"\bprefer\w* que vous ne (m'|me |nous )?(ecriv|envoy|contact|relanc)\w* plus\b",
+        r"\bpreferi\w* che non (mi|ci) (scriv|mand|invi|contatt)\w*", r"\bliever dat (u|je|jullie) (niet meer|geen) ",
+        r"\bprefer\w* que (nao )?(me |nos )?nao (me |nos )?(escrev|envi|mand|contact)\w*",
+    ),
     "en": (
         r"\b(lose|forget|scrap|bin|purge|wipe|drop|erase|delete|remove|take) " + _OWN_ADDRESS,
         r"\b(do not|don'?t|dont|never|pls don'?t|please don'?t) (e-?mail|contact|write|message|mail|spam)( me| us)?"
@@ -140,53 +145,124 @@ _STOP = {
         r"\b(leave|let) (me|us) (alone|be)\b",
         r"\b(i|we) (do not|don'?t) want to hear from you\b",
         r"\btake (me|us) off\b", r"\boff (your|this) (mailing |e-?mail )?list\b",
+        r"\b(do not|don'?t|dont|never) send (me |us )?(any )?(more |further )?(e-?mails?|mails?|messages?|follow-?ups?"
+        r"|reminders?|newsletters?|marketing|offers?)\b",
+        r"\b(be|being|get|getting) (removed|taken off|unsubscribed|deleted|struck off|crossed off|dropped)"
+        r"(?= (from|off)\b)",
+        r"\b(have|get) (me|us|my (e-?mail|address|details|name)) (removed|deleted|taken off|unsubscribed)\b",
+        r"\brefrain from (contacting|e-?mailing|sending|writing|messaging)\b",
+        r"\bno (more |further )?(outreach|cold (e-?mails?|outreach)|sales e-?mails?|prospecting)\b",
+        r"\bmake (this|it) the (last|final) (one|e-?mail|message)\b",
+        r"\b(do not|don'?t|stop) us(e|ing) (my|this) (e-?mail )?address for (marketing|sales|commercial|promotion)",
     ),
     "de": (
         r"\blassen sie (mich|uns) (bitte )?in ruhe\b", r"\b(mich|uns) (bitte )?in ruhe lassen\b",
-        r"\bkeine (e-?mails|mails|nachrichten|werbung|newsletter|anfragen) mehr\b",
-        r"\b(nehmen|streichen|entfernen|loschen) sie (mich|uns|meine \w+)\b(?! (bitte )?(nicht|keinesfalls))",
+        r"\bkeine (e-?mails|mails|nachrichten|werbung|newsletter|anfragen|akquise|kaltakquise|kontaktaufnahme\w*"
+        r"|kontaktversuche|zusendungen|angebote) mehr\b",
+        r"\b(schreiben|mailen|kontaktieren) sie (mich|uns|mir) (bitte )?(nie wieder|nie mehr|niemals wieder)\b",
+        r"\bbitte (auch )?keine (weiteren |neuen )?(\w*mails?|nachfass\w*|follow-?ups?|nachrichten|werbung|anfragen"
+        r"|newsletter)\b", r"\bkeine weiteren (\w*mails?|nachfass\w*|follow-?ups?)\b",
+        r"\b(wunsche|wunschen) (keine|keinen) (weiteren )?(kontakt\w*|zusendungen|mails|e-?mails|werbung"
+        r"|nachrichten)\b",
+        r"\b(adresse|e-?mail-?adresse|daten) nicht (mehr|weiter) (zu )?(verwenden|nutzen|benutzen)\b",
+        r"\b(nehmt|nimm|nehmen sie) (mich|uns) (\w+ ){0,2}(raus|heraus)\b",
+        r"\bvon (weiteren|kunftigen|jeglichen) (kontakt\w*|zusendung\w*|e-?mails|mails|anfragen|nachrichten"
+        r"|anschreiben)\b.{0,40}\b(abzusehen|absehen|abstand)\b",
+        r"\b(nehmen|streichen|entfernen|loschen) sie (mich|uns|meine \w+)\b",
+        r"\btragen sie (mich|uns)\b.{0,20}\baus\b",
         r"\bvon (ihrer|eurer|dieser) (liste|verteilerliste|mailingliste)\b",
         r"\bvon der (verteilerliste|mailingliste)\b",
         r"\bwiderrufe\b.{0,40}\beinwilligung\b",
+        r"\b(stellen sie|stellt|bitte) (den |die |das |alle |jegliche |jeden |jede )?(versand|zusendung\w*"
+        r"|aussendung\w*|e-?mails?|mails?|mailings?|newsletter|werbung|kontaktaufnahme\w*|kontaktversuche)\b"
+        r".{0,30}\bein\b",
+        r"\b(versand|zusendung\w*|aussendung\w*|e-?mails?|mails?|mailings?|werbung|kontaktaufnahme\w*)\b"
+        r".{0,20}\beinstellen\b",
+        r"\b(entfernt|geloscht|ausgetragen|gestrichen|abgemeldet|herausgenommen|rausgenommen)( zu)? werden\b",
     ),
     "fr": (
         r"\bcess(ez|er) de (m'|me |nous )?(envoyer|ecrire|contacter|solliciter)",
         r"\b(ne )?(veux|voulons|souhaite|souhaitons) plus (de |d')?(mails|e-?mails|messages|courriels|sollicitations)",
         r"\b(retirez|supprimez|effacez|enlevez) (moi|mon adresse|mes coordonnees|mon e-?mail|mes donnees)\b",
         r"\bfoutez-moi la paix\b", r"\blaissez-(moi|nous) tranquilles?\b",
+        r"\bne (me |m'|nous )?(contact|ecriv|envoy|sollicit|relanc|mail|spamm)\w* plus\b",
+        r"\bde plus (me |m'|nous )(envoyer|ecrire|contacter|solliciter|relancer)\b",
+        r"\b(etre|d'etre) (retire|supprime|desinscrit|efface|raye|enleve|desabonne)e?s?\b",
+        r"\babsten(ir|ez)(-vous)? de (m'|me |nous )?(contacter|ecrire|envoyer|solliciter|relancer)",
+        r"\bplus aucun (envoi|mail|e-?mail|message|courriel|relance)\b",
+        r"\bsortez[- ](moi|nous)\b|\b(me|nous|m') sortir (de|du) (votre|vos|la|ce|cette|votre)\b",
+        r"\b(m'|me |nous )(oter|enlever|retirer|rayer|supprimer) (de|du)\b",
+        r"\bsor(s|tir) de (votre|vos|la|cette) (liste|fichier|base|mailing)",
+        r"\bfinis? les (mails|e-?mails|messages|relances)\b",
     ),
     "es": (
         r"\b(solicito|pido|quiero|queremos|deseo|solicitamos) (la |darme de |darnos de )?baja\b",
         r"\bno (me|nos) (escriban|escribas|escribais|contacten|envien|mandes|manden) mas\b",
         r"\bdej(en|ad|e) de (escribirme|enviarme|contactarme|mandarme|escribirnos|enviarnos|molestar)",
         r"\b(borren|borrad|eliminen|eliminad|quiten|quitad) (mi|mis|nuestr[oa]s?) ",
+        r"\b(eliminenme|eliminadme|borrenme|borradme|saquenme|sacadme|quitenme|quitadme)\b",
+        r"\bser (eliminad|borrad|retirad|excluid|quitad)[oa]s?\b|\bser dad[oa]s? de baja\b",
+        r"\bque (me|nos) (borr|elimin|quit|saqu|sac)\w*|\bque (me|nos) (den|dieran|deis) de baja\b",
+        r"\babst(engan|enga|eneos|enerse) de (enviar|escribir|contactar|mandar)",
+        r"\bni un (correo|email|e-mail|mensaje|mail) mas\b",
+        r"\b(darse|darnos) de baja\b", r"\bfuera de (la|su|vuestra|esta|sus) lista", r"\bfuera de mi (bandeja|buzon)",
+        r"\bya vale de (mandar|enviar|escribir)\w*", r"\bdej(en|ad|e|a)(me|nos)? en paz\b",
+        r"\bno (me|nos) (enviaran|enviasen|mandaran|mandasen|escribieran|escribiesen|contactaran|contactasen)\b",
     ),
     "it": (
         r"\bnon (voglio|vogliamo|desidero) piu (ricevere|essere contattat[oa])",
         r"\bsmettete(la)? di (scrivermi|contattarmi|inviarmi|mandarmi|scriverci)",
         r"\b(toglietemi|toglimi|rimuovetemi|cancellatemi|eliminatemi)\b",
         r"\b(cancellare|cancellate|rimuovere|rimuovete|eliminare|eliminate) (il mio|i miei|la mia|le mie) ",
-        r"\bnon (scrivetemi|contattatemi|scrivermi|contattarmi) piu\b",
+        r"\b(non|nn) (scrivetemi|contattatemi|scrivermi|contattarmi|contattarci|scriverci|contattateci|scriveteci)\b",
+        r"\bnon (mi |ci )?(mandate|inviate|scrivete|mandare|inviare)(mi|ci)? (piu|altr\w+|ulterior\w+)\b",
+        r"\b(niente|nessuna?) (piu |altre? )?(mail|e-?mail|email|messaggi|comunicazioni|newsletter|promemoria"
+        r"|solleciti)\b",
+        r"\bessere (rimoss|cancellat|tolt|eliminat|disiscritt)[oaie]\b",
+        r"\bastene(te|rvi|tevi|rsi)\w* da(l|ll'|llo)? ?(contattar|scriver|inviar|mandar)",
     ),
     "nl": (
         r"\b(geen|niet langer) (e-?mails|mails|berichten|nieuwsbrieven)( meer)?\b.{0,20}\bontvangen\b",
         r"\bgeen (e-?mails|mails|berichten) meer\b",
         r"\bstop (met|nu met) (mailen|e-?mailen|sturen|berichten)\b",
-        r"\bhaal (me|mij|ons) (van|uit)\b",
+        r"\bhaal (me|mij|ons)( \w+){0,2} (van|uit|eraf)\b", r"\bhaal (me|mij|ons) er( \w+){0,2} af\b",
+        r"\bhaal (mijn|onze) \w+ (van|uit)\b",
+        r"\b(me|mij|ons|mijn \w+|onze \w+|dit (e-?mail)?adres) (\w+ )?(van|uit) (uw|jullie|de|je|deze|het)"
+        r" \w*(lijst|bestand|database|crm)\w*( \w+)? (te )?(halen|gehaald|verwijderen|verwijderd|schrappen"
+        r"|geschrapt)\b",
+        r"\bneem geen contact (meer )?(met (mij|me|ons) )?op\b",
+        r"\bgeen (\w+ ){0,2}?(e-?mails|mails|mailtjes|berichten|follow-?ups|herinneringen|nieuwsbrieven|reclame"
+        r"|aanbiedingen) meer\b",
+        r"\b(verwijderd|gewist|uitgeschreven|afgemeld|gehaald|geschrapt) (te )?(kunnen )?worden\b",
         r"\bverwijder (mij|me|ons|mijn|onze)\b",
-        r"\bniet meer (mailen|benaderen|contacteren)\b", r"\buit (te )?schrijven\b", r"\bschrijf (me|mij|ons) uit\b",
+        r"\bniet (meer|verder|langer) (te )?(mailen|e-?mailen|benaderen|contacteren|lastigvallen)\b",
+        r"\buit (te )?schrijven\b", r"\bschrijf (me|mij|ons) uit\b", r"\bgeen acquisitie meer\b",
+        r"^\W*(van|uit) (de|uw|jullie|je) \w*(lijst|bestand)\w* (te )?(halen|verwijderen|schrappen)\b",
+        r"\b(wens|wensen) geen (verdere |verder )?(contact|correspondentie|mails|berichten|e-?mails)\b",
+        r"\b(dit|mijn) (e-?mail)?adres niet (meer|langer) (te )?gebruiken\b",
+        r"^\W*(hou|houd) (toch |nou |nu |eens |er )?(op|mee op)\b",
     ),
     "pt": (
         r"\b(removam|remova|removem|apaguem|apague|retirem|tirem)( o| a)? (meu|minha|meus|minhas|me)\b",
+        r"\b(tirar|retirar|remover|apagar|excluir|descadastrar|tirem|retirem|removam|apaguem|excluam|descadastrem)"
+        r"-(me|nos)\b",
         r"\bnao (quero|queremos|desejo) (receber )?mais\b",
         r"\bparem de (me |nos )?(enviar|mandar|escrever|contactar|contatar)",
         r"\bnao (me|nos) (enviem|mandem|escrevam|contactem|contatem) mais\b",
+        r"\bser (removid|retirad|excluid|descadastrad|apagad|eliminad)[oa]s?\b",
+        r"\babst(enham|enha|er)-se de (me |nos )?(contactar|contatar|enviar|escrever)",
+        r"\bnenhum (e-?mail|email|contato|contacto|envio) a mais\b|\bmais nenhum (e-?mail|email|contato|envio)\b",
     ),
     "pl": (
         r"\bnie (chce|chcemy|zycze sobie) (otrzymywac|dostawac|wiecej)",
         r"\b(usun|usuncie|usunac|usuniecie|wypiszcie|wypisz) (mnie|moj|moje|mojego|moich|nas)\b",
         r"\bprzesta(c|ncie|n) (do mnie |do nas )?(pisac|wysylac)",
-        r"\bprosze (mnie )?(nie pisac|wiecej nie pisac)\b",
+        r"\bprosze (juz )?(mnie )?(juz )?(nie pisac|wiecej nie pisac|nie wysylac|nie kontaktowac)\b",
+        r"\bniekontaktowanie\b", r"\bani jednego (maila|wiadomosci)\b", r"\bprosze (juz )?nie ponawiac\b",
+        r"\b(zostawcie|zostaw|zostawic)\b.{0,25}\bw spokoju\b|\bdajcie (mi|nam) spokoj\b",
+        r"\bpowstrzyma\w* (sie )?od (kontakt|wysyl|pisan)\w*",
+        r"\bzostac (usuniet|wypisan|wykreslon|skreslon)\w*",
+        r"\bkoniec z (mailami|wiadomosciami|reklamami|newsletter\w*)\b",
     ),
 }
 # Concepts, so wording nobody listed is read too: a request to stop, a wish to receive nothing, a removal of the
@@ -194,33 +270,39 @@ _STOP = {
 _STOP_VERB = (
     r"\b(stop|cease|quit|halt|horen sie auf|aufhoren|cessez|cesser|arretez|arreter|dejen de|dejad de|deje de"
     r"|dejar de|smettete|smettere|smetti|stop met|ophouden|hou op|houd op|parem de|parar de|pare de|paren de"
-    r"|deixem de|deixar de|deixe de|przestan\w*|przestac)\b"
+    r"|deixem de|deixar de|deixe de|przestan\w*|przestac|interromp\w*|unterlassen|beenden|zaprzesta\w*)\b"
 )
 _CONTACT = (
-    r"\b(e-?mail\w*|mail\w*|messag\w*|contact\w*|communications?|correspondence|newsletters?|writ\w*|send\w*"
+    r"\b(e-?mail\w*|mail\w*|messag\w*|contact\w*|contatt\w*|contat\w*|communications?|correspondence|newsletters?"
+    r"|writ\w*|send\w*|follow\w*|chas\w*|circl\w*|pester\w*|bugg\w*|hassl\w*|bother\w*"
     r"|spamm?\w*|receiv\w*|kontakt\w*|nachrichten|zusendungen|schreiben|anzuschreiben|erhalten|courriels?|envoy\w*"
     r"|envoi\w*|ecri\w*|recevoir|sollicit\w*|correos?|comunicaci\w*|mensajes?|escrib\w*|recibir|envi\w*"
     r"|ricever\w*|comunicazioni|messaggi|scriver\w*|inviar\w*|ontvangen|berichten|mailen|sturen|benaderen"
-    r"|receber|mensagens|comunicacoes|escrever|otrzymywac|wiadomosci|pisac|wysylac)\b"
+    r"|receber|mensagens|comunicacoes|escrever|otrzymywac|wiadomosci|pisac|wysylac|follow-?ups?|reminders?)\b"
 )
 _NO_WISH = (
     r"\b((do not|don'?t|dont|no longer) (want|wish|need|care)"
-    r"|(ich|wir) (mochte|mochten|will|wollen) (keine|nicht mehr)"
+    r"|(ich|wir) (mochte|mochten|will|wollen) (keine|nicht mehr|nichts mehr|nix mehr)"
     r"|ne (veux|voulons|souhaite|souhaitons|desire) plus|no (deseo|deseamos|quiero|queremos)"
     r"|non (voglio|vogliamo|desidero|desideriamo)|nao (quero|queremos|desejo|desejamos)"
     r"|(ik|wij|we) (wil|willen) (geen|niet)"
-    r"|nie (chce|chcemy|zycze sobie|zyczymy sobie))\b"
+    r"|nie (chce|chcemy|zycze sobie|zyczymy sobie)"
+    r"|(would |'d )?(rather not|prefer not to|prefer no)|lieber (keine|nicht)|prefere ne (plus|pas)"
+    r"|(prefiero|preferiria) no|(preferisco|preferirei) non|liever (geen|niet)|(prefiro|preferia) nao"
+    r"|(wole|wolalbym|wolalabym|wolelibysmy) nie)\b"
 )
 _RECEIVE = (
     r"\b(receiv\w*|hear from|be contacted|any (more )?(e-?mails?|mails?|messages?|contact|communications?)"
     r"|erhalten|bekommen|kontaktiert|recevoir|etre contacte\w*|recibir|ser contactad\w*|mas (correos|comunicaciones"
     r"|mensajes|emails)|ricever\w*|essere contattat\w*|ontvangen|benaderd|receber|ser contactad\w*|otrzymywac"
-    r"|dostawac|dalszego kontaktu|kontaktu|wiadomosci)\b"
+    r"|dostawac|dalszego kontaktu|kontaktu|wiadomosci|hear|get|follow-?ups?|relances|seguimientos|solleciti"
+    r"|herinneringen|lembretes|przypomnien\w*|nachfass\w*|horen)\b"
 )
 _REMOVE = (
     r"\b(remov\w*|delet\w*|eras\w*|drop|lose|purge|wipe|entfern\w*|losch\w*|streich\w*|retir\w*|suppr\w*"
     r"|effac\w*|enlev\w*|elimin\w*|borr\w*|quiten\w*|quitad\w*|quitar\w*|saquen\w*|rimuov\w*|rimozione"
-    r"|cancell\w*|togli\w*|verwijder\w*|schrap\w*|apag\w*|tirem|retirem|usun\w*|wykresl\w*)\b"
+    r"|cancell\w*|togli\w*|verwijder\w*|schrap\w*|apag\w*|tirem|retirem|usun\w*|wykresl\w*|oubliez|olvidense"
+    r"|olvidad|olvidate|dimenticate|dimentichi|dimentica|esquecam|esqueca|esquece|vergeet|zapomnijcie|zapomnij)\b"
 )
 _OWN_OBJECT = (
     r"\b((my|our) (e-?mail|email address|address|contact|details|data|name|info\w*)|me from"
@@ -230,7 +312,13 @@ _OWN_OBJECT = (
     r"|(o meu|os meus|a minha|meu|meus) (e-?mail|endereco|contacto|contato|dados)|moj\w* (adres\w*|e-?mail\w*|dan\w*"
     r"|kontakt\w*)|(from|aus|de|dalla|uit|da|z) (your|ihrer|ihrem|vos|votre|su|vuestra|vostra|uw|jullie|vossa|sua"
     r"|waszej|tej) (list\w*|database|datenbank|verteiler\w*|fichiers?|base de datos|lista|bestand|base de dados"
-    r"|listy))\b"
+    r"|listy)|[\w.+-]+@[\w-]+(\.[\w-]+)+"
+    r"|(our|unsere\w*|notre|nuestr\w*|nostr\w*|onze|ons|nossa|nosso|nasz\w*) (whole|entire|ganze\w*|gesamte\w*"
+    r"|komplette\w*|hele|volledige|toute|tutta|cal\w*) (company|firm|domain|organi[sz]ation|business|office|firma"
+    r"|unternehmen|haus|societe|entreprise|empresa|azienda|ditta|bedrijf|organisatie|domein|kantoor|domene|grupo"
+    r"|group|gruppo|groep)"
+    r"|(whole|entire|all of|toda a|toute|l'ensemble de|tutta la|cala|alle) (our|notre|nossa|nostra|nasza|unsere)"
+    r" (company|firm|domain|societe|entreprise|empresa|azienda|bedrijf|firme|firma|domene|grupo|group))\b"
 )
 _CONCEPTS = (
     (re.compile(_STOP_VERB), re.compile(_CONTACT), 40),
@@ -251,8 +339,10 @@ def _concept_spans(sentence: str) -> list[tuple[int, int]]:
 
 # A sentence that is only the word: "Stop.", "Please stop!", "Basta.", "Halt!".
 _BARE_SENTENCE_RE = re.compile(
-    r"^\W*(please |pls |bitte |por favor |svp )?(stop|halt|basta|stopp|arrete|arretez|parem|para|stoppen)"
-    r"( it| now| please| bitte| por favor| svp)?\W*$"
+    r"^\W*(please |pls |bitte |por favor |svp |per favore |prosze |alsjeblieft |aub )?(stop|halt|basta|stopp|arrete"
+    r"|arretez|parem|para|stoppen|enough|no more|basta ya|chega|genoeg|wystarczy|dosc|plus jamais|mai piu|nunca mais"
+    r"|es reicht|jetzt reichts|ca suffit|(bitte )?(nicht|keine) mehr)"
+    r"( it| now| please| bitte| por favor| svp| already| ja| jetzt| pls)?\W*$"
 )
 
 # ---------------------------------------------------------------------------------------------------------
@@ -271,7 +361,7 @@ _DEMAND = (
     r"|effac\w+|suppr\w+|oppos\w+|acces|retir\w+"
     r"|supres\w+|suprim\w+|borr\w+|elimin\w+|cancelaci\w+|acceso|oposici\w+|opongo|baja"
     r"|cancell\w+|accesso|opposizione|oppongo"
-    r"|verwijder\w*|inzage|bezwaar|wissen"
+    r"|verwijder\w*|inzage|bezwaar|gegevens (?:te )?wissen|gewist|wis\b"
     r"|apag\w+|acesso|oposi\w+|oponho|exclu\w+"
     r"|usun\w+|dostep\w*|sprzeciw\w*|wglad\w*)"
 )
@@ -289,6 +379,15 @@ _SOURCE = (
     r"|\bwaar (heeft u|heb je|hebben jullie)\b.{0,30}\b(mijn|onze)\b.{0,30}\bvandaan\b"
     r"|\bonde (obtiveram|conseguiram|arranjaram|obteve|encontraram)\b.{0,20}\b(o meu|a minha|os meus|meu)"
     r"|\bskad (macie|masz|ma pan|ma pani|mieliscie)\b.{0,20}\b(moj|moje|mojego)"
+    r"|\b(which|what) source\b.{0,30}\b(my|our)\b|\bsource de (mes|mon|nos|notre)\b|\bz jakiego zrodla\b"
+    r"|\b(aus welcher|welche) quelle\b.{0,30}\b(meine|unsere)\b|\bde que fuente\b|\bda quale fonte\b|\bde que fonte\b"
+    r"|\bhoe (komt|kwam|komen) (u|je|jullie) aan (mijn|dit|ons|onze)\b"
+    r"|\b(dane|danych|adres\w*|mail\w*)\b.{0,60}\bskad (je|go|ja) (macie|wzieliscie)\b"
+    # "who sold you my address?" in each language: a list broker named, not a friendly "who gave you my address?"
+    r"|\bwer hat (ihnen|euch|dir) (meine|unsere)\b.{0,30}\bverkauft|\bqui vous a vendu\b|\bd'ou (tenez|sortez)-vous\b"
+    r"|\bquien (les|os|te|le) (vendio|ha vendido)\b|\bchi (vi|ti|le) ha venduto\b"
+    r"|\bwie heeft (u|jullie|je) (mijn|ons|onze)\b.{0,30}\bverkocht|\bquem (vos|lhes|te|lhe) vendeu\b"
+    r"|\bkto (wam|panu|pani|panstwu|ci) (sprzedal|sprzedala)\b"
 )
 _DEMAND_RE = re.compile(_DEMAND)
 _FIRST_PERSON_RE = re.compile(_FIRST_PERSON)
@@ -317,9 +416,14 @@ _OWN_DATA_OBJECT_RE = re.compile(
 
 _OTHERS = (
     r"\b(team|users?|staff|employees?|customers?|clients?|colleagues?|members?|subscribers?|recipients?|people"
-    r"|kunden|nutzer\w*|mitarbeiter\w*|benutzer\w*|utilisateurs?|abonnes|salaries|equipe|usuarios|clientes"
+    r"|kunden|nutzer\w*|mitarbeiter\w*|benutzer\w*|utilisateurs?|abonnes|salaries|equipe|usuarios|clientes|clienti"
     r"|empleados|equipo|utenti|dipendenti|squadra|klanten|gebruikers|medewerkers|utilizadores|funcionarios|equipa"
-    r"|klientow|klienci|uzytkownik\w*|pracownik\w*|zespol\w*)\b"
+    r"|klientow|klienci|uzytkownik\w*|pracownik\w*|zespol\w*|students?|pupils?|patients?|schuler\w*|studenten"
+    r"|patienten|mitglieder\w*|etudiants?|eleves?|patients?|membres|collaborateurs|alumnos|estudiantes|pacientes"
+    r"|socios|plantilla|studenti|alunni|pazienti|soci|collaboratori|leerlingen|patienten|leden|werknemers|personeel"
+    r"|alunos|estudantes|colaboradores|uczniow\w*|uczniowie|studenc\w*|pacjenc\w*|czlonk\w*|contacts|kontakte"
+    r"|contactos|contatti|contatos|contacten|kontakty|(a|an|un|une|ein|eine?n?|um|uma|een) (contact|kontakt|contacto"
+    r"|contatto|contato|prospect|lead|recipient))\b"
 )
 _OTHERS_RE = re.compile(_OTHERS)
 _FIRST_PERSON_OBJECT_RE = re.compile(
@@ -328,7 +432,13 @@ _FIRST_PERSON_OBJECT_RE = re.compile(
 )
 _TOPIC_AFTER_RE = re.compile(
     r"^\W{0,2}(rates?|links?|buttons?|process|flow|requests?|handling|management|feature|page|option|url|tools?"
-    r"|quote|quotas?|raten?|quote|taux|tasa|tassi|tasso)\b"
+    r"|quote|quotas?|raten?|quote|taux|tasa|tassi|tasso|headers?|funktion|fonction|funcion|funzione|functie|funcao"
+    r"|funkcja)\b"
+)
+# The key word as a noun after an article or a possessive: "le disiscrizioni dei nostri clienti", "your unsubscribes".
+_ARTICLE_BEFORE_RE = re.compile(
+    r"\b(the|le|la|les|los|las|gli|het|die|der|den|des|os|as|your|our|their|vos|nos|ihre|unsere|vostre|vostri)\s+$"
+    r"|\blist-$"  # the List-Unsubscribe header
 )
 # A sentence ends at . ! ? or a line's end; not at "Art. 17", "e.g." or "3.5".
 _SENTENCE_RE = re.compile(r"(?:[^.!?\n]|[.!?](?=[ \t]*\d|\w))+[.!?]*")
@@ -376,7 +486,9 @@ def stop_spans(line: str) -> list[tuple[int, int]]:
         if not _asks_about(sentence):
             spans += [(start + a, start + b) for a, b in _concept_spans(sentence)]
         for word in _WORD_RE.finditer(sentence):
-            if is_key_word(word.group()) and not is_topic(sentence[word.end() :]):
+            if is_key_word(word.group()) and not is_topic(sentence[word.end() :]) and not (
+                _ARTICLE_BEFORE_RE.search(sentence[: word.start()])
+            ):
                 spans.append((start + word.start(), start + word.end()))
     return sorted(set(spans))
 
@@ -434,6 +546,7 @@ def stop_set_aside(text: str) -> bool:
             continue
         if _about_others(sentence) or _asks_about(sentence):
             return True
-        if any(negated_before(sentence[:start]) or is_topic(sentence[end:]) for start, end in spans):
+        if any(negated_before(sentence[:start]) or negated_after(sentence[start:]) or is_topic(sentence[end:])
+               for start, end in spans):
             return True
     return False

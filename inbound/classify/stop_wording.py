@@ -28,7 +28,8 @@ import re
 from itertools import islice
 
 from . import optout
-from .optout import negated_before
+from .negation import negated_after, negated_before
+from .someone_else import about_a_detail, third_party_at
 
 # The whole subject, not a word in it: "Re: Stop losing leads" is a reply.
 UNSUBSCRIBE_SUBJECT_RE = re.compile(
@@ -76,7 +77,7 @@ _REQUESTS = {
         r"\barrêtez de (m'|me |nous )?(écrire|envoyer|contacter)",
     ),
     "es": (
-        r"\b(dar|darme|dame|denme|dadme|darnos|dennos|nos) de baja\b",
+        r"\b(dar|darme|darse|dame|denme|dadme|darnos|dennos|nos) de baja\b",
         r"\b(elimínenme|eliminadme|bórrenme|borradme|sáquenme|sacadme|quítenme|quitadme)\b",
         r"\bme eliminen de\b", r"\beliminar(me)? de (su|la|vuestra) lista",
         r"\b(borren|eliminen|borrar|eliminar|borrad|eliminad) (mi|mis|nuestros?) (dirección|correo|datos|email)",
@@ -102,7 +103,14 @@ UNSUBSCRIBE_RE = re.compile("|".join(p for patterns in _REQUESTS.values() for p 
 FOOTER_LINE_RE = re.compile(
     r"https?://|mailto:|you (are )?receiv(ed|ing) this|click here|manage (your )?(subscription|preferences)"
     r"|^\W*(to|if you (would like|wish|want|prefer|'d like|’d like) to) (unsubscribe|opt out|stop receiving)"
-    r"|\byou (can|may) (unsubscribe|opt out)|\bunsubscribe (here|at any time|anytime)",
+    r"|\byou (can|may) (unsubscribe|opt out)|\bunsubscribe (here|at any time|anytime)"
+    # The same footers in the other languages: "cliquez ici", "Para deixar de receber ..., clique aqui", a link bar.
+    r"|cliquez ici|hier klicken|klicken sie hier|haga clic|haz clic|clique aqu[ií]|clicca qui|klik hier"
+    r"|kliknij (tutaj|tu)"
+    r"|^\W*(pour (vous )?(désabonner|désinscrire)|para (darse de baja|dejar de recibir|deixar de receber)"
+    r"|per (disiscriverti|non ricevere più)|om (je|u) af te melden|zum abmelden|um sich abzumelden|aby (się wypisać"
+    r"|zrezygnować))"
+    r"|\|\s*(impressum|datenschutz|privacy|imprint|mentions légales|aviso legal|privacidad)\b",
     re.I,
 )
 _SIGNATURE_LINE = {"--", "-- "}
@@ -126,8 +134,10 @@ _OTHER_SOURCE_AFTER_RE = re.compile(
     re.I,
 )
 # The link, page or button named, not used: "the unsubscribe link doesn't work", "le lien de désinscription".
-_LINK_AFTER_RE = re.compile(r"^\w*\s*(link|button|page|option|url|lien|enlace|knopf)\b", re.I)
-_LINK_BEFORE_RE = re.compile(r"\b(lien|bouton|page|enlace|link)( de| para| zum| to)?\s*$", re.I)
+_LINK_AFTER_RE = re.compile(
+    r"^[ \t\"'“”-]*(\w+[ \t\"'“”-]+){0,2}?(link|button|page|option|url|lien|enlace|knopf)\b", re.I)
+_LINK_BEFORE_RE = re.compile(
+    r"\b(liens?|boutons?|pages?|enlaces?|links?)( de| para| zum| to| di| per| do| om)?\s*$", re.I)
 
 
 def unsubscribe_phrase(text: str) -> str:
@@ -171,7 +181,9 @@ _LINE_LIMIT = 2000  # characters of one line read: a request is a sentence, not 
 def _is_request(line: str, start: int, end: int) -> bool:
     # The request's own sentence is all that counts, and a bounded window keeps a huge line cheap.
     before, after = line[max(0, start - _WINDOW) : start], line[end : end + _WINDOW]
-    if negated_before(before):
+    if negated_before(before) or negated_after(line[start : start + _WINDOW]):
+        return False
+    if third_party_at(line, start, end) or about_a_detail(line, start, end):
         return False
     if _LINK_AFTER_RE.search(after) or _LINK_BEFORE_RE.search(before) or optout.is_topic(after):
         return False

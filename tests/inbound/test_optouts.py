@@ -13,6 +13,7 @@ import pytest
 
 from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
+from inbound.classify.reply import demand_words
 from inbound.kinds import Kind
 from inbound.models import InboundMessage
 from proving.harness import mails
@@ -81,6 +82,28 @@ OPT_OUTS = [
     "Proszę przestać do mnie pisać.",
     "Where did you get my email address?",
     "Op grond van de AVG verzoek ik om verwijdering van mijn persoonsgegevens.",
+    # Passive wishes to be taken off, in each language.
+    "I'd like to be removed from your mailing list, please.",
+    "Ich möchte aus Ihrem Verteiler entfernt werden.",
+    "Serait-il possible d'être retiré de vos envois ?",
+    "Gostaria de ser removido da vossa lista de distribuição.",
+    "Zou ik van uw verzendlijst gehaald kunnen worden?",
+    "Chciałbym zostać usunięty z Państwa listy mailingowej.",
+    # Wording the tables missed: follow-ups, a stopped dispatch, a missing accent, one's own address named.
+    "Not interested, sorry. Please don't send any more follow-ups.",
+    "Bitte stellen Sie den Versand an mich ein.",
+    "Je ne suis pas client. Ne me contactez plus.",
+    "eliminenme porfavor",
+    "Haal me alstublieft van de lijst.",
+    "Removam contato@marcenaria-example.com.br de todos os envios futuros.",
+    "Olvídense de mi correo, por favor.",
+    "Vi prego di astenervi dallo scrivermi in futuro.",
+    "Nie jestem zainteresowany i wolałbym, żeby Pan już nie pisał.",
+    "NO MORE.",
+    # The same request in every language: the next follow-up spared, a domain blocked, the whole team stopped.
+    "Spare yourself the next follow-up, the answer won't change.",
+    "Block our domain on your side, nobody here wants these.",
+    "Please stop for the whole team - we've had the same email at four addresses.",
 ]
 
 DATA_REQUESTS = [OPT_OUTS[3], DSGVO_ERASURE, OPT_OUTS[5], OPT_OUTS[12], OPT_OUTS[13]]
@@ -101,6 +124,34 @@ NEAR_MISSES = [
     "Pas d'inquiétude, je ne cherche pas à me désinscrire : je signale juste une coquille dans l'objet.",
     "¿Cómo puedo dar de baja a mi equipo del boletín de Holded? Ya que trabajáis en esto, quizá lo sepáis.",
     "Comment désinscrire toute mon équipe de la newsletter de Qonto ?",
+    # Negated after the verb (German, Dutch) or with "no need" in the other languages.
+    "Bitte tragen Sie mich nicht aus, ich antworte nur spät.",
+    "Nehmen Sie mich bitte nicht aus dem Verteiler, ich lese alles.",
+    "Nein danke, wir sind versorgt. Austragen müssen Sie mich aber nicht.",
+    "Nee dank u, we zijn voorzien. Afmelden hoeft niet, hoor.",
+    "Non merci, nous sommes équipés. Pas besoin de me retirer de la liste pour autant.",
+    "No es necesario darme de baja, simplemente ahora no lo necesito.",
+    "¡Nada de darme de baja! Envíenme el caso de éxito, por favor.",
+    "Non serve disiscrivermi, semplicemente ora non mi serve.",
+    "Não é preciso descadastrar-me, simplesmente agora não preciso disto.",
+    "Nie ma potrzeby mnie wypisywać, po prostu teraz tego nie potrzebuję.",
+    "Remove me? No need - just send the price list.",
+    "Don't worry, I'm not going to unsubscribe - I just wanted to say the video link is broken.",
+    # Someone else taken off, by name or pronoun: a referral.
+    "Please remove Anna Berg from your list, she left in March. Tom Hale runs procurement now.",
+    "Maria left the company. Please take her off your list and write to Tom Hale instead.",
+    "Bitte streichen Sie Frau Roth aus dem Verteiler, sie ist in Rente. Zuständig ist Herr Klein.",
+    # A scheduling detail, an old address or the thread at hand.
+    "Stop sending me time slots, ha - I've booked Thursday 11am via your link. See you then.",
+    "Arrêtez de m'envoyer des créneaux, j'ai réservé jeudi 11h via votre lien. À jeudi !",
+    "Interested - but please delete my old address j.king@oldco-example.com and use this one.",
+    "Please take me off this thread and loop in my colleague Ben Ortiz, he handles procurement.",
+    # Others, a topic, a link.
+    "Wie können sich unsere Schüler von den Benachrichtigungen Ihres Systems abmelden?",
+    "Come gestisce il vostro strumento le disiscrizioni dei nostri clienti? Per noi è indispensabile.",
+    "Il vostro link di disiscrizione dà errore 404. Non voglio disiscrivermi, ve lo segnalo e basta.",
+    "Does your platform handle unsubscribe links and the List-Unsubscribe header automatically?",
+    "Votre outil gère-t-il automatiquement les liens de désinscription ?",
 ]
 
 
@@ -129,6 +180,26 @@ def test_a_near_miss_stays_a_human_reply(text: str) -> None:
 
     assert result.kind == Kind.HUMAN_REPLY, result.reason
     assert suggest(result.reply_text).category is not Category.UNSUBSCRIBE
+
+
+def test_wissen_is_erasure_in_dutch_only():
+    """Dutch "gegevens wissen" demands erasure; German "wissen" (to know) in a question about hosting does not."""
+    assert demand_words("Ik verzoek u op grond van de AVG mijn gegevens te wissen.", "")
+    assert not demand_words("Als Datenschutzbeauftragter muss ich vor dem Kauf wissen, wo Sie die Daten speichern.", "")
+
+
+# A newsletter footer under an away note, in the other languages: the footer is no request of the person's.
+AWAY_WITH_FOOTER = [
+    "Je suis absent jusqu'au 25 août inclus, sans accès à mes mails.\n\n"
+    "Pour vous désabonner de nos communications, cliquez ici.",
+    "Estou de licença até 20 de janeiro.\n\nPara deixar de receber as nossas comunicações, clique aqui.",
+    "Ich bin bis einschließlich 18. Juli nicht im Büro.\n\nNewsletter abbestellen | Impressum | Datenschutz",
+]
+
+
+@pytest.mark.parametrize("text", AWAY_WITH_FOOTER)
+def test_a_newsletter_footer_under_an_away_note_is_not_a_request(text: str) -> None:
+    assert classify(message(text)).kind == Kind.AUTO_REPLY
 
 
 # A person's away note that also asks to stop: read as an auto-reply by its words, it is heard as the request.

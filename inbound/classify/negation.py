@@ -1,0 +1,63 @@
+"""Negation of a request to stop, read the same by the phrases (stop_wording.py), the opt-out guard (optout.py) and
+the replies inbox (intent.py): "please don't remove me", "no quiero darme de baja", "tragen Sie mich nicht aus". Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Just before the request, in its clause: a negation, with nothing but "please", "want to" and the like
+# between ("please don't remove me", "I don't want to unsubscribe", "bitte nicht abmelden").
+_NEGATIONS = "not never dont didnt doesnt wont nicht nie no non não nao niet ne keinesfalls niente".split() + [
+    "no need to", "no need for", "auf keinen fall", "nicht nötig", "nicht notwendig", "non c'e bisogno di",
+    "non c'è bisogno di", "non serve", "no hace falta", "no es necesario", "nada de", "nao precisa", "não precisa",
+    "não é preciso", "nao e preciso", "não é necessário", "nao e necessario", "hoeft niet", "niet nodig",
+    "nie musi", "nie trzeba", "nie ma potrzeby", "pas de", "pas besoin de", "inutile de", "pas la peine de"]
+_BETWEEN = ("please pls to i we you want wish need would like do be ever bitte sie mich uns möchte will wollen quiero"
+            " queremos me nos voglio quero ik wil mnie proszę prosze den chcę chce się sie mi ask asking pido que"
+            " chiedo di vraag vragen om peço going gonna pan pani panie o").split()
+_NEGATED_BEFORE_RE = re.compile(
+    rf"(?:\b(?:{'|'.join(_NEGATIONS)})\b|n['’]t)\s*(?:(?:{'|'.join(_BETWEEN)})\s+)*$", re.I
+)
+# French wraps the verb: "je ne cherche pas à me désinscrire", "je ne veux pas me désabonner" (the writer as its
+# object: "je ne veux pas recevoir vos mails" still asks to stop).
+_NE_PAS_BEFORE_RE = re.compile(
+    r"\bne\s+\w+\s+pas\s+(?:(?:(?:à|a|de|d['’])\s*)?(?:me\s+|m['’]|nous\s+)|(?:à|a|d['’])\s*)$", re.I)
+_CLAUSE_END_RE = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\b(but|aber|mais|pero|(?<!nie )ma|mas|maar)\b", re.I)
+NEGATION_WINDOW = 200
+
+
+def negated_before(before: str) -> bool:
+    """Whether the words just before a request, in its clause, negate it ("please don't", "no quiero")."""
+    before = before[-NEGATION_WINDOW:]
+    clause_start = max((m.end() for m in _CLAUSE_END_RE.finditer(before)), default=0)
+    clause = before[clause_start:]
+    return bool(_NEGATED_BEFORE_RE.search(clause) or _NE_PAS_BEFORE_RE.search(clause))
+
+
+# German and Dutch put the negation after the verb: "nehmen Sie mich bitte nicht raus", "tragen Sie mich nicht aus",
+# "Austragen müssen Sie mich aber nicht", "verwijder mij alsjeblieft niet", "Afmelden hoeft niet". "nicht mehr",
+# "niet meer" (no longer) and "nicht nur" (not only) ask to stop all the same.
+_AFTER_VERB = ("sie du ihr mich uns mir bitte doch aber auch ja jetzt noch müssen musst müsst brauchen brauchst"
+               " braucht sollen sollten dürfen u je jullie mij me ons alsjeblieft alstublieft aub hoeft hoeven hoor"
+               " maar ook nog").split()
+_NEGATED_AFTER_RE = re.compile(
+    rf"^\S*(?:[ \t]+(?:{'|'.join(_AFTER_VERB)}))*[ \t]+(?:nicht|nirgends|nirgendwo|keinesfalls|auf keinen fall|niet"
+    r"|nergens)\b"
+    r"(?![ \t]+(?:mehr|länger|langer|weiter|wieder|nur|bloß|bloss|allein|meer|alleen)\b)",
+    re.I,
+)
+# A request asked and answered no at once: "Remove me? No need.", "Abmelden? Nein, bloß nicht."
+_ANSWERED_NO_RE = re.compile(
+    r"^[^.!?\n]{0,30}\?\s*(?:no need|not needed|no,|no\.|no!|nope|nah|nein|kein bedarf|non[,.!]|pas besoin"
+    r"|pas la peine|no hace falta|no es necesario|niet nodig|nee[,.!]|nie trzeba|nie[,.!]|nao precisa|não precisa"
+    r"|non serve|non c'è bisogno)",
+    re.I,
+)
+
+
+def negated_after(request: str) -> bool:
+    """Whether the words of a request, from its first word on, negate it after its verb ("tragen Sie mich nicht
+    aus") or answer it no ("Remove me? No need.")."""
+    request = request[:NEGATION_WINDOW]
+    return bool(_NEGATED_AFTER_RE.search(request) or _ANSWERED_NO_RE.search(request))

@@ -1,0 +1,74 @@
+"""Words of stopping said of someone or something else, not of our mail to the writer: someone else taken off by name
+or pronoun ("remove Anna Berg from your list, she left"), a scheduling detail ("stop sending me time slots"), an
+old address ("delete my old address and use this one") or the thread at hand ("take me off this thread and loop
+in Ben"). stop_wording.py reads no request there, and the replies inbox (intent.py) no Unsubscribe phrase; the
+learned model reads the rest. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .optout import fold
+
+# Someone else taken off, by name or pronoun: "remove Anna Berg from your list", "take her off your list",
+# "streichen Sie Frau Roth aus dem Verteiler", "quiten a Marta Gil de sus envíos". Read on the text as written (a
+# name is a capitalised word), right after the request's verb or right before a request without one.
+_TITLE = (r"(?:Mr|Mrs|Ms|Miss|Dr|Frau|Herrn?|M|Mme|Mlle|Monsieur|Madame|Sr|Sra|Srta|Señora?|Sig|Sig\.ra|Signora?"
+          r"|Dott|Dhr|Mevr|Mevrouw|Meneer|Pan|Pani|Pana|Panią|Senhora?|de heer)\.?")
+_NAME = (r"(?!(?:Me|Us|My|Our|This|That|These|All|Everyone|Everybody|Any|It|Please|Sie|Ihr\w*|Mich|Uns|Moi|Nous"
+         r"|Mij|Ons|Mnie|Nas|Mis?|Mes|Mon|Mein\w*|Unser\w*|Notre|Nos|The|Your|You|Info|Sales|Contact|Kontakt|Email"
+         r"|Mail)\b)[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ]+")
+_COLLEAGUE = (r"(?i:(?:(?:my|our|meine?|unsere?|ma|mon|mes|mi|mis|la mia|il mio|a minha|o meu|minha|meu|mijn|onze"
+              r"|moj\w*|moją)\s+)?(?:colleague|kollegin|kollege|kollegen|collègue|collegue|compañera?|companera?"
+              r"|collega|colega|koleżank\w*|kolezank\w*|koleg\w*))")
+_THIRD_PARTY_AFTER_RE = re.compile(
+    rf"^-?\s*(?:(?:please|bitte|svp|por favor|per favore|alsjeblieft|aub|Sie|a|o)\s+)*"
+    rf"(?:(?:her|him|ihn|hem|haar)\b|-(?:la|le|lui|lo|a|o)\b|{_TITLE}\s+{_NAME}|{_COLLEAGUE}\s+{_NAME}"
+    rf"|{_NAME}(?:\s+{_NAME})?\s+(?:from|off|de|aus|von|da|dalla|dai|dagli|uit|van|z|ze|dos|das|del|des)\b)"
+)
+_THIRD_PARTY_BEFORE_RE = re.compile(
+    rf"(?:\b(?:her|him|ihn|hem|haar)|Sie sie|(?:{_TITLE}|{_COLLEAGUE})\s+{_NAME}(?:\s+{_NAME})?"
+    rf"|\b(?:take|get|put|nehmen Sie|streichen Sie|tragen Sie|haal)\s+{_NAME}(?:\s+{_NAME})?)"
+    r"\s+(?:(?:please|bitte|alsjeblieft)\s+)?$"
+)
+
+
+def third_party_at(line: str, start: int, end: int) -> bool:
+    """Whether the request found at line[start:end] takes someone else off, named or "her"/"him", not the writer."""
+    verb = re.match(r"\w+", line[start:end])
+    after = line[start + verb.end() : end + _REACH] if verb else ""
+    before = line[max(0, start - _REACH) : start]
+    return bool(_THIRD_PARTY_AFTER_RE.search(after) or _THIRD_PARTY_BEFORE_RE.search(before))
+
+
+# A request whose object is a scheduling detail, an old address or the conversation at hand asks nothing of our mail
+# as such: "stop sending me time slots, I've booked", "arrêtez de m'envoyer des créneaux", "delete my old address and
+# use this one", "take me off this thread and loop in Ben" (mostly a referral: the model reads the rest).
+_SCHEDULING_AFTER_RE = re.compile(
+    r"^\W*(?:(?:me|us|mir|uns|m|nous|mi|mij|ons|mnie|sending|send|sturen|envoyer|mandar\w*|enviar\w*|wysylac"
+    r"|schicken|des|les|de|the|any|more|mais|piu|altri|calendar|kalender|meeting|met|zu)\W+){0,5}"
+    r"(?:options|slots|time ?slots|times|dates|creneaux|horaires|terminvorschlag\w*|terminoption\w*|horarios|fechas"
+    r"|orari|date|tijden|tijdstippen|datas|terminy|godziny)\b"
+)
+_OLD_ADDRESS_RE = re.compile(
+    r"\b(old|previous|former|alte\w*|fruhere\w*|ehemalige\w*|ancienne?|antigu[oa]|viej[oa]|vecchi[oa]|oude|vorige"
+    r"|antig[oa]|stary|starego|poprzedni\w*) (e-?mail|address|adresse|mail\w*|direccion|correo|indirizzo|adres"
+    r"|endereco|adresu?|e-?mailadres)\b"
+    r"|\b(e-?mail|address|adresse|adresu?|direccion|endereco|indirizzo) (antigu[oa]|antig[oa]|vecchi[oa])\b"
+)
+_THREAD_AFTER_RE = re.compile(
+    r"^\W*(?:(?:me|mich|mij|moi|mnie|bitte|please|off|from|out|of|aus|uit|de|da|dalla|van|z|desta|deste|dem|der|this"
+    r"|the|cet|cette|ce|este|esta|questa|questo|deze|dit|tej|tego|ten)\W+){0,4}(?:thread|cc|e-?mail chain|chain"
+    r"|conversation|loop|echange|fil|copie|verlauf|hilo|conversacion|copia|conversazione|gesprek|conversatie"
+    r"|mailwisseling|conversa|korespondencji|watku)\b"
+)
+_REACH = 60
+
+
+def about_a_detail(line: str, start: int, end: int) -> bool:
+    """Whether the request at line[start:end] stops a scheduling detail or removes an old address, not our mail."""
+    folded = fold(line)
+    after = folded[end : end + _REACH]
+    return bool(_SCHEDULING_AFTER_RE.search(after) or _THREAD_AFTER_RE.search(after)
+                or _OLD_ADDRESS_RE.search(folded[start : end + _REACH]))
