@@ -342,6 +342,11 @@ def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, A
     return out
 
 
+def p50_p99(summary: dict) -> str:
+    """A summary's p50 / p99 in whole milliseconds."""
+    return " / ".join("-" if summary.get(key) is None else f"{summary[key]:.0f}" for key in ("p50_ms", "p99_ms"))
+
+
 def _most_at_once(spans: list[tuple[float, float]]) -> int:
     """The most of the (start, end) spans that overlap at one instant."""
     edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
@@ -431,6 +436,11 @@ def run(ctx) -> dict[str, Any]:
             "watcher's own share; stop adds the pollers (a push polls the folder it was heard in). Pushes merged "
             "into a poll already asked for (no poll enqueued before the stop): "
             f"{', '.join(str(r['pushes_merged']) for r in runs.values())}.",
+            "the pollers' share, p50 / p99 ms: the poll's wait in the ingest queue "
+            + ", ".join(f"{design} {p50_p99(r['poll_queue_wait'])}" for design, r in runs.items())
+            + "; its run " + ", ".join(f"{design} {p50_p99(r['poll_run'])}" for design, r in runs.items())
+            + f"; waits over {LONG_WAIT:g} s by the most polls running meanwhile (2 pollers) "
+            + ", ".join(f"{design} {r['long_waits_by_polls_running'] or '-'}" for design, r in runs.items()) + ".",
             "peak RSS is the watcher process' VmHWM; idle CPU over 5 s with every folder in IDLE.",
             f"IDLE cycle {IDLE_SECONDS} s for both designs, so every folder is re-selected while replies arrive.",
         ],

@@ -46,6 +46,7 @@ from proving.bench.watcher import (
     folder_names,
     ingest_drained,
     make_accounts,
+    p50_p99,
     push_latencies,
 )
 from proving.harness import data, mails
@@ -383,10 +384,10 @@ def run(ctx) -> dict[str, Any]:
             "each of its leases is a survivor's, and until the survivors hold one connection per folder again; "
             "stop after kill: replies APPENDed into its folders right after the kill.",
             "where a stop's time goes, p50 / p99 ms per process count: APPEND -> poll enqueued "
-            + "; ".join(f"{r['processes']}: {_pair(r['push_to_enqueue'])}" for r in runs)
-            + ", the poll's wait in the queue " + "; ".join(f"{r['processes']}: {_pair(r['poll_queue_wait'])}"
+            + "; ".join(f"{r['processes']}: {p50_p99(r['push_to_enqueue'])}" for r in runs)
+            + ", the poll's wait in the queue " + "; ".join(f"{r['processes']}: {p50_p99(r['poll_queue_wait'])}"
                                                             for r in runs)
-            + ", its run in a poller " + "; ".join(f"{r['processes']}: {_pair(r['poll_run'])}" for r in runs)
+            + ", its run in a poller " + "; ".join(f"{r['processes']}: {p50_p99(r['poll_run'])}" for r in runs)
             + f"; waits over {LONG_WAIT:g} s by the most polls running meanwhile (2 pollers) "
             + "; ".join(f"{r['processes']}: {r['long_waits_by_polls_running'] or '-'}" for r in runs) + ".",
             "peak RSS: the largest watcher process' VmHWM.",
@@ -398,7 +399,4 @@ def run(ctx) -> dict[str, Any]:
 def _seconds(ms: float | None) -> float | None:
     return None if ms is None else round(ms / 1000, 2)
 
-
-def _pair(summary: dict) -> str:
-    return " / ".join("-" if summary.get(key) is None else f"{summary[key]:.0f}" for key in ("p50_ms", "p99_ms"))
 
