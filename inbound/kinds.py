@@ -1,4 +1,5 @@
-"""What an inbound message is, and how hard a bounce is: the classifier's answer and the ledger's stored value.
+"""What an inbound message is, how hard a bounce is, and what a person's reply means (its category): the
+classifier's answers and the ledger's stored values.
 
 Enums only (``TextChoices`` is an enum; importing ``django.db.models`` does no
 ORM work), so the pure classifier and the models share one vocabulary.
