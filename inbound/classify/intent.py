@@ -39,7 +39,7 @@ from .negation import NEGATION_WINDOW, negated_after, negated_before
 from .optout import DATA_REQUEST_CHARS, data_request_spans, stop_set_aside
 from .quotes import extract_reply_text
 from .return_date import MONTH_OF, WEEKDAY_OF
-from .someone_else import about_a_detail, third_party_at
+from .someone_else import said_of_another
 from .stop_wording import (
     FOOTER_LINE_RE,
     OOO_BODY_RE,
@@ -208,7 +208,9 @@ def _matches(body: str) -> list[Match]:
     found = []
     for category, language, strength, pattern in _compiled():
         found += [Match(category, strength, m.start(), m.end(), language) for m in pattern.finditer(body)
-                  if category is not Category.UNSUBSCRIBE or not _about_someone_or_something_else(body, m)]
+                  # words of stopping said of someone else or of a detail are left to the other phrases and the
+                  # model, as ingestion leaves them (stop_wording._is_request)
+                  if category is not Category.UNSUBSCRIBE or not said_of_another(body, m.start(), m.end())]
     # Ingestion's own wording: the same decision the ingestion of this mail made or would make.
     found += [Match(Category.OUT_OF_OFFICE, phrases.STRONG, m.start(), m.end(), "")
               for m in OOO_BODY_RE.finditer(body)]
@@ -312,12 +314,6 @@ _NEGATABLE = {Category.INTERESTED, Category.MEETING}
 _CONTRAST_RE = re.compile(rf"(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
 _SENTENCE_END = re.compile(r"[.!?\n]")
 _CLAUSE_END = re.compile(rf"[,;:()\u2013\u2014]|\s-\s|(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
-
-
-def _about_someone_or_something_else(body: str, match: re.Match[str]) -> bool:
-    """A table's words of stopping said of someone else ("take her off your list") or of a detail ("stop sending me
-    time slots"): left to the other phrases and the model, as ingestion leaves them (stop_wording._is_request)."""
-    return third_party_at(body, match.start(), match.end()) or about_a_detail(body, match.start(), match.end())
 
 
 def _weigh(body: str, match: Match) -> Weighed | None:

@@ -72,3 +72,9 @@ def about_a_detail(line: str, start: int, end: int) -> bool:
     after = folded[end : end + _REACH]
     return bool(_SCHEDULING_AFTER_RE.search(after) or _THREAD_AFTER_RE.search(after)
                 or _OLD_ADDRESS_RE.search(folded[start : end + _REACH]))
+
+
+def said_of_another(line: str, start: int, end: int) -> bool:
+    """Whether the request at line[start:end] is said of someone else or of a detail, not of our mail to the
+    writer (third_party_at, about_a_detail)."""
+    return third_party_at(line, start, end) or about_a_detail(line, start, end)

@@ -29,7 +29,7 @@ from itertools import islice
 
 from . import optout
 from .negation import negated_after, negated_before
-from .someone_else import about_a_detail, third_party_at
+from .someone_else import said_of_another
 
 # The whole subject, not a word in it: "Re: Stop losing leads" is a reply.
 UNSUBSCRIBE_SUBJECT_RE = re.compile(
@@ -183,7 +183,7 @@ def _is_request(line: str, start: int, end: int) -> bool:
     before, after = line[max(0, start - _WINDOW) : start], line[end : end + _WINDOW]
     if negated_before(before) or negated_after(line[start : start + _WINDOW]):
         return False
-    if third_party_at(line, start, end) or about_a_detail(line, start, end):
+    if said_of_another(line, start, end):
         return False
     if _LINK_AFTER_RE.search(after) or _LINK_BEFORE_RE.search(before) or optout.is_topic(after):
         return False

@@ -342,11 +342,6 @@ def push_latencies(sent: list[tuple[int, str, float, int]], stopped: dict[int, A
     return out
 
 
-def p50_p99(summary: dict) -> str:
-    """A summary's p50 / p99 in whole milliseconds."""
-    return " / ".join("-" if summary.get(key) is None else f"{summary[key]:.0f}" for key in ("p50_ms", "p99_ms"))
-
-
 def _most_at_once(spans: list[tuple[float, float]]) -> int:
     """The most of the (start, end) spans that overlap at one instant."""
     edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
@@ -502,10 +497,10 @@ def beside_baseline(runs: dict[str, dict[str, Any]], folders: int, load: Load) -
     figures = [
         ("all connected s", pair(lambda r: r["connect_all_s"]), "-"),
         ("catch-up drained s after all connected", pair(lambda r: r["catch_up_drained_s"]), "<= 60"),
-        ("push p50 / p99 ms", pair(lambda r: _two(r["push_to_enqueue"])), "-"),
-        ("reply -> stop p50 / p99 ms", pair(lambda r: _two(r["latency"])), "p99 <= 2,000 and <= 1.5 x baseline"),
-        ("read-through lag idle p50 / p99 s", pair(lambda r: _two(r["read_through_lag_idle"], 1000)), "p99 <= 10"),
-        ("read-through lag replies p50 / p99 s", pair(lambda r: _two(r["read_through_lag_replies"], 1000)),
+        ("push p50 / p99 ms", pair(lambda r: p50_p99(r["push_to_enqueue"])), "-"),
+        ("reply -> stop p50 / p99 ms", pair(lambda r: p50_p99(r["latency"])), "p99 <= 2,000 and <= 1.5 x baseline"),
+        ("read-through lag idle p50 / p99 s", pair(lambda r: p50_p99(r["read_through_lag_idle"], 1000)), "p99 <= 10"),
+        ("read-through lag replies p50 / p99 s", pair(lambda r: p50_p99(r["read_through_lag_replies"], 1000)),
          "p99 <= 10"),
         ("follow-ups held (healthy)", pair(lambda r: f"{r['follow_ups_held_healthy']}/"
                                                      f"{r['final_check_healthy']['checked']}"), "0"),
@@ -534,7 +529,8 @@ def beside_baseline(runs: dict[str, dict[str, Any]], folders: int, load: Load) -
     )
 
 
-def _two(summary: dict[str, Any], scale: float = 1.0) -> str:
+def p50_p99(summary: dict[str, Any], scale: float = 1.0) -> str:
+    """A summary's "p50 / p99", in milliseconds (scale 1000: seconds); "-" when it has none."""
     p50, p99 = summary["p50_ms"], summary["p99_ms"]
     if p50 is None:
         return "-"
