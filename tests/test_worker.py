@@ -1,5 +1,6 @@
-"""The worker `manage.py rqworker` runs imports each job's module before forking its horse, and runs a job queued
-inside a workspace inside it (outreach.worker)."""
+"""The worker `manage.py rqworker` runs imports each job's module before forking its horse, runs a job queued
+inside a workspace inside it, and runs the ingest queue's polls itself with a database connection it keeps
+(outreach.worker)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 
 import django_rq
 import pytest
+from django.db import connection
 from django_rq.workers import get_worker_class
 from rq.worker import Worker as RqWorker
 
@@ -71,3 +73,50 @@ def test_a_job_queued_inside_a_workspace_runs_inside_it(redis_conn, with_unowned
     outside.refresh()
     assert job.return_value() == [7, with_unowned]
     assert outside.is_finished and outside.return_value() is None
+
+
+def _run(worker_class, *jobs: tuple[str, str]) -> list:
+    """Enqueue (queue, function) in order and run them with one worker; each job's return value."""
+    queues = {name: django_rq.get_queue(name) for name, _ in jobs}
+    enqueued = [queues[name].enqueue(function) for name, function in jobs]
+    worker_class(list(queues.values()), connection=enqueued[0].connection).work(burst=True)
+    values = []
+    for job in enqueued:
+        job.refresh()
+        assert job.is_finished, (job.func_name, job.latest_result())
+        values.append(job.return_value())
+    return values
+
+
+def test_a_poll_runs_in_the_worker_and_other_jobs_in_a_horse(redis_conn, not_imported):
+    in_worker, in_horse = _run(Worker, ("ingest", f"{MODULE}.pid"), ("default", f"{MODULE}.pid"))
+    assert in_worker == os.getpid()
+    assert in_horse != os.getpid()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_horse_never_shares_the_database_connection_of_a_poll_before_it(redis_conn):
+    # The poll opens a connection in the worker; the horse forked next begins without it (it opens its own).
+    touched, open_in_horse = _run(Worker, ("ingest", "tests.rq_jobs.connection.touch"),
+                                  ("default", "tests.rq_jobs.connection.open_when_begun"))
+    assert touched == 1
+    assert open_in_horse is False
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a server process per connection: PostgreSQL")
+def test_polls_keep_the_workers_connection_and_a_dead_one_is_replaced(redis_conn):
+    first, second = _run(Worker, ("ingest", "tests.rq_jobs.connection.backend"),
+                         ("ingest", "tests.rq_jobs.connection.backend"))
+    assert first[0] == second[0] == os.getpid()
+    assert first[1] == second[1]  # the same connection, its server process warm
+
+    queue = django_rq.get_queue("ingest")
+    ended = queue.enqueue("tests.rq_jobs.connection.backend_ended")
+    after = queue.enqueue("tests.rq_jobs.connection.backend")
+    Worker([queue], connection=queue.connection).work(burst=True)
+    ended.refresh()
+    after.refresh()
+    assert ended.is_failed
+    assert after.is_finished, after.latest_result()  # a new connection, not the dead one
+    assert after.return_value()[1] != second[1]

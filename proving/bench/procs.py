@@ -28,7 +28,7 @@ from proving.bench.env import MANAGE
 WORKER_CLASSES = {
     "simple": "rq.worker.SimpleWorker",  # jobs run in the worker process; one DB connection per worker
     # The product's worker, as `scripts/run` starts it (settings.RQ): RQ's forking worker, a work horse per job,
-    # each job's module imported before the fork (outreach.worker).
+    # each job's module imported before the fork, the ingest queue's polls run in the worker itself (outreach.worker).
     "fork": "outreach.worker.Worker",
 }
 BASE_DIR = MANAGE.parent

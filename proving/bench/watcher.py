@@ -171,7 +171,7 @@ def design_run(
     env = child_env(PASSWORD) | {"OUTREACH_IMAP_MAX_CONNECTIONS_PER_ACCOUNT": str(per_mailbox + POLL_ROOM)}
     os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
     seen = LoadSeen()
-    with WorkerPool(2, "ingest") as workers, send_backlog(load.send, tag=prefix) as sends:
+    with WorkerPool(2, "ingest", "fork") as workers, send_backlog(load.send, tag=prefix) as sends:
         started = time.monotonic()
         watcher = spawn(f"watcher-{prefix}", DESIGNS[design], env=env)
         try:
@@ -421,7 +421,9 @@ def run(ctx) -> dict[str, Any]:
         [
             f"real Dovecot on loopback (one imap process per connection, raised process and connection limits); "
             f"{per_mailbox} folders per mailbox, one Dovecot account per mailbox; the watcher enqueues a poll of "
-            "the mailbox on the ingest queue, two RQ workers poll (as scripts/run runs it).",
+            "the mailbox on the ingest queue, two of the product's RQ workers poll "
+            "(outreach.worker: the classifier loaded at its start, each poll run in the worker process, as scripts/run "
+            "runs it).",
             "baseline: the one-thread-per-folder design (proving/variants.py) on the same folders in the same run.",
             f"reply -> stop: APPEND into a random folder of the enrollment's mailbox (bench clock) -> "
             f"enrollment_stopped (database clock); replies at {o['watch_reply_rate']:g}/s (Poisson). "

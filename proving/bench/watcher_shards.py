@@ -183,7 +183,7 @@ def shard_run(ctx, server, *, processes: int, prefix: str, folders: int, per_mai
     os.environ["OUTREACH_SECRET_BENCH_IMAP"] = PASSWORD  # the pollers (RQ workers) log in as well
     load_start = os.getloadavg()[0]
     takeover: dict[str, Any] = {}
-    with WorkerPool(2, "ingest") as workers:
+    with WorkerPool(2, "ingest", "fork") as workers:
         started = time.monotonic()
         watchers = [spawn(f"shard-{prefix}-{k}", ["watch_mailboxes", "--idle-seconds", str(IDLE_SECONDS)], env=env)
                     for k in range(processes)]
@@ -368,7 +368,9 @@ def run(ctx) -> dict[str, Any]:
         rows,
         [
             f"real Dovecot on loopback; {per_mailbox} folders per mailbox, one Dovecot account each; the watchers "
-            "enqueue polls on the ingest queue, two RQ workers poll (as scripts/run runs it).",
+            "enqueue polls on the ingest queue, two of the product's RQ workers poll "
+            "(outreach.worker: the classifier loaded at its start, each poll run in the worker process, as scripts/run "
+            "runs it).",
             "all watched: from starting the processes together until every folder's lease is held by one of them, "
             f"none above its share, each with one connection per lease, for {STABLE_SECONDS:g} s; connections: "
             "the processes' sockets to the server then.",
