@@ -8,8 +8,16 @@ from django.db import connection
 
 
 def open_when_begun() -> bool:
-    """Whether this process already had a database connection open when the job began."""
-    return connection.connection is not None
+    """Whether this process began with a live database connection of its parent's (one closed, and left so by
+    a transaction of an earlier test that closed it, is not live)."""
+    raw = connection.connection
+    if raw is None:
+        return False
+    try:
+        raw.cursor().close()  # no statement: a closed connection refuses even a cursor
+    except Exception:  # noqa: BLE001 - sqlite3.ProgrammingError, psycopg.OperationalError
+        return False
+    return True
 
 
 def backend() -> list[int]:
