@@ -28,13 +28,21 @@ def not_imported():
     sys.modules.pop(MODULE, None)
 
 
+def _run(worker_class, *jobs: tuple[str, str]) -> list:
+    """Enqueue (queue, function) in order and run them with one worker; each job's return value."""
+    queues = {name: django_rq.get_queue(name) for name, _ in jobs}
+    enqueued = [queues[name].enqueue(function) for name, function in jobs]
+    worker_class(list(queues.values()), connection=enqueued[0].connection).work(burst=True)
+    values = []
+    for job in enqueued:
+        job.refresh()
+        assert job.is_finished, (job.func_name, job.latest_result())
+        values.append(job.return_value())
+    return values
+
+
 def _run_in_a_horse(worker_class) -> int:
-    queue = django_rq.get_queue("default")
-    job = queue.enqueue(f"{MODULE}.pid")
-    worker_class([queue], connection=queue.connection).work(burst=True)
-    job.refresh()
-    assert job.is_finished, job.latest_result()
-    return job.return_value()
+    return _run(worker_class, ("default", f"{MODULE}.pid"))[0]
 
 
 def test_manage_py_rqworker_runs_this_worker():
@@ -73,19 +81,6 @@ def test_a_job_queued_inside_a_workspace_runs_inside_it(redis_conn, with_unowned
     outside.refresh()
     assert job.return_value() == [7, with_unowned]
     assert outside.is_finished and outside.return_value() is None
-
-
-def _run(worker_class, *jobs: tuple[str, str]) -> list:
-    """Enqueue (queue, function) in order and run them with one worker; each job's return value."""
-    queues = {name: django_rq.get_queue(name) for name, _ in jobs}
-    enqueued = [queues[name].enqueue(function) for name, function in jobs]
-    worker_class(list(queues.values()), connection=enqueued[0].connection).work(burst=True)
-    values = []
-    for job in enqueued:
-        job.refresh()
-        assert job.is_finished, (job.func_name, job.latest_result())
-        values.append(job.return_value())
-    return values
 
 
 def test_a_poll_runs_in_the_worker_and_other_jobs_in_a_horse(redis_conn, not_imported):
