@@ -14,6 +14,7 @@ from django_rq.workers import get_worker_class
 from rq.worker import Worker as RqWorker
 
 from outreach.worker import Worker
+from tests.rq_jobs import connection as jobs
 from workspaces.scoping import workspace_scope
 
 MODULE = "tests.rq_jobs.horse_only"
@@ -91,11 +92,14 @@ def test_a_poll_runs_in_the_worker_and_other_jobs_in_a_horse(redis_conn, not_imp
 
 @pytest.mark.django_db(transaction=True)
 def test_a_horse_never_shares_the_database_connection_of_a_poll_before_it(redis_conn):
-    # The poll opens a connection in the worker; the horse forked next begins without it (it opens its own).
-    touched, open_in_horse = _run(Worker, ("ingest", "tests.rq_jobs.connection.touch"),
-                                  ("default", "tests.rq_jobs.connection.open_when_begun"))
+    # The poll opens a connection in the worker; the horse forked next never uses it (it opens its own).
+    try:
+        touched, shared = _run(Worker, ("ingest", "tests.rq_jobs.connection.touch"),
+                               ("default", "tests.rq_jobs.connection.shares_a_connection_of_its_parent"))
+    finally:
+        jobs.TOUCHED.clear()
     assert touched == 1
-    assert open_in_horse is False
+    assert shared is False
 
 
 @pytest.mark.django_db(transaction=True)

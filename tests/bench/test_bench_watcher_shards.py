@@ -12,7 +12,8 @@ from tests.bench.helpers import run_bench
 
 FOLDERS = 20
 REPLIES = 3
-LEASE = 6.0  # rounds every 2 s: a loaded machine's pause of a second does not expire a lease
+LEASE = 10.0  # rounds every 3.3 s: a pause of a few seconds on a loaded machine (the whole suite on two cores)
+# does not expire a lease, which another process would then take and watch too
 
 
 @pytest.mark.slow
@@ -31,7 +32,7 @@ def test_bench_watcher_shards_watch_each_folder_once_and_take_a_killed_ones_over
         # One connection per folder in total, however many processes: no folder watched twice.
         assert run["connections_held"] == FOLDERS
         assert run["folders_per_process"] == [FOLDERS // processes] * processes
-        assert run["max_connections_while_replies"] == FOLDERS and run["watched_twice"] == 0
+        assert run["max_connections_while_replies"] == FOLDERS and run["watched_twice"] == 0, run
         assert run["all_watched_s"] > 0 and run["catch_up_drained"] is True
         # Every folder's lease was taken at least once; leases seen expired under a live process are reported.
         assert run["lease_takes_to_shard"] >= FOLDERS and set(run["late_leases"]) == {"start", "sharded",

@@ -115,7 +115,7 @@ def read_through(mailbox):
 
 def test_a_password_changed_at_the_server_shows_at_once_while_an_old_idle_session_still_reads(
         imap_mailbox, dovecot, dns_server, operator, receiver, settings):
-    settings.OUTREACH_PROBE_INTERVALS = [5, 30, 300]  # the login ladder, shortened: one interval is the bound
+    settings.OUTREACH_PROBE_INTERVALS = [8, 30, 300]  # the login ladder, shortened: one interval is the bound
     probe_interval = settings.OUTREACH_PROBE_INTERVALS[0]
     assert mailbox_poll(mailbox_id=imap_mailbox.pk).error == ""
     polled = read_through(imap_mailbox)

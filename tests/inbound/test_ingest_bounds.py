@@ -37,11 +37,12 @@ def long_thread_reply(our_message_id: str) -> bytes:
 def test_a_64k_id_references_header_parses_in_linear_time():
     raw = long_thread_reply("<ours.1@outreach.test>")
     warm()  # the learned classifier's libraries and weights, loaded once by the ingest worker before it forks
-    started = time.perf_counter()
+    started = time.process_time()
     parsed = parse(raw)
-    elapsed = time.perf_counter() - started
-    # A correctness bound against quadratic work (it took 20 s), not a benchmark.
-    assert elapsed < 1.0, f"parse took {elapsed:.2f}s"
+    elapsed = time.process_time() - started
+    # A correctness bound against quadratic work (it took 20 s), not a benchmark: this process's CPU time, which
+    # other processes on a busy machine do not stretch as they stretch the wall clock.
+    assert elapsed < 1.0, f"parse took {elapsed:.2f} s of CPU"
     assert parsed.references[-1] == "<ours.1@outreach.test>" and len(parsed.references) == 100
     assert "<ours.1@outreach.test>" in classify(raw).original_message_ids
 

@@ -6,18 +6,14 @@ import os
 
 from django.db import connection
 
+# The connection objects `touch` used, kept alive (so no later object takes the address of one) to be recognised
+# in a process forked afterwards.
+TOUCHED: list = []
 
-def open_when_begun() -> bool:
-    """Whether this process began with a live database connection of its parent's (one closed, and left so by
-    a transaction of an earlier test that closed it, is not live)."""
-    raw = connection.connection
-    if raw is None:
-        return False
-    try:
-        raw.cursor().close()  # no statement: a closed connection refuses even a cursor
-    except Exception:  # noqa: BLE001 - sqlite3.ProgrammingError, psycopg.OperationalError
-        return False
-    return True
+
+def shares_a_connection_of_its_parent() -> bool:
+    """Whether this process's database connection is one that `touch` used in the process it was forked from."""
+    return connection.connection is not None and any(connection.connection is held for held in TOUCHED)
 
 
 def backend() -> list[int]:
@@ -36,4 +32,6 @@ def backend_ended() -> None:
 def touch() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-        return cursor.fetchone()[0]
+        value = cursor.fetchone()[0]
+    TOUCHED.append(connection.connection)
+    return value
