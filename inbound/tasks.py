@@ -30,7 +30,7 @@ WARM_REPLY = "Thanks, sounds interesting. Please take me off your list though."
 
 def warm() -> None:
     """Load in the worker, before it forks its work horses, what reading a reply loads on first use: the learned
-    classifier (SciPy, scikit-learn's vectorizer, the weights) and the phrase tables compiled. Most of a second
+    classifier (SciPy, the weights) and the phrase tables compiled. Most of a second
     that each horse would otherwise spend on its first reply, with the reply's stop waiting in its transaction
     (outreach.worker.WARM)."""
     learned.shipped()

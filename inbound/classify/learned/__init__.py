@@ -11,9 +11,10 @@ What is shipped, and nothing is downloaded at run time:
 - ``model.json``: the categories, the feature settings, the version (a digest of the weights) and what it
   was trained on (each data file with its SHA-256, the item counts, the held-back score).
 
-The features are stateless (scikit-learn's HashingVectorizer: no vocabulary to ship), so the weights and
-the settings are the whole model. ``manage.py train_replies`` (classify/training.py) trains it again from the
-shipped data (learned/data/*.jsonl and the tests' labelled corpus); the same data gives the same model.
+The features are stateless (hashed n-grams, as scikit-learn's HashingVectorizer makes them: features.py; no
+vocabulary to ship), so the weights and the settings are the whole model. ``manage.py train_replies``
+(classify/training.py) trains it again from the shipped data (learned/data/*.jsonl and the tests' labelled
+corpus); the same data gives the same model.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..optout import fold
+from . import features
 
 HERE = Path(__file__).resolve().parent
 MODEL_FILE = HERE / "model.npz"
@@ -73,18 +75,7 @@ def prepare(text: str) -> str:
 
 def vectorize(texts: list[str]) -> Any:
     """The n-gram features of prepared texts, as one sparse matrix (rows: texts)."""
-    from scipy.sparse import hstack
-    from sklearn.feature_extraction.text import HashingVectorizer
-
-    parts = []
-    for settings in FEATURES.values():
-        vectorizer = HashingVectorizer(
-            analyzer=settings["analyzer"], ngram_range=tuple(settings["ngram_range"]),
-            n_features=settings["n_features"], alternate_sign=False, norm="l2", lowercase=False,
-            token_pattern=r"(?u)\b\w+\b",
-        )
-        parts.append(vectorizer.transform(texts))
-    return hstack(parts, format="csr")
+    return features.vectorize(texts, FEATURES)
 
 
 class Model:
