@@ -30,9 +30,8 @@ WARM_REPLY = "Thanks, sounds interesting. Please take me off your list though."
 
 def warm() -> None:
     """Load in the worker, before it forks its work horses, what reading a reply loads on first use: the learned
-    classifier (SciPy, the weights) and the phrase tables compiled. Most of a second
-    that each horse would otherwise spend on its first reply, with the reply's stop waiting in its transaction
-    (outreach.worker.WARM)."""
+    classifier (SciPy, the weights) and the phrase tables compiled: about a second that each horse would
+    otherwise spend on its first reply, with the reply's stop waiting in its transaction (outreach.worker.WARM)."""
     learned.shipped()
     suggest(WARM_REPLY)
 

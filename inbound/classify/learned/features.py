@@ -2,7 +2,7 @@
 
 The same n-grams, the same hash (MurmurHash3, 32 bits, seed 0, of the UTF-8 bytes: `mmh3`, the function
 scikit-learn ships), the same column (the hash's absolute value modulo the width), counts summed, each part
-scaled to unit length in the order scikit-learn sums it. The matrices are equal to the last bit
+scaled to unit length. The matrices are equal to the last bit
 (tests/inbound/test_learned_features.py), so a model trained with either reads the same. Importing
 scikit-learn costs a process 1.4 s of CPU; an ingest worker, which only reads, no longer pays it.
 """
@@ -48,6 +48,7 @@ ANALYZERS = {"char_wb": char_wb_ngrams, "word": word_ngrams}
 
 
 def column(gram: str, width: int) -> int:
+    """The column of one n-gram in a part `width` columns wide."""
     value = mmh3.hash(gram.encode("utf-8"), 0, signed=True)
     if value == -(2**31):  # |-2**31| does not fit: scikit-learn defines it so
         return (2**31 - 1 - (width - 1)) % width
