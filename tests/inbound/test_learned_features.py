@@ -5,6 +5,7 @@ words shorter than the n-grams, runs of white space, scripts beyond Latin, emoji
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from scipy.sparse import hstack
@@ -64,5 +65,7 @@ def test_reading_a_reply_imports_no_scikit_learn():
             "django.setup(); from inbound.tasks import warm; warm(); "
             "from inbound.classify.learned import predict; predict('please take me off your list'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                         cwd=root)
     assert out.stdout.strip() == "[]", out.stdout[-2000:]
