@@ -14,7 +14,7 @@ from django_rq.workers import get_worker_class
 from rq.worker import Worker as RqWorker
 
 from outreach.worker import Worker
-from tests.rq_jobs import connection as jobs
+from tests.rq_jobs import connection as connection_jobs
 from workspaces.scoping import workspace_scope
 
 MODULE = "tests.rq_jobs.horse_only"
@@ -97,7 +97,7 @@ def test_a_horse_never_shares_the_database_connection_of_a_poll_before_it(redis_
         touched, shared = _run(Worker, ("ingest", "tests.rq_jobs.connection.touch"),
                                ("default", "tests.rq_jobs.connection.shares_a_connection_of_its_parent"))
     finally:
-        jobs.TOUCHED.clear()
+        connection_jobs.TOUCHED.clear()
     assert touched == 1
     assert shared is False
 

@@ -5,6 +5,8 @@ words shorter than the n-grams, runs of white space, scripts beyond Latin, emoji
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,9 +60,6 @@ def test_edge_texts_give_scikit_learns_features_to_the_bit(text):
 
 
 def test_reading_a_reply_imports_no_scikit_learn():
-    import subprocess
-    import sys
-
     code = ("import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'outreach.settings'); "
             "django.setup(); from inbound.tasks import warm; warm(); "
             "from inbound.classify.learned import predict; predict('please take me off your list'); "

@@ -13,7 +13,7 @@ TOUCHED: list = []
 
 def shares_a_connection_of_its_parent() -> bool:
     """Whether this process's database connection is one that `touch` used in the process it was forked from."""
-    return connection.connection is not None and any(connection.connection is held for held in TOUCHED)
+    return any(connection.connection is held for held in TOUCHED)
 
 
 def backend() -> list[int]:
