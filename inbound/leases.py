@@ -26,7 +26,10 @@ it hold no lease: the periodic poll reads them, on one connection with the mailb
 mailbox page says so (`folders_watching`).
 
 A process that dies stops renewing: its leases and its `WatcherProcess` row expire together, and the next
-round of any survivor takes the folders (within a lease and a third, 20 s by default). Its catch-up poll
+round of any survivor takes the folders (within a lease and a third, 20 s by default). A survivor on the same
+machine does not wait that long: each round looks whether the process of every other holder of this machine
+(the same host name and PID namespace, `holder_gone`) still runs, and expires the rows and leases of one that
+does not at once, so its folders are taken within a round (a third of a lease, 5 s by default). Its catch-up poll
 (inbound.watcher, every new connection asks for one) reads what arrived meanwhile and advances the
 folder's reply view; until then the view only ages, so follow-ups are held rather than sent blind. A
 process that stops (SIGTERM) gives its leases up at once. One that cannot reach the database keeps
@@ -130,7 +133,44 @@ def _entries() -> list[str]:
 
 
 def holder_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    """host:pid:space.random: `space` names this process's PID namespace (`pid_space`), so that another watcher
+    of the same machine can tell whether the process still runs (`holder_gone`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{pid_space()}.{secrets.token_hex(3)}"
+
+
+def pid_space() -> str:
+    """This process's PID namespace: the inode of /proc/self/ns/pid ("-" where there is none to read). Two
+    containers may share a host name; they do not share a PID namespace."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
+
+
+def holder_gone(holder: str) -> bool:
+    """Whether `holder` (a `holder_name`) is a process of this machine that no longer runs: the same host name and
+    PID namespace as this process, and its PID names no process, or a zombie (killed, not yet reaped).
+
+    Anything else is not known gone, and its leases expire in their own time: a holder on another host, or in
+    another PID namespace, or of an older form; and a PID that runs, even when it is some other process's now."""
+    host, _, rest = holder.partition(":")
+    pid, _, token = rest.partition(":")
+    space = token.partition(".")[0]
+    if host != socket.gethostname() or space in ("-", "") or space != pid_space() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # a process of another user runs under that PID
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"
+    except OSError:  # it ended between the two looks
+        return True
 
 
 @dataclass(frozen=True)
@@ -161,6 +201,7 @@ class LeaseKeeper:
         (a process started with --mailbox sees one mailbox and leaves the other rows alone)."""
         now = db_now()
         until = now + timedelta(seconds=self.seconds)
+        self._expire_gone(now)
         WatcherProcess.objects.update_or_create(name=self.holder, defaults={"expires_at": until})
         WatcherProcess.objects.filter(expires_at__lt=now - timedelta(hours=1)).delete()
         watchers = WatcherProcess.objects.filter(expires_at__gt=now).count()
@@ -183,6 +224,19 @@ class LeaseKeeper:
         """Give every lease up and leave the watchers (a stop): the others take the folders at their next round."""
         WatchLease.objects.filter(holder=self.holder).update(holder="", expires_at=None)
         WatcherProcess.objects.filter(name=self.holder).delete()
+
+    def _expire_gone(self, now) -> None:
+        """The row and leases of every other watcher of this machine whose process no longer runs (`holder_gone`)
+        expire now: this round counts it out of the watchers and takes its folders, as it would after its
+        leases ran out."""
+        names = set(WatcherProcess.objects.filter(expires_at__gt=now).values_list("name", flat=True))
+        names |= set(WatchLease.objects.filter(expires_at__gt=now).exclude(holder="").values_list(
+            "holder", flat=True).distinct())
+        for name in sorted(names - {self.holder}):
+            if holder_gone(name):
+                log.warning("IDLE watcher %s no longer runs: its folders are taken over now", name)
+                WatcherProcess.objects.filter(name=name, expires_at__gt=now).update(expires_at=now)
+                WatchLease.objects.filter(holder=name, expires_at__gt=now).update(expires_at=now)
 
     # --- the rows ----------------------------------------------------------------------------------------
 

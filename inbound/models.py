@@ -378,7 +378,7 @@ class WatchLease(models.Model):
 class WatcherProcess(models.Model):
     """A running `watch_mailboxes` process, renewed with its leases: the watchers that share the folders."""
 
-    name = models.CharField(max_length=200, unique=True)  # host:pid:random
+    name = models.CharField(max_length=200, unique=True)  # host:pid:space.random (inbound.leases.holder_name)
     started_at = models.DateTimeField(db_default=DbClock())
     expires_at = models.DateTimeField()
     folders = models.PositiveIntegerField(default=0)  # held at its last renewal

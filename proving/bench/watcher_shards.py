@@ -83,7 +83,7 @@ def connections_by_pid(pids: list[int], port: int) -> dict[int, int]:
 
 
 def leases_by_pid() -> tuple[dict[int, list[tuple[int, str]]], Counter]:
-    """The live watch leases (not expired on the database clock) by the pid in their holder (host:pid:random),
+    """The live watch leases (not expired on the database clock) by the pid in their holder (host:pid:space.random),
     and how many expired leases each pid still holds (a renewal that came late: another process may take them)."""
     live: dict[int, list[tuple[int, str]]] = {}
     expired: Counter = Counter()

@@ -3,10 +3,11 @@
 Twenty mailboxes, one Dovecot account each (INBOX), on one real Dovecot. Two watcher processes share the
 twenty folders: together they hold twenty IMAP connections to the server, not forty (counted from each
 process's sockets: the `ingest` worker's polls connect too). One watcher is killed (SIGKILL: it gives
-nothing up); the other takes its folders over when their leases expire, and a reply delivered into one of
-them after the kill stops its person. A third watcher started afterwards takes its share from the
+nothing up); the other, on the same machine, sees at its next lease round that the process is gone and takes
+its folders over (a watcher on another host would wait for the leases to expire), and a reply delivered into
+one of them after the kill stops its person. A third watcher started afterwards takes its share from the
 survivor, which gives its surplus up: still one connection per folder. Leases live 6 s here (15 s by
-default: a take-over then takes up to 20 s).
+default).
 
 Without the leases (each process watching every folder, as `watch_mailboxes` did) the first count is 40.
 """
@@ -14,6 +15,9 @@ Without the leases (each process watching every folder, as `watch_mailboxes` did
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
@@ -22,7 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from db.clock import db_now
-from inbound.leases import LeaseKeeper, account_of
+from inbound.leases import LeaseKeeper, account_of, holder_gone, holder_name, pid_space
 from inbound.models import WatcherProcess, WatchLease
 from mailboxes.bound import bind
 from mailboxes.models import ImapCursor
@@ -89,7 +93,7 @@ def test_watchers_share_the_folders_and_take_over_a_killed_ones(server, redis_co
         assert watch_connections(server.port, [first, second]) == MAILBOXES, "a folder is watched twice"
         assert held_by(first.pid) == held_by(second.pid) == MAILBOXES // 2
 
-        # SIGKILL the first: its leases are not given up, they expire.
+        # SIGKILL the first: it gives nothing up; the survivor sees at its next round that the process is gone.
         theirs = sorted(WatchLease.objects.filter(holder__contains=f":{first.pid}:").values_list("mailbox_id",
                                                                                                  flat=True))
         first.kill()
@@ -152,3 +156,48 @@ def test_a_round_takes_for_at_most_a_third_of_a_lease_and_the_next_rounds_go_on(
     assert 0 < first.taken < 40, first.taken
     rows = WatchLease.objects.filter(holder=keeper.holder)
     assert rows.count() == first.taken and all(r.expires_at - r.taken_at == timedelta(seconds=0.06) for r in rows)
+
+
+def test_the_leases_of_a_watcher_of_this_machine_whose_process_is_gone_are_taken_at_once_and_no_others():
+    """Five holders of two folders each, their leases good for another minute: one whose process ended, one
+    killed and not yet reaped (a zombie), one still running, one of another host and one of another PID
+    namespace with the ended process's PID. A watcher's round takes the folders of the first two only, without
+    waiting for their leases to expire; the others' leases stay as they were."""
+    host, space = socket.gethostname(), pid_space()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for until the end
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        wait_for(lambda: open(f"/proc/{zombie.pid}/stat").read().rpartition(")")[2].split()[0] == "Z", timeout=20,
+                 what="the unreaped process to be a zombie")
+        holders = {"ended": f"{host}:{ended.pid}:{space}.aaaaaa", "zombie": f"{host}:{zombie.pid}:{space}.bbbbbb",
+                   "running": f"{host}:{running.pid}:{space}.cccccc",
+                   "other host": f"{host}-other:{ended.pid}:{space}.dddddd",
+                   "other namespace": f"{host}:{ended.pid}:1.eeeeee"}
+        box = data.mailbox_create(name="gone", address="g@gone.test", smtp_port=2, display_name="G", daily_cap=1,
+                                  imap_host="imap.gone.test", imap_username="team",
+                                  imap_folders=[f"F{i}" for i in range(10)])
+        folders = {(box.pk, folder): account_of(box) for folder in box.reply_folders}
+        until = db_now() + timedelta(minutes=1)
+        for i, name in enumerate(holders.values()):
+            WatcherProcess.objects.create(name=name, expires_at=until)
+            for folder in (f"F{2 * i}", f"F{2 * i + 1}"):
+                WatchLease.objects.create(mailbox=box, folder=folder, account=folders[box.pk, folder], holder=name,
+                                          expires_at=until, taken_at=db_now())
+        assert [h for h, name in holders.items() if holder_gone(name)] == ["ended", "zombie"]
+        assert not holder_gone(holder_name())
+
+        survivor = LeaseKeeper(seconds=60, per_account=20)
+        taken = survivor.round(folders)
+        # Four live watchers now (the three left and this one): a share of three, all of it from the gone two.
+        assert (taken.watchers, taken.share, len(taken.mine)) == (4, 3, 3)
+        assert {f for _, f in taken.mine} <= {"F0", "F1", "F2", "F3"}
+        for name in (holders["running"], holders["other host"], holders["other namespace"]):
+            assert list(WatchLease.objects.filter(holder=name).values_list("expires_at", flat=True)) == [until] * 2
+        assert not WatchLease.objects.filter(holder__in=[holders["ended"], holders["zombie"]],
+                                             expires_at__gt=db_now()).exists()
+    finally:
+        running.kill()
+        for process in (zombie, running):
+            process.wait()
