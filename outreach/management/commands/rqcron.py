@@ -17,6 +17,7 @@ from outreach.scheduler import LeasedCronScheduler
 
 class Command(DjangoRqCronCommand):
     help = "Starts the RQ cron scheduler; any number may run, the one holding the scheduler lease enqueues"
+    requires_system_checks = []  # serves no URL: no second of CPU importing them at each start (see rqworker.py)
 
     def handle(self, *args: Any, **options: Any) -> None:
         config_path: str = options["config_path"]

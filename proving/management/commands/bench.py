@@ -27,6 +27,7 @@ def _words(text: str) -> list[str]:
 
 class Command(BaseCommand):
     help = "Run a benchmark suite; prints a table per suite and writes JSON. Sizes default per --quick."
+    requires_system_checks = []  # a harness of workers and servers, no URL served (see outreach rqworker.py)
 
     def add_arguments(self, parser):
         parser.add_argument("suite", choices=[*runner.SUITES, "all"])
