@@ -126,20 +126,23 @@ def pytest_collection_modifyitems(config, items):
     `own_postgresql` makes a PostgreSQL database of its own whatever the suite's database: it runs once, on the
     SQLite pass (the shorter of the two, which scripts/test runs side by side), and is skipped on the other. A test
     marked `one_database` checks what no database changes (who may open a page, the API's schema, a layout, a
-    parser): it runs once, on the PostgreSQL pass."""
+    parser): it runs once, on the PostgreSQL pass, or on the SQLite pass when it says `on="sqlite"` (the browser
+    tests do: the PostgreSQL pass is the longer one, and scripts/test ends when both have)."""
     from django.conf import settings
 
-    on_postgresql = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+    this_pass = "postgresql" if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else "sqlite"
     for item in items:
-        if on_postgresql:
+        once = item.get_closest_marker("one_database")
+        if once is not None and once.kwargs.get("on", "postgresql") != this_pass:
+            item.add_marker(pytest.mark.skip(reason=f"the same on every database ({once.args[0]}): run on the "
+                                                    f"{once.kwargs.get('on', 'postgresql')} pass"))
+            continue
+        if this_pass == "postgresql":
             if item.get_closest_marker("own_postgresql") is not None:
                 item.add_marker(pytest.mark.skip(reason="makes a PostgreSQL database of its own: run on the "
                                                         "SQLite pass"))
             continue
-        once = item.get_closest_marker("one_database")
         if once is not None:
-            item.add_marker(pytest.mark.skip(reason=f"the same on every database ({once.args[0]}): run on the "
-                                                    "PostgreSQL pass"))
             continue
         marker = item.get_closest_marker("postgresql")
         if marker is not None:

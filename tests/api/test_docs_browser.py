@@ -16,7 +16,7 @@ from tests.ui.conftest import browser_type_launch_args  # noqa: F401 - Debian's 
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.one_database("the API docs page in a browser: static files and the CSP")]
+              pytest.mark.one_database("the API docs page in a browser: static files and the CSP", on="sqlite")]
 
 
 def test_the_docs_page_renders_every_resource_under_the_csp(live_server, page: Page):

@@ -12,7 +12,8 @@ from tests.ui.test_browser import log_in
 from tests.ui.test_phone_width import OFF_SCREEN
 
 pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.one_database("a page's layout in a browser (the figures: tests/reports/test_reports.py)")]
+              pytest.mark.one_database("a page's layout in a browser (the figures: tests/reports/test_reports.py)",
+                                       on="sqlite")]
 
 # The elements that reach past the right edge of the screen (what makes a page scroll sideways).
 WIDER = """() => [...document.querySelectorAll('body *')].filter(el => {

@@ -16,7 +16,7 @@ from tests.ui.test_browser import log_in
 from tests.ui.test_phone_width import OFF_SCREEN
 
 pytestmark = [pytest.mark.django_db(transaction=True),
-              pytest.mark.one_database("a page's and a mail's layout in a browser")]
+              pytest.mark.one_database("a page's and a mail's layout in a browser", on="sqlite")]
 
 
 def _fits(page: Page, width: int) -> None:

@@ -27,7 +27,7 @@ from tests.ops.procfile_run import HONCHO, ProcfileInstall
 PASSWORD = "held-released-pw-4711"
 RELEASE_WITHIN = 60  # seconds from the operator's Save to the follow-up at the SMTP server (the bound)
 pytestmark = [
-    pytest.mark.one_database("the processes run on a SQLite file of their own"),
+    pytest.mark.one_database("the processes run on a SQLite file of their own", on="sqlite"),
     pytest.mark.slow,
     pytest.mark.skipif(not HONCHO.exists(), reason="honcho is not installed (pip install -e .[test])"),
 ]

@@ -20,7 +20,8 @@ from sequences.models import Sequence
 from sequences.services.variants import variant_save
 from tests.ui.test_browser import log_in
 
-pytestmark = [pytest.mark.one_database("the layout of long pages"), pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.one_database("the layout of long pages", on="sqlite"),
+              pytest.mark.django_db(transaction=True)]
 
 MAX_HEIGHT = 6000  # px: longer than this, a list must be folded or paged
 DOMAIN = "@procurement-department.example-enterprise.de"

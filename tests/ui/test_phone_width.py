@@ -14,7 +14,8 @@ from playwright.sync_api import Page
 from proving.harness.long_names import long_names_create, long_names_pages
 from tests.ui.test_browser import log_in
 
-pytestmark = [pytest.mark.one_database("the layout at 390 and 1366 px"), pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.one_database("the layout at 390 and 1366 px", on="sqlite"),
+              pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from tests.mailboxes.test_mailbox_form_browser import processes, until  # noqa: 
 from tests.ui.conftest import PASSWORD, browser_type_launch_args, roles, screenshot, users  # noqa: F401 - fixtures
 from tests.ui.test_preview_variant import _setup
 
-pytestmark = [pytest.mark.one_database("the browser's pages and the form's check"),
+pytestmark = [pytest.mark.one_database("the browser's pages and the form's check", on="sqlite"),
               pytest.mark.django_db(transaction=True), pytest.mark.slow]
 IMAP_PASSWORD = "imap-Relay-5c1e77"  # noqa: S105 - a test Dovecot account's
 S = SendJob.State

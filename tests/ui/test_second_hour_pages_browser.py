@@ -14,7 +14,7 @@ from sequences.models import Step
 from tests.factories import MailboxFactory, enroll, make_sequence
 from tests.ui.test_browser import log_in
 
-pytestmark = [pytest.mark.one_database("what the browser shows"), pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.one_database("what the browser shows", on="sqlite"), pytest.mark.django_db(transaction=True)]
 COLOUR = "el => getComputedStyle(el).color"
 
 
