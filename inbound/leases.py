@@ -48,7 +48,7 @@ import socket
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
@@ -225,7 +225,7 @@ class LeaseKeeper:
         WatchLease.objects.filter(holder=self.holder).update(holder="", expires_at=None)
         WatcherProcess.objects.filter(name=self.holder).delete()
 
-    def _expire_gone(self, now) -> None:
+    def _expire_gone(self, now: datetime) -> None:
         """The row and leases of every other watcher of this machine whose process no longer runs (`holder_gone`)
         expire now: this round counts it out of the watchers and takes its folders, as it would after its
         leases ran out."""
