@@ -133,6 +133,9 @@ def pytest_collection_modifyitems(config, items):
     this_pass = "postgresql" if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else "sqlite"
     for item in items:
         once = item.get_closest_marker("one_database")
+        if once is not None and once.kwargs.get("on", "postgresql") not in ("postgresql", "sqlite"):
+            raise pytest.UsageError(f"{item.nodeid}: one_database(on=...) is postgresql or sqlite, not "
+                                    f"{once.kwargs['on']!r}")
         if once is not None and once.kwargs.get("on", "postgresql") != this_pass:
             item.add_marker(pytest.mark.skip(reason=f"the same on every database ({once.args[0]}): run on the "
                                                     f"{once.kwargs.get('on', 'postgresql')} pass"))
@@ -141,8 +144,6 @@ def pytest_collection_modifyitems(config, items):
             if item.get_closest_marker("own_postgresql") is not None:
                 item.add_marker(pytest.mark.skip(reason="makes a PostgreSQL database of its own: run on the "
                                                         "SQLite pass"))
-            continue
-        if once is not None:
             continue
         marker = item.get_closest_marker("postgresql")
         if marker is not None:
