@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -169,7 +170,7 @@ def test_the_leases_of_a_watcher_of_this_machine_whose_process_is_gone_are_taken
     zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for until the end
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        wait_for(lambda: open(f"/proc/{zombie.pid}/stat").read().rpartition(")")[2].split()[0] == "Z", timeout=20,
+        wait_for(lambda: Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z", timeout=20,
                  what="the unreaped process to be a zombie")
         holders = {"ended": f"{host}:{ended.pid}:{space}.aaaaaa", "zombie": f"{host}:{zombie.pid}:{space}.bbbbbb",
                    "running": f"{host}:{running.pid}:{space}.cccccc",
