@@ -133,12 +133,12 @@ def pytest_collection_modifyitems(config, items):
     this_pass = "postgresql" if settings.DATABASES["default"]["ENGINE"].endswith("postgresql") else "sqlite"
     for item in items:
         once = item.get_closest_marker("one_database")
-        if once is not None and once.kwargs.get("on", "postgresql") not in ("postgresql", "sqlite"):
-            raise pytest.UsageError(f"{item.nodeid}: one_database(on=...) is postgresql or sqlite, not "
-                                    f"{once.kwargs['on']!r}")
-        if once is not None and once.kwargs.get("on", "postgresql") != this_pass:
+        runs_on = once.kwargs.get("on", "postgresql") if once is not None else this_pass
+        if runs_on not in ("postgresql", "sqlite"):
+            raise pytest.UsageError(f"{item.nodeid}: one_database(on=...) is postgresql or sqlite, not {runs_on!r}")
+        if runs_on != this_pass:
             item.add_marker(pytest.mark.skip(reason=f"the same on every database ({once.args[0]}): run on the "
-                                                    f"{once.kwargs.get('on', 'postgresql')} pass"))
+                                                    f"{runs_on} pass"))
             continue
         if this_pass == "postgresql":
             if item.get_closest_marker("own_postgresql") is not None:
