@@ -35,8 +35,9 @@ from functools import cache, cached_property
 from ..kinds import Category
 from . import intent_phrases as phrases
 from . import learned
-from .negation import NEGATION_WINDOW, negated_after, negated_before
-from .optout import DATA_REQUEST_CHARS, data_request_spans, stop_set_aside
+from .data_requests import data_request_spans
+from .negation import NEGATION_WINDOW, asks_back_in, negated_after, negated_before
+from .optout import DATA_REQUEST_CHARS, fold, stop_set_aside
 from .quotes import extract_reply_text
 from .return_date import MONTH_OF, WEEKDAY_OF
 from .someone_else import said_of_another
@@ -45,6 +46,7 @@ from .stop_wording import (
     OOO_BODY_RE,
     REQUEST_LINES,
     UNSUBSCRIBE_SUBJECT_RE,
+    stop_words_of_another,
     unsubscribe_spans,
 )
 
@@ -125,8 +127,9 @@ class PhraseReading:
     def stop_words_set_aside(self) -> bool:
         """Whether a rule read the words of stopping as no request: a table's phrase voided by a negation, or
         ingestion's wording set aside (optout.stop_set_aside). The model's reading of those words is then not
-        used: the rule that set them aside, and says why, stands."""
-        return self.voided or stop_set_aside(self.body)
+        used: the rule that set them aside, and says why, stands. So are words of stopping said of someone or
+        something else (stop_wording.stop_words_of_another)."""
+        return self.voided or stop_set_aside(self.body) or stop_words_of_another(self.body)
 
 
 def read_phrases(body: str) -> PhraseReading:
@@ -338,6 +341,7 @@ def _weigh(body: str, match: Match) -> Weighed | None:
         (negated and len(body[negated[-1].end() : match.start].split()) == 0)
         or negated_before(body[clause_start : match.start])
         or negated_after(body[match.start : match.start + NEGATION_WINDOW])
+        or asks_back_in(fold(body[:DATA_REQUEST_CHARS]))
     ):
         return None  # the same negations ingestion reads ("please dont unsubscribe me", "no quiero darme de baja")
     if category is Category.MEETING and question:

@@ -15,14 +15,21 @@ _NEGATIONS = "not never dont didnt doesnt wont nicht nie no non não nao niet ne
     "nie musi", "nie trzeba", "nie ma potrzeby", "pas de", "pas besoin de", "inutile de", "pas la peine de"]
 _BETWEEN = ("please pls to i we you want wish need would like do be ever bitte sie mich uns möchte will wollen quiero"
             " queremos me nos voglio quero ik wil mnie proszę prosze den chcę chce się sie mi ask asking pido que"
-            " chiedo di vraag vragen om peço going gonna pan pani panie o").split()
+            " chiedo di vraag vragen om peço going gonna pan pani panie o"
+            # "no te voy a pedir que me borres", "non le chiederò di togliermi", "não vou pedir para me tirar"
+            " te le les voy vamos va a pedir pedirte pedirle pedirles chiederò chiedero chiederle chiederti vou vai"
+            " para vi ci"
+            # "no me deja darme de baja" (it does not let me), said of another sender
+            " deja dejan dejaba deixa deixam").split()
 _NEGATED_BEFORE_RE = re.compile(
     rf"(?:\b(?:{'|'.join(_NEGATIONS)})\b|n['’]t)\s*(?:(?:{'|'.join(_BETWEEN)})\s+)*$", re.I
 )
-# French wraps the verb: "je ne cherche pas à me désinscrire", "je ne veux pas me désabonner" (the writer as its
+# French wraps the verb: "je ne cherche pas à me désinscrire", "je ne veux pas me désabonner", "je ne vais pas vous
+# demander de me retirer" (the writer as its
 # object: "je ne veux pas recevoir vos mails" still asks to stop).
 _NE_PAS_BEFORE_RE = re.compile(
-    r"\bne\s+\w+\s+pas\s+(?:(?:(?:à|a|de|d['’])\s*)?(?:me\s+|m['’]|nous\s+)|(?:à|a|d['’])\s*)$", re.I)
+    r"\bne\s+\w+\s+pas\s+(?:(?:vous|te)\s+)?(?:(?:demander|prier)\s+)?"
+    r"(?:(?:(?:à|a|de|d['’])\s*)?(?:me\s+|m['’]|nous\s+)|(?:à|a|de\s|d['’])\s*)$", re.I)
 _CLAUSE_END_RE = re.compile(r"[,;:.!?()\u2013\u2014]|\s-\s|\b(but|aber|mais|pero|(?<!nie )ma|mas|maar)\b", re.I)
 NEGATION_WINDOW = 200
 
@@ -40,7 +47,7 @@ def negated_before(before: str) -> bool:
 # "niet meer" (no longer) and "nicht nur" (not only) ask to stop all the same.
 _AFTER_VERB = ("sie du ihr mich uns mir bitte doch aber auch ja jetzt noch müssen musst müsst brauchen brauchst"
                " braucht sollen sollten dürfen u je jullie mij me ons alsjeblieft alstublieft aub hoeft hoeven hoor"
-               " maar ook nog").split()
+               " maar ook nog deswegen deshalb dafür darum").split()
 _NEGATED_AFTER_RE = re.compile(
     rf"^\S*(?:[ \t]+(?:{'|'.join(_AFTER_VERB)}))*[ \t]+(?:nicht|nirgends|nirgendwo|keinesfalls|auf keinen fall|niet"
     r"|nergens)\b"
@@ -61,3 +68,33 @@ def negated_after(request: str) -> bool:
     aus") or answer it no ("Remove me? No need.")."""
     request = request[:NEGATION_WINDOW]
     return bool(_NEGATED_AFTER_RE.search(request) or _ANSWERED_NO_RE.search(request))
+
+
+_DONE = (r"\b(unsubscrib|desabonn|desinscri|de baja|abgemeldet|ausgetragen|abbestellt|afgemeld|uitgeschreven"
+         r"|disiscri|descadastr|wypisa)\w*")
+_BY_MISTAKE = (r"\b(by mistake|by accident|accidentally|par erreur|par megarde|sin querer|por error|por equivocacion"
+               r"|per sbaglio|per errore|sem querer|por engano|aus versehen|versehentlich|per ongeluk|per abuis"
+               r"|przez pomylke|przypadkiem)\b")
+# The writer asks to be put back on the list: an unsubscribe undone ("I clicked unsubscribe by mistake, can you
+# re-add me?", "j'ai cliqué sur « se désinscrire » par erreur, vous pouvez me réinscrire ?"). Words of stopping in
+# such a reply tell what happened, not what the writer wants now. Read on folded text (optout.fold).
+_BACK_IN_RE = re.compile(
+    r"\b(re-?subscribe|re-?add (me|us)|add (me|us) back|put (me|us) back|sign (me|us) (back )?up again"
+    r"|subscribe (me|us) again|reinscri\w*|re-inscri\w*|reabonn\w*"
+    r"|(volver|vuelvan|vuelve|volved) a (suscribir|inscribir|dar(me|nos)? de alta|agregar|anadir)\w*"
+    r"|(darme|darnos) de alta (de nuevo|otra vez|nuevamente)"
+    r"|wieder (an|ein|auf)(zu)?(melden|tragen|nehmen)|(erneut|wieder) in (den|die|ihren|ihre) (verteiler|liste)"
+    r"|reiscriv\w*|(iscriv|rimett)\w* di nuovo|di nuovo (in|nella) lista"
+    r"|opnieuw (aan|in)(melden|schrijven|te schrijven)|weer (aan|in)(melden|schrijven)|weer op de \w*lijst"
+    r"|reinscrev\w*|(inscrev|cadastr)\w* (de novo|novamente)|recadastr\w*"
+    r"|ponownie (zapis|dopis)\w*|(zapisz|dopisz)\w* (mnie |nas )?(z powrotem|ponownie)"
+    r"|(me |nous )?remett\w*|rimett\w*|(coloca|coloque|coloquem|poe|ponha|ponham|bota)( me| nos)? de volta"
+    r"|reapunt\w*|(volver|vuelvan|vuelve|volved) a apuntar\w*)\b"
+    # the key word in the past, by mistake: "désabonné par erreur", "me di de baja sin querer"
+    rf"|{_DONE}.{{0,40}}{_BY_MISTAKE}|{_BY_MISTAKE}.{{0,40}}{_DONE}"
+)
+
+
+def asks_back_in(folded: str) -> bool:
+    """Whether a folded text asks to be put back on the list, so that its words of stopping request nothing."""
+    return bool(_BACK_IN_RE.search(folded))

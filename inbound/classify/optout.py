@@ -1,4 +1,4 @@
-"""The opt-out guard: requests to stop and data-protection demands in the words people really write. Pure.
+"""The opt-out guard: requests to stop in the words people really write. Pure.
 
 stop_wording.py holds the precise phrases ("please remove me", "dadme de baja"). This guard reads what they
 miss, and ingestion suppresses on both (stop_wording.unsubscribe_spans adds these spans to its own):
@@ -9,17 +9,13 @@ miss, and ingestion suppresses on both (stop_wording.unsubscribe_spans adds thes
   "stop.", "lassen Sie mich in Ruhe") and concepts read together in one sentence — a verb of stopping with a
   kind of contact after it ("parem de me enviar"), a wish for none with receiving ("nie chcę otrzymywać"), a
   removal with the writer's own address or data ("lose my email address", "apaguem os meus dados");
-- data-protection demands (GDPR and its translations DSGVO, RGPD, AVG, RODO, LGPD): erasure (Art. 17), access
-  (Art. 15), objection (Art. 21), withdrawn consent, and "where did you get my address". ``data_request``
-  names them apart, so a reader sees that a legal deadline runs; they are never a sign of interest.
+- data-protection demands are read apart, in data_requests.py, so that a reader sees a legal deadline run.
 
 Not an opt-out, decided here (the caller also drops negated ones, "please don't remove me"):
 
 - a question about taking *other* people off something ("how do I unsubscribe my team from X?", "comment mes
   clients peuvent-ils se désinscrire ?"): it asks nothing of us about the writer;
-- the key word used as a noun for a topic ("unsubscribe rates are our problem", "le disiscrizioni dei clienti");
-- the law named without a demand about the writer's own data ("are you GDPR compliant?", "does your tool
-  handle GDPR deletion requests from our customers?").
+- the key word used as a noun for a topic ("unsubscribe rates are our problem", "le disiscrizioni dei clienti").
 
 The callers also drop a request negated after its verb or answered no ("tragen Sie mich nicht aus", "Remove me?
 No need.": negation.py) and one said of someone or something else ("remove Anna Berg from your list, she left",
@@ -27,8 +23,7 @@ No need.": negation.py) and one said of someone or something else ("remove Anna 
 
 Fail safe, deliberately unlike stop_wording.py's precision first: a request is read wherever the writer's
 own address, data or mail is the object of stopping or deleting, because a wrong suppression costs one
-follow-up and a missed one mails someone who asked us to stop. A source question about one's own address is
-read as an access demand even when friendly ("who gave you my address? just curious").
+follow-up and a missed one mails someone who asked us to stop.
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ import re
 import unicodedata
 from functools import cache
 
-from .negation import negated_after, negated_before
+from .negation import asks_back_in, negated_after, negated_before
 
 # ---------------------------------------------------------------------------------------------------------
 # Folding: lower case without accents, one character for one, so a span found in the folded text is the
@@ -110,6 +105,24 @@ _OWN_ADDRESS = (
     r"(my|our) (e-?mail|email address|e-?mail address|address|contact details|details|name|data|personal data"
     r"|information|info)"
 )
+# Sending to the writer, as a question about more to come names it: "send", "schicken", "mandarmi", "wysłać".
+_CONTACT_LATE = (
+    r"\b(send\w*|sent|mail\w*|e-?mail\w*|schick\w*|senden|envoy\w*|envi\w*|mand\w*|invi\w*|stur\w*|wysla\w*"
+    r"|wysyl\w*|przysl\w*|receber|recevoir|recibir|ricever\w*|bekommen|krijgen|dostac|otrzymac)\b"
+)
+# The next one threatened with the spam folder: "next one goes straight to spam", "I'll be marking these as junk from
+# now on". Not a mail that went there ("your last mail landed in spam") nor a folder to look in ("I'll check spam").
+_SPAM_WORDS = (r"(junk|spam\w*|quarantine|quarantaine|quarantena|cuarentena|quarentena|kwarantann\w*|spammap"
+               r"|spamfilter|spamordner|indesirables|indeseados|lixo eletronico|posta indesiderata)")
+_NEXT_WORDS = (r"(next|nachste\w*|prochaine?|proxim[oa]s?|prossim[oa]|volgende|nastepn\w*|from now on|ab (jetzt|sofort)"
+               r"|desormais|dorenavant|a partir de ahora|d'ora in poi|vanaf nu|od teraz|daqui (em|pra) frente"
+               r"|any more|another|noch eine|encore un|otro|un altro|un'altra|nog een|jeszcze jeden|mais um)")
+_NEXT_TO_SPAM = (
+    rf"^(?!.*\b(check\w*|look\w*|search\w*|find|found|such\w*|cherch\w*|busc\w*|cerc\w*|zoek\w*|sprawdz\w*"
+    rf"|procur\w*|verifi\w*|kijk\w*|schau\w*|guard\w*|mira\w*|regard\w*)\b)"
+    rf"(.*\b{_NEXT_WORDS}\b.{{0,60}}\b{_SPAM_WORDS}\b|.*\b(mark\w*|flag\w*|send\w*|mov\w*|filter\w*)\b.{{0,25}}"
+    rf"\b{_SPAM_WORDS}\b.{{0,20}}\b{_NEXT_WORDS}\b)"
+)
 _STOP = {
     # The same request in every language: "spare yourself the next follow-up", "block our domain", "stop for the
     # whole team", "you can stop now".
@@ -136,6 +149,35 @@ _STOP = {
         r"\bprefer\w* que vous ne (m'|me |nous )?(ecriv|envoy|contact|relanc)\w* plus\b",
         r"\bpreferi\w* che non (mi|ci) (scriv|mand|invi|contatt)\w*", r"\bliever dat (u|je|jullie) (niet meer|geen) ",
         r"\bprefer\w* que (nao )?(me |nos )?nao (me |nos )?(escrev|envi|mand|contact)\w*",
+        # consent withdrawn: "I withdraw my consent", "retiro mi consentimiento", "wycofuję zgodę"
+        r"\b(withdraw\w*|revok\w*|retir\w*|revoqu\w*|revoc\w*|revog\w*|widerruf\w*|trek\w*|intrek\w*|wycofuj\w*"
+        r"|cofam)\b.{0,12}\b(consent|consentement|consentimiento|consenso|consentimento|einwilligung|zustimmung"
+        r"|toestemming|zgod\w*)\b",
+        # wishing for this to be the last one: "I'd be grateful if this were the last", "ojalá sea el último"
+        r"\b(hope|grateful|appreciate\w*|glad|prefer|rather|wish|make sure)\b.{0,30}\b(this|it) (was|were|is|will be"
+        r"|be) (the|your) (last|final)\b",
+        r"\b(das|dies|diese) (war|ist|bleibt|sei) (hoffentlich |bitte |jetzt )?(die|das) letzte\b",
+        r"\b(fosse|sia) (questa |questo )?l'ultim[oa]\b|\bquest[ao] (fosse|sia) l'ultim[ao]\b",
+        r"\b(sea|fuera|fuese) (este |esta )?(el|la) ultim[oa]\b|\b(soit|serait) (le|la) dernier\w*\b",
+        r"\b(seja|fosse) (este |esta )?(o|a) ultim[oa]\b"
+        r"|\b(dit|het) (het |de )?laatste (bericht|mailtje|mail|e-?mail)\w* (is|was|zijn|blijft)\b"
+        r"|\b(bylby|bylaby|byl|byla|bedzie) (to )?ostatni\w*\b",
+        # counting what is still to come: "how many more of these will you send?", "ile jeszcze takich maili"
+        r"\b(how many more|wie viele (\w+ ){0,6}(noch|denn noch)|ile jeszcze|quant[ei] altr[ei]"
+        r"|cuant[oa]s (\w+ )?mas|combien (de \w+ |d'\w+ )?encore|quant[oa]s (\w+ )?mais|hoeveel (\w+ ){0,3}nog)\b"
+        r".{0,60}" + _CONTACT_LATE,
+        # consent challenged: "who allowed you to write to me?", "wer hat Ihnen erlaubt, mich anzuschreiben?"
+        r"\bwho (allowed|permitted|gave you (the )?(permission|right))\b"
+        r"|\bwer hat (ihnen|euch|dir) (eigentlich |denn )?(erlaubt|die erlaubnis)"
+        r"|\bqui vous a (autorise|permis|donne le droit)|\bquien (les|os|te|le) (autorizo|dio (permiso|derecho))"
+        r"|\bchi (vi|ti|le) ha (autorizzat|dato il permesso)|\bwie heeft (u|jullie|je) (toestemming|het recht)"
+        r"|\bquem (vos|lhes|te|lhe) (autorizou|deu (permissao|o direito))"
+        r"|\bkto (wam|panu|pani|panstwu|ci) (pozwolil|dal prawo|zezwolil)",
+        # the next one threatened with the spam folder: "next one goes straight to spam", "volgende keer in de spammap"
+        _NEXT_TO_SPAM,
+        # enough of it: "enough with the emails", "dość tego spamu", "basta con queste mail", "chega de spam"
+        r"^\W*(enough|genug|assez|basta|chega|genoeg|dosc|wystarczy|ya basta|ca suffit)\b.{0,20}\b(spam\w*|e-?mails?"
+        r"|mails?|maili|wiadomosci|mensajes|correos|messaggi|berichten|mensagens|courriels)\b",
     ),
     "en": (
         r"\b(lose|forget|scrap|bin|purge|wipe|drop|erase|delete|remove|take) " + _OWN_ADDRESS,
@@ -154,6 +196,10 @@ _STOP = {
         r"\bno (more |further )?(outreach|cold (e-?mails?|outreach)|sales e-?mails?|prospecting)\b",
         r"\bmake (this|it) the (last|final) (one|e-?mail|message)\b",
         r"\b(do not|don'?t|stop) us(e|ing) (my|this) (e-?mail )?address for (marketing|sales|commercial|promotion)",
+        r"\b(kill|end|cancel|close) (the|this|your) (e-?mail )?(sequence|campaign|cadence|drip)\b",
+        r"\b(honou?r|respect|process|action) (my|our|this) (opt-?out|unsubscribe|removal)\b",
+        r"\b(me|us) off (the|your|ur|this|that|any|all|every) (\w+ )?(list|lists|database|distribution)\b",
+        r"\b(block|blacklist) (my|our|this) (e-?mail|email id|mail id|id|address|domain)\b",
     ),
     "de": (
         r"\blassen sie (mich|uns) (bitte )?in ruhe\b", r"\b(mich|uns) (bitte )?in ruhe lassen\b",
@@ -179,6 +225,8 @@ _STOP = {
         r"\b(versand|zusendung\w*|aussendung\w*|e-?mails?|mails?|mailings?|werbung|kontaktaufnahme\w*)\b"
         r".{0,20}\beinstellen\b",
         r"\b(entfernt|geloscht|ausgetragen|gestrichen|abgemeldet|herausgenommen|rausgenommen)( zu)? werden\b",
+        r"\b(schick|sende|mail|schreib)\w*( sie| s'| s| ihr| du)? (mir|uns) (bitte |doch |einfach )*"
+        r"(nix|nichts|keine \w+) mehr\b",
     ),
     "fr": (
         r"\bcess(ez|er) de (m'|me |nous )?(envoyer|ecrire|contacter|solliciter)",
@@ -194,6 +242,8 @@ _STOP = {
         r"\b(m'|me |nous )(oter|enlever|retirer|rayer|supprimer) (de|du)\b",
         r"\bsor(s|tir) de (votre|vos|la|cette) (liste|fichier|base|mailing)",
         r"\bfinis? les (mails|e-?mails|messages|relances)\b",
+        r"\barret(e|es|ez|er) de (m'|m |me |nous )?(ecrire|envoyer|contacter|spammer|relancer|solliciter)",
+        r"\bne (me |m'|nous )(recontact|relanc)\w* (plus|pas|jamais)\b",
     ),
     "es": (
         r"\b(solicito|pido|quiero|queremos|deseo|solicitamos) (la |darme de |darnos de )?baja\b",
@@ -208,6 +258,8 @@ _STOP = {
         r"\b(darse|darnos) de baja\b", r"\bfuera de (la|su|vuestra|esta|sus) lista", r"\bfuera de mi (bandeja|buzon)",
         r"\bya vale de (mandar|enviar|escribir)\w*", r"\bdej(en|ad|e|a)(me|nos)? en paz\b",
         r"\bno (me|nos) (enviaran|enviasen|mandaran|mandasen|escribieran|escribiesen|contactaran|contactasen)\b",
+        r"\bno (me|nos) (escrib|contact|envi|mand|molest)\w* (mas|nunca mas)\b",
+        r"\brechaz\w* (cualquier|todo|todos los|todas las) (\w+ )?(envio|correo|comunicaci|mensaje)\w*",
     ),
     "it": (
         r"\bnon (voglio|vogliamo|desidero) piu (ricevere|essere contattat[oa])",
@@ -241,6 +293,7 @@ _STOP = {
         r"\b(wens|wensen) geen (verdere |verder )?(contact|correspondentie|mails|berichten|e-?mails)\b",
         r"\b(dit|mijn) (e-?mail)?adres niet (meer|langer) (te )?gebruiken\b",
         r"^\W*(hou|houd) (toch |nou |nu |eens |er )?(op|mee op)\b",
+        r"\bstuur (me|mij|ons) (alsjeblieft |aub |ook |dan |voortaan )*(niets|niks|geen \w+) meer\b",
     ),
     "pt": (
         r"\b(removam|remova|removem|apaguem|apague|retirem|tirem)( o| a)? (meu|minha|meus|minhas|me)\b",
@@ -252,6 +305,8 @@ _STOP = {
         r"\bser (removid|retirad|excluid|descadastrad|apagad|eliminad)[oa]s?\b",
         r"\babst(enham|enha|er)-se de (me |nos )?(contactar|contatar|enviar|escrever)",
         r"\bnenhum (e-?mail|email|contato|contacto|envio) a mais\b|\bmais nenhum (e-?mail|email|contato|envio)\b",
+        r"\bnao (me |nos )?(procur|contact|contat|mand|envi|escrev)\w* mais\b",
+        r"\bque (me|nos) (retirem|removam|tirem|excluam|apaguem|descadastrem)\b",
     ),
     "pl": (
         r"\bnie (chce|chcemy|zycze sobie) (otrzymywac|dostawac|wiecej)",
@@ -263,6 +318,8 @@ _STOP = {
         r"\bpowstrzyma\w* (sie )?od (kontakt|wysyl|pisan)\w*",
         r"\bzostac (usuniet|wypisan|wykreslon|skreslon)\w*",
         r"\bkoniec z (mailami|wiadomosciami|reklamami|newsletter\w*)\b",
+        r"\bnie (przesylajcie|wysylajcie|przysylajcie|piszcie|przesylac|wysylac|przysylac)\b.{0,30}\b(wiecej|juz)\b",
+        r"\b(wiecej|juz) nie (przesylajcie|wysylajcie|przysylajcie|piszcie)\b",
     ),
 }
 # Concepts, so wording nobody listed is read too: a request to stop, a wish to receive nothing, a removal of the
@@ -270,7 +327,8 @@ _STOP = {
 _STOP_VERB = (
     r"\b(stop|cease|quit|halt|horen sie auf|aufhoren|cessez|cesser|arretez|arreter|dejen de|dejad de|deje de"
     r"|dejar de|smettete|smettere|smetti|stop met|ophouden|hou op|houd op|parem de|parar de|pare de|paren de"
-    r"|deixem de|deixar de|deixe de|przestan\w*|przestac|interromp\w*|unterlassen|beenden|zaprzesta\w*)\b"
+    r"|deixem de|deixar de|deixe de|przestan\w*|przestac|interromp\w*|unterlassen|beenden|zaprzesta\w*|arrete|arretes"
+    r"|para de|cese|cesen|cesar|cesad|cessate|cessare|cessem|cessar)\b"
 )
 _CONTACT = (
     r"\b(e-?mail\w*|mail\w*|messag\w*|contact\w*|contatt\w*|contat\w*|communications?|correspondence|newsletters?"
@@ -278,7 +336,8 @@ _CONTACT = (
     r"|spamm?\w*|receiv\w*|kontakt\w*|nachrichten|zusendungen|schreiben|anzuschreiben|erhalten|courriels?|envoy\w*"
     r"|envoi\w*|ecri\w*|recevoir|sollicit\w*|correos?|comunicaci\w*|mensajes?|escrib\w*|recibir|envi\w*"
     r"|ricever\w*|comunicazioni|messaggi|scriver\w*|inviar\w*|ontvangen|berichten|mailen|sturen|benaderen"
-    r"|receber|mensagens|comunicacoes|escrever|otrzymywac|wiadomosci|pisac|wysylac|follow-?ups?|reminders?)\b"
+    r"|receber|mensagens|comunicacoes|escrever|otrzymywac|wiadomosci|pisac|wysyl\w*|przesyl\w*|korespondencj\w*"
+    r"|follow-?ups?|reminders?)\b"
 )
 _NO_WISH = (
     r"\b((do not|don'?t|dont|no longer) (want|wish|need|care)"
@@ -346,72 +405,6 @@ _BARE_SENTENCE_RE = re.compile(
 )
 
 # ---------------------------------------------------------------------------------------------------------
-# Data-protection demands
-
-_LAW = r"(gdpr|dsgvo|rgpd|avg|rodo|lgpd|ccpa|dpa 2018|data protection act|datenschutz\w*|protection des donnees)"
-_ARTICLE = r"\b(art|article|artikel|articolo|articulo|artigo|artykul|art\.)\.? ?(15|17|21)\b"
-# The writer in the first person: a demand is theirs ("I request", "ich fordere", "mes données").
-_FIRST_PERSON = (
-    r"\b(i|my|me|ich|mein\w*|mich|mir|je|j'|mes|mon|moi|yo|mis|mi|io|miei|mio|mia|ik|mijn|mij|eu|meus|meu|minha"
-    r"|ja|moj\w*|mnie|zadam|solicito|chiedo|exijo|fordere|demande)\b"
-)
-_DEMAND = (
-    r"\b(eras\w+|delet\w+|remov\w+|forget|forgotten|objec\w+|access|copy|withdraw\w*"
-    r"|losch\w+|entfern\w+|auskunft|widersp\w+|widerruf\w*"
-    r"|effac\w+|suppr\w+|oppos\w+|acces|retir\w+"
-    r"|supres\w+|suprim\w+|borr\w+|elimin\w+|cancelaci\w+|acceso|oposici\w+|opongo|baja"
-    r"|cancell\w+|accesso|opposizione|oppongo"
-    r"|verwijder\w*|inzage|bezwaar|gegevens (?:te )?wissen|gewist|wis\b"
-    r"|apag\w+|acesso|oposi\w+|oponho|exclu\w+"
-    r"|usun\w+|dostep\w*|sprzeciw\w*|wglad\w*)"
-)
-_SOURCE = (
-    r"\b(where|how) did you (get|find|obtain|source)\b.{0,30}\b(my|our) (e-?mail|address|details|contact|data|info)"
-    r"|\bwho (gave|sold|passed|provided|shared) you (my|our)\b"
-    # "how did my address end up on your list", "how on earth did it end up in a sales tool"
-    r"|\bhow (on earth |the hell )?did (it|this|my (e-?mail|address|email address|details|data|name)) "
-    r"(end up|get|land) (in|on|into)\b"
-    r"|\bwhere (do|did) you have (my|our) (e-?mail|address|data)"
-    r"|\bwoher (haben|hast|habt) (sie|du|ihr) (meine|unsere)\b"
-    r"|\bou avez-vous (trouve|obtenu|eu|recupere)\b.{0,20}\b(mon|mes|notre|nos)\b"
-    r"|\bde donde (han|has|habeis) (sacado|obtenido|conseguido)\b.{0,20}\b(mi|mis|nuestr)"
-    r"|\bdove (avete|hai) (preso|trovato|ottenuto)\b.{0,20}\b(il mio|la mia|i miei|il nostro)"
-    r"|\bwaar (heeft u|heb je|hebben jullie)\b.{0,30}\b(mijn|onze)\b.{0,30}\bvandaan\b"
-    r"|\bonde (obtiveram|conseguiram|arranjaram|obteve|encontraram)\b.{0,20}\b(o meu|a minha|os meus|meu)"
-    r"|\bskad (macie|masz|ma pan|ma pani|mieliscie)\b.{0,20}\b(moj|moje|mojego)"
-    r"|\b(which|what) source\b.{0,30}\b(my|our)\b|\bsource de (mes|mon|nos|notre)\b|\bz jakiego zrodla\b"
-    r"|\b(aus welcher|welche) quelle\b.{0,30}\b(meine|unsere)\b|\bde que fuente\b|\bda quale fonte\b|\bde que fonte\b"
-    r"|\bhoe (komt|kwam|komen) (u|je|jullie) aan (mijn|dit|ons|onze)\b"
-    r"|\b(dane|danych|adres\w*|mail\w*)\b.{0,60}\bskad (je|go|ja) (macie|wzieliscie)\b"
-    # "who sold you my address?" in each language: a list broker named, not a friendly "who gave you my address?"
-    r"|\bwer hat (ihnen|euch|dir) (meine|unsere)\b.{0,30}\bverkauft|\bqui vous a vendu\b|\bd'ou (tenez|sortez)-vous\b"
-    r"|\bquien (les|os|te|le) (vendio|ha vendido)\b|\bchi (vi|ti|le) ha venduto\b"
-    r"|\bwie heeft (u|jullie|je) (mijn|ons|onze)\b.{0,30}\bverkocht|\bquem (vos|lhes|te|lhe) vendeu\b"
-    r"|\bkto (wam|panu|pani|panstwu|ci) (sprzedal|sprzedala)\b"
-)
-_DEMAND_RE = re.compile(_DEMAND)
-_FIRST_PERSON_RE = re.compile(_FIRST_PERSON)
-_LAW_RE = re.compile(rf"\b{_LAW}\b|{_ARTICLE}")
-_SOURCE_RE = re.compile(_SOURCE)
-# The right's own name: "right to be forgotten", "Recht auf Vergessenwerden", "droit à l'oubli".
-_FORGOTTEN_RE = re.compile(
-    r"\bright to (be forgotten|erasure)|\brecht auf (vergessen\w*|loschung)|\bdroit (a l'oubli|a l'effacement)"
-    r"|\bderecho (al olvido|de supresion)|\bdiritto (all'oblio|alla cancellazione)|\brecht om vergeten"
-    r"|\bdireito (ao esquecimento|ao apagamento)|\bprawo do (bycia zapomnian\w*|usuniecia)"
-)
-# Data held on the writer, said without a possessive: "all data you have on me".
-_DATA_ON_ME_RE = re.compile(
-    r"\b(data|information|details)\b.{0,30}\byou (hold|have|keep|store)\w* (on|about) (me|us)\b"
-)
-_OWN_DATA_OBJECT_RE = re.compile(
-    r"\b(my|our|meine[rn]?|unsere[rn]?|mes|nos|mis|nuestros|miei|nostri|mijn|onze|meus|nossos|moich|naszych)"
-    r" (personal |personlichen |personnelles |personales |personali |persoonlijke |pessoais |osobowych )?"
-    r"(data|details|information|daten|kontaktdaten|donnees|coordonnees|datos|dati|gegevens|persoonsgegevens|dados"
-    r"|danych)\b"
-    r"|\b(donnees|datos|dati|dados|danych) (personnelles|personales|personali|pessoais|osobowych)\b"
-)
-
-# ---------------------------------------------------------------------------------------------------------
 # What is not a request: others taken off something, the key word as a topic
 
 _OTHERS = (
@@ -427,8 +420,9 @@ _OTHERS = (
 )
 _OTHERS_RE = re.compile(_OTHERS)
 _FIRST_PERSON_OBJECT_RE = re.compile(
-    r"\b(me|myself|mich|mir|moi|m'|me|mij|mnie)\b|\b(remove|unsubscribe|take) us\b"
-    rf"|\bmi\b(?!\s+{_OTHERS})"  # Italian "mi" (me), not Spanish "mi equipo" (my team)
+    r"\b(me|myself|mich|mir|m'|me|mij|mnie)\b|\b(remove|unsubscribe|take) us\b"
+    # Italian "mi" (me), not Spanish "mi equipo" (my team); French "moi" (me), not Polish "moi klienci" (my clients)
+    rf"|\b(mi|moi)\b(?!\s+{_OTHERS})"
 )
 _TOPIC_AFTER_RE = re.compile(
     r"^\W{0,2}(rates?|links?|buttons?|process|flow|requests?|handling|management|feature|page|option|url|tools?"
@@ -439,16 +433,19 @@ _TOPIC_AFTER_RE = re.compile(
 _ARTICLE_BEFORE_RE = re.compile(
     r"\b(the|le|la|les|los|las|gli|het|die|der|den|des|os|as|your|our|their|vos|nos|ihre|unsere|vostre|vostri)\s+$"
     r"|\blist-$"  # the List-Unsubscribe header
+    # a rate or count of them: "il tasso di disiscrizione", "le taux de désabonnement", "la tasa de bajas"
+    r"|\b(rate|number|share|tasso|tassi|taux|tasa|taxa|percentuale|pourcentage|porcentaje|percentagem|numero|nombre"
+    r"|anzahl|quote|aantal|percentage|liczba|odsetek|wskaznik)\s+(of|di|de|d'|des|do|da|der|van|an)\s*$"
 )
 # A sentence ends at . ! ? or a line's end; not at "Art. 17", "e.g." or "3.5".
 _SENTENCE_RE = re.compile(r"(?:[^.!?\n]|[.!?](?=[ \t]*\d|\w))+[.!?]*")
 
 
-def _sentences(folded: str) -> list[tuple[int, str]]:
+def sentences(folded: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group()) for m in _SENTENCE_RE.finditer(folded)]
 
 
-def _about_others(sentence: str) -> bool:
+def about_others(sentence: str) -> bool:
     """A question about taking other people off something, the writer not among them."""
     return sentence.rstrip().endswith("?") and bool(_OTHERS_RE.search(sentence)) and not (
         _FIRST_PERSON_OBJECT_RE.search(sentence)
@@ -468,22 +465,22 @@ def is_topic(after: str) -> bool:
 def about_others_at(line: str, position: int) -> bool:
     """Whether the sentence of a line around ``position`` is a question about taking others off something."""
     folded = fold(line)
-    return any(start <= position < start + len(sentence) and _about_others(sentence)
-               for start, sentence in _sentences(folded))
+    return any(start <= position < start + len(sentence) and about_others(sentence)
+               for start, sentence in sentences(folded))
 
 
 def stop_spans(line: str) -> list[tuple[int, int]]:
     """Where a line (one of a reply's first lines) asks to stop our mail in words stop_wording.py misses."""
     folded = fold(line)
     spans = []
-    for start, sentence in _sentences(folded):
-        if _about_others(sentence):
+    for start, sentence in sentences(folded):
+        if about_others(sentence):
             continue
         bare = _BARE_SENTENCE_RE.search(sentence)
         if bare:
             spans.append((start + bare.start(2), start + bare.end(2)))
         spans += [(start + m.start(), start + m.end()) for m in _stop_re().finditer(sentence)]
-        if not _asks_about(sentence):
+        if not asks_about(sentence):
             spans += [(start + a, start + b) for a, b in _concept_spans(sentence)]
         for word in _WORD_RE.finditer(sentence):
             if is_key_word(word.group()) and not is_topic(sentence[word.end() :]) and not (
@@ -491,25 +488,6 @@ def stop_spans(line: str) -> list[tuple[int, int]]:
             ):
                 spans.append((start + word.start(), start + word.end()))
     return sorted(set(spans))
-
-
-def data_request_spans(text: str) -> list[tuple[int, int]]:
-    """Where a text demands something of its writer's data: erasure, access, objection, its source."""
-    folded = fold(text)
-    spans = []
-    for start, sentence in _sentences(folded):
-        found = _SOURCE_RE.search(sentence) or _FORGOTTEN_RE.search(sentence)
-        demand = _DEMAND_RE.search(sentence)
-        cited = bool(demand and _LAW_RE.search(sentence) and _FIRST_PERSON_RE.search(sentence))
-        if not found and (_about_others(sentence) or (_asks_about(sentence) and not cited)):
-            continue
-        if not found and demand and (_OWN_DATA_OBJECT_RE.search(sentence) or _DATA_ON_ME_RE.search(sentence)):
-            found = demand
-        if not found and cited:
-            found = demand
-        if found and not negated_before(text[start : start + found.start()]):
-            spans.append((start + found.start(), start + found.end()))
-    return spans
 
 
 # A question that asks us to act is a request ("could you delete my data?"); any other asks about something
@@ -521,14 +499,8 @@ _ASKS_TO_ACT_RE = re.compile(
 )
 
 
-def _asks_about(sentence: str) -> bool:
+def asks_about(sentence: str) -> bool:
     return sentence.rstrip().endswith("?") and not _ASKS_TO_ACT_RE.search(sentence)
-
-
-def data_request(text: str) -> str:
-    """The words of a data-protection demand in a person's new text, or "" when there is none."""
-    spans = data_request_spans(text[:DATA_REQUEST_CHARS])
-    return text[spans[0][0] : spans[0][1]] if spans else ""
 
 
 DATA_REQUEST_CHARS = 3000  # a demand letter states it in its first paragraphs
@@ -536,15 +508,17 @@ DATA_REQUEST_CHARS = 3000  # a demand letter states it in its first paragraphs
 
 def stop_set_aside(text: str) -> bool:
     """Whether the text has words of stopping that the rules above set aside as no request to stop us: negated
-    ("please don't remove me"), a question about others ("how do I unsubscribe my team from X?") or about
-    something ("do you delete data after the trial?"), a topic ("unsubscribe rates"). The learned model is then
-    not asked whether the text asks to stop: its reading of the same words cannot undo the rule."""
-    for _, sentence in _sentences(fold(text[:DATA_REQUEST_CHARS])):
+    ("please don't remove me"), undone ("clicked unsubscribe by mistake, please re-add me"), a question about
+    others ("how do I unsubscribe my team from X?") or about something ("do you delete data after the trial?"), a
+    topic ("unsubscribe rates"). The learned model is then not asked whether the text asks to stop: its reading of
+    the same words cannot undo the rule."""
+    folded = fold(text[:DATA_REQUEST_CHARS])
+    for _, sentence in sentences(folded):
         spans = [m.span() for m in _stop_re().finditer(sentence)] + _concept_spans(sentence)
         spans += [w.span() for w in _WORD_RE.finditer(sentence) if is_key_word(w.group())]
         if not spans:
             continue
-        if _about_others(sentence) or _asks_about(sentence):
+        if about_others(sentence) or asks_about(sentence) or asks_back_in(folded):
             return True
         if any(negated_before(sentence[:start]) or negated_after(sentence[start:]) or is_topic(sentence[end:])
                for start, end in spans):

@@ -11,6 +11,14 @@ likely the reply asks to stop:
   as every reply does, and ingestion suppresses the address provisionally, for an operator to confirm or lift
   (Replies → Needs review). Uncertainty may cost a follow-up, never send one to someone who asked to stop.
 
+A source question the writer calls curiosity ("who gave you my address? just curious") is no data-protection
+demand, but it is held the same way: rule ``possible_optout``, for an operator to decide.
+
+A request the phrases read in a reply the model reads as something else (below learned.OPTOUT_DOUBT: "stop the
+follow-ups, we're on for Monday at 11", "I clicked unsubscribe by mistake") is held the same way, never let
+through: rule ``possible_optout``. A data-protection demand and a subject that asks to unsubscribe are never
+doubted.
+
 A short note the person wrote that the model reads as an away note ("on holiday till the 18th", "off sick
 this week") and no phrase reads as anything else is an auto-reply with the rule ``away_note``: it holds the
 person until the stated date, as an out-of-office does.
@@ -22,11 +30,11 @@ import re
 
 from ..kinds import Kind
 from . import learned
+from .data_requests import curious_source_question, data_request
 from .evidence import own_reply_ids
 from .inbound import Inbound
 from .intent import Category, model_reading, new_text, read_phrases
 from .mime import header_of
-from .optout import data_request
 from .result import Classification
 from .stop_wording import UNSUBSCRIBE_SUBJECT_RE, unsubscribe_phrase
 
@@ -78,14 +86,26 @@ def check_human(mail: Inbound) -> Classification:
         rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
     elif phrase := unsubscribe_phrase(text):
         rule, reason = "unsubscribe_text", f"reply asks to stop: {phrase!r}"
+    body = new_text(text)
+    if rule == "unsubscribe_text" and (doubt := _model_doubts(body)) is not None:
+        # The words read as a request, the whole reply as something else ("stop the follow-ups, we're on for
+        # Monday at 11"): held back all the same, for an operator to decide.
+        return Classification(
+            kind=Kind.HUMAN_REPLY, original_message_ids=ids, reply_text=text, rule=POSSIBLE_OPTOUT,
+            reason=(f"person's mail; {phrase!r} may ask to stop, though the model reads the reply otherwise (model "
+                    f"{doubt:.0%}): suppressed until an operator confirms or lifts it"),
+        )
     if reason:
         return Classification(
             kind=Kind.UNSUBSCRIBE_REQUEST, original_message_ids=ids, reason=reason, reply_text=text, rule=rule
         )
     kind, rule, reason = Kind.HUMAN_REPLY, HUMAN, "person's mail"
-    body = new_text(text)
     phrases = read_phrases(body)
-    if not phrases.stop_words_set_aside and (model := learned.predict(model_reading(body))) is not None:
+    if curious := curious_source_question(text):
+        rule = POSSIBLE_OPTOUT
+        reason = (f"person's mail; asks where we got the address, out of curiosity ({curious!r}): suppressed until "
+                  "an operator confirms or lifts it")
+    elif not phrases.stop_words_set_aside and (model := learned.predict(model_reading(body))) is not None:
         optout = model.of(Category.UNSUBSCRIBE)
         if optout >= learned.OPTOUT_SURE:
             kind, rule = Kind.UNSUBSCRIBE_REQUEST, MODEL_OPTOUT
@@ -100,6 +120,13 @@ def check_human(mail: Inbound) -> Classification:
             kind, rule = Kind.AUTO_REPLY, AWAY_NOTE
             reason = f"the person's own away note (model {model.probability:.0%} sure)"
     return Classification(kind=kind, original_message_ids=ids, reason=reason, reply_text=text, rule=rule)
+
+
+def _model_doubts(body: str) -> float | None:
+    """The model's probability that the reply asks to stop, when it is below learned.OPTOUT_DOUBT; else None."""
+    model = learned.predict(model_reading(body))
+    optout = model.of(Category.UNSUBSCRIBE) if model is not None else 1.0
+    return optout if optout < learned.OPTOUT_DOUBT else None
 
 
 def demand_words(text: str, subject: str) -> str:

@@ -34,12 +34,22 @@ _THIRD_PARTY_BEFORE_RE = re.compile(
 )
 
 
+# A pronoun of someone else joined to an infinitive, as Italian, Spanish and Portuguese write it: "toglierla",
+# "borrarlo", "eliminá-la"; or put before it, as French and Portuguese do: "la retirer de votre liste", "que a retirem".
+_ENCLITIC_RE = re.compile(r"(?:ar|er|ir|re|á|ê|í)-?(?:la|lo|le|li|los|las)$", re.I)
+_PRONOUN_BEFORE_RE = re.compile(r"\bque (?:a|o|as|os)\s+$", re.I)
+_FRENCH_PRONOUN_BEFORE_RE = re.compile(r"\b(?:la|le|les|lui)\s+$", re.I)  # before an infinitive: "la retirer"
+
+
 def third_party_at(line: str, start: int, end: int) -> bool:
     """Whether the request found at line[start:end] takes someone else off, named or "her"/"him", not the writer."""
-    verb = re.match(r"\w+", line[start:end])
+    verb = re.match(r"\w+(?:-\w+)?", line[start:end])
     after = line[start + verb.end() : end + _REACH] if verb else ""
     before = line[max(0, start - _REACH) : start]
-    return bool(_THIRD_PARTY_AFTER_RE.search(after) or _THIRD_PARTY_BEFORE_RE.search(before))
+    return bool(_THIRD_PARTY_AFTER_RE.search(after) or _THIRD_PARTY_BEFORE_RE.search(before)
+                or (verb and _ENCLITIC_RE.search(verb.group())) or _PRONOUN_BEFORE_RE.search(before)
+                or (verb and verb.group().lower().endswith(("er", "ir", "re"))
+                    and _FRENCH_PRONOUN_BEFORE_RE.search(before)))
 
 
 # A request whose object is a scheduling detail, an old address or the conversation at hand asks nothing of our mail
@@ -50,6 +60,20 @@ _SCHEDULING_AFTER_RE = re.compile(
     r"|schicken|des|les|de|the|any|more|mais|piu|altri|calendar|kalender|meeting|met|zu)\W+){0,5}"
     r"(?:options|slots|time ?slots|times|dates|creneaux|horaires|terminvorschlag\w*|terminoption\w*|horarios|fechas"
     r"|orari|date|tijden|tijdstippen|datas|terminy|godziny)\b"
+)
+# Invitations or reminders stopped because the meeting is booked: "stop sending me calendar invitations, I already
+# booked Wednesday", "ya no me manden más invitaciones, ya agendé". Said of other invitations ("stop sending me
+# invitations to your webinars"), with nothing booked, it is a request.
+_INVITES_AFTER_RE = re.compile(
+    r"^\W*(?:(?:me|us|mir|uns|m|nous|mi|mij|ons|mnie|sending|send|sturen|envoyer|mandar\w*|enviar\w*|wysylac"
+    r"|schicken|des|les|de|the|any|more|mais|mas|piu|altri|calendar|kalender|meeting|meer|zu|these|all|your|vos"
+    r"|sus|tus|questi|deze|tych|mehr|plus)\W+){0,5}"
+    r"(?:invit\w*|invites?|convites?|einladung\w*|uitnodiging\w*|zaprosze\w*|reminders?|rappels?|recordatorios?"
+    r"|lembretes?|promemoria|erinnerung\w*|herinnering\w*|przypomnien\w*)\b"
+)
+_BOOKED_RE = re.compile(
+    r"\b(booked|scheduled|agend\w*|reserv\w*|gebucht|eingetragen|ingepland|geboekt|prenotat\w*|fissat\w*"
+    r"|marquei|marcad[oa]|marcamos|umowil\w*|umowion\w*|zarezerwowal\w*)\b"
 )
 _OLD_ADDRESS_RE = re.compile(
     r"\b(old|previous|former|alte\w*|fruhere\w*|ehemalige\w*|ancienne?|antigu[oa]|viej[oa]|vecchi[oa]|oude|vorige"
@@ -71,6 +95,7 @@ def about_a_detail(line: str, start: int, end: int) -> bool:
     folded = fold(line)
     after = folded[end : end + _REACH]
     return bool(_SCHEDULING_AFTER_RE.search(after) or _THREAD_AFTER_RE.search(after)
+                or (_INVITES_AFTER_RE.search(after) and _BOOKED_RE.search(folded))
                 or _OLD_ADDRESS_RE.search(folded[start : end + _REACH]))
 
 

@@ -11,6 +11,7 @@ a request that mentions a broken unsubscribe link ("the unsubscribe link doesn't
 one. Not a request:
 
 - a negated one ("please don't remove me", "ich möchte mich nicht abmelden", "no quiero darme de baja");
+- any, in a reply that asks to be put back on the list ("I clicked unsubscribe by mistake, please re-add me");
 - unsubscribing someone or something else ("how do I unsubscribe my team from X?", "remove a client");
 - a mention of an unsubscribe link, page or button on its own ("the unsubscribe link is broken");
 - a footer: a newsletter's or our own List-Unsubscribe footer ("To unsubscribe from these emails, click
@@ -28,7 +29,7 @@ import re
 from itertools import islice
 
 from . import optout
-from .negation import negated_after, negated_before
+from .negation import asks_back_in, negated_after, negated_before
 from .someone_else import said_of_another
 
 # The whole subject, not a word in it: "Re: Stop losing leads" is a reply.
@@ -149,6 +150,8 @@ def unsubscribe_phrase(text: str) -> str:
 def unsubscribe_spans(text: str) -> list[tuple[int, int]]:
     """Where the new text asks to stop our mail: (start, end) of each request, first lines only."""
     spans: list[tuple[int, int]] = []
+    if asks_back_in(optout.fold(text[:_BACK_IN_CHARS])):
+        return spans  # "I clicked unsubscribe by mistake, please re-add me": the words tell what happened
     offset = seen = 0
     for line in text.split("\n"):
         start_of_line, offset = offset, offset + len(line) + 1
@@ -173,7 +176,27 @@ def unsubscribe_spans(text: str) -> list[tuple[int, int]]:
     return sorted(set(spans))
 
 
+def stop_words_of_another(text: str) -> bool:
+    """Whether words of stopping in the new text's first lines are said of someone or something else ("please take
+    her off your list", "stop sending me time slots": someone_else.py). The learned model is then not asked whether
+    the reply asks to stop, as after any rule that set such words aside (optout.stop_set_aside)."""
+    seen = 0
+    for line in text.split("\n"):
+        if not line.strip() or FOOTER_LINE_RE.search(line):
+            continue
+        seen += 1
+        if seen > REQUEST_LINES:
+            break
+        line = line[:_LINE_LIMIT]
+        found = islice(UNSUBSCRIBE_RE.finditer(line), _MATCHES_PER_LINE)
+        candidates = [(m.start(), m.end()) for m in found] + optout.stop_spans(line)[:_MATCHES_PER_LINE]
+        if any(said_of_another(line, start, end) for start, end in candidates):
+            return True
+    return False
+
+
 _WINDOW = 200
+_BACK_IN_CHARS = 3000
 _MATCHES_PER_LINE = 10
 _LINE_LIMIT = 2000  # characters of one line read: a request is a sentence, not a pasted page
 

@@ -10,8 +10,11 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from inbound.classify import learned, training
+from inbound.classify import classify, learned, training
 from inbound.classify.intent import MODEL, PHRASES, Category, suggest
+from inbound.classify.reply import POSSIBLE_OPTOUT
+from inbound.kinds import Kind
+from proving.bench.replies import as_reply
 
 UNTOUCHED = Path(settings.BASE_DIR) / "tests" / "inbound" / "reply_categories" / "untouched.jsonl"
 pytestmark = pytest.mark.one_database("the learned model reads text")
@@ -96,3 +99,43 @@ def test_bench_replies_names_the_model_and_the_time_one_reply_takes(tmp_path, ca
     assert figures["model"] == learned.version() and figures["latency_ms"]["suggest"]["p99"] > 0
     assert figures["hard"]["all"]["items"] == sum('"hard": true' in line for line in lines) > 0
     assert set(figures["ingestion"]["all"]) >= {"recall", "precision", "provisional", "stopped_recall"}
+
+
+def _reading(optout: float) -> learned.Prediction:
+    rest = (1 - optout) / 6
+    probabilities = {name: rest for name in training.CATEGORIES} | {"unsubscribe": optout}
+    best = max(probabilities, key=probabilities.__getitem__)
+    return learned.Prediction(best, probabilities[best], probabilities)
+
+
+@pytest.mark.parametrize("optout, kind, rule", [
+    (0.02, Kind.HUMAN_REPLY, POSSIBLE_OPTOUT),  # the model reads the reply otherwise: held for an operator
+    (0.40, Kind.UNSUBSCRIBE_REQUEST, "unsubscribe_text"),
+])
+def test_a_request_the_phrases_read_and_the_model_doubts_is_held_provisionally_never_let_through(
+        monkeypatch, optout, kind, rule):
+    monkeypatch.setattr(learned, "predict", lambda text: _reading(optout))
+
+    result = classify(as_reply("Stop the follow-ups, we're on for Monday at 11. See you then."))
+
+    assert (result.kind, result.rule) == (kind, rule), result.reason
+
+
+def test_a_data_protection_demand_is_never_doubted(monkeypatch):
+    monkeypatch.setattr(learned, "predict", lambda text: _reading(0.01))
+
+    result = classify(as_reply("Under Article 17 GDPR I request the erasure of my personal data."))
+
+    assert (result.kind, result.rule) == (Kind.UNSUBSCRIBE_REQUEST, "data_request"), result.reason
+
+
+@pytest.mark.parametrize("text, kind, rule", [
+    ("Who gave you my address? Just curious, nice pitch though.", Kind.HUMAN_REPLY, POSSIBLE_OPTOUT),
+    ("Skąd macie mój adres? Pytam z ciekawości, bo mail całkiem zgrabny.", Kind.HUMAN_REPLY, POSSIBLE_OPTOUT),
+    ("Who gave you my address?", Kind.UNSUBSCRIBE_REQUEST, "data_request"),
+    ("Just curious: who gave you my address? And please delete my data.", Kind.UNSUBSCRIBE_REQUEST, "data_request"),
+])
+def test_a_source_question_asked_out_of_curiosity_is_held_provisionally_and_any_other_is_a_demand(text, kind, rule):
+    result = classify(as_reply(text))
+
+    assert (result.kind, result.rule) == (kind, rule), result.reason

@@ -104,6 +104,28 @@ OPT_OUTS = [
     "Spare yourself the next follow-up, the answer won't change.",
     "Block our domain on your side, nobody here wants these.",
     "Please stop for the whole team - we've had the same email at four addresses.",
+    # Consent withdrawn, a wish for the last one, more counted, consent challenged, the spam folder threatened.
+    "Withdraw my consent. I never gave it in the first place.",
+    "Retiro mi consentimiento para cualquier comunicación comercial.",
+    "I would be very grateful if this was the last message. Have a nice week!",
+    "Le sarei grato se questa fosse l'ultima comunicazione.",
+    "Ile jeszcze takich maili zamierzacie mi wysłać?",
+    "Wie viele von denen wollen Sie mir eigentlich noch schicken?",
+    "Wer hat Ihnen erlaubt, mich anzuschreiben?",
+    "Next one goes straight to the spam folder. Just so you know.",
+    "Volgende keer gaat u rechtstreeks het spamfilter in.",
+    "DOŚĆ TEGO SPAMU!!!",
+    # Ceasing and sending no more, in the words of offices and phones.
+    "Prosimy o zaprzestanie przesyłania korespondencji handlowej na ten adres.",
+    "Por la presente se solicita cesar el envío de correos publicitarios a esta dirección.",
+    "Nie przesyłajcie nam więcej ofert. Dziękujemy.",
+    "nao tenho interesse, nao mandem mais",
+    "Servus, bitte schicken S' mir nix mehr.",
+    "Geen interesse, en stuur me alsjeblieft ook niets meer.",
+    "stp arrete de m envoyer ca",
+    "pas intéressé. ne me recontactez pas.",
+    "Please kill the sequence, I'm not reading them.",
+    "Request you to kindly block my email id from your system.",
 ]
 
 DATA_REQUESTS = [OPT_OUTS[3], DSGVO_ERASURE, OPT_OUTS[5], OPT_OUTS[12], OPT_OUTS[13]]
@@ -152,6 +174,24 @@ NEAR_MISSES = [
     "Il vostro link di disiscrizione dà errore 404. Non voglio disiscrivermi, ve lo segnalo e basta.",
     "Does your platform handle unsubscribe links and the List-Unsubscribe header automatically?",
     "Votre outil gère-t-il automatiquement les liens de désinscription ?",
+    "Il nostro tasso di disiscrizione è già bassissimo, non ci serve il vostro strumento.",
+    "Jak moi klienci mogą się wypisać z powiadomień SMS w Waszej aplikacji?",
+    # Put back on the list: the unsubscribe was a mistake.
+    "Zut, j'ai cliqué trop vite sur « se désinscrire », c'était une erreur. Vous pouvez me réinscrire ?",
+    "I clicked unsubscribe by accident - could you add me back?",
+    "Perdón, le di a 'darme de baja' sin querer desde el móvil. ¿Me pueden volver a apuntar?",
+    "descadastrei sem querer, me coloca de volta?",
+    # Invitations stopped because the meeting is booked; a request the writer says they will not make.
+    "Stop sending me calendar invitations please, I already booked the Wednesday 11:00 slot.",
+    "Ya no me manden más invitaciones, ya agendé para el jueves a las 11.",
+    "Rassurez-vous, je ne vais pas vous demander de me retirer de votre liste, mais pas de budget cette année.",
+    "No te voy a pedir que me borres, pero ahora mismo no necesitamos nada.",
+    # Someone else taken off by a pronoun joined to the verb or put before it.
+    "Merci de la retirer de votre liste de diffusion, elle a quitté la société.",
+    "La collega è andata in pensione: vi prego di toglierla dalla vostra lista.",
+    "A Sra. Ribeiro deixou a empresa. Agradeço que a retirem da vossa lista de envio.",
+    "Kein Interesse. Austragen müssen Sie mich deswegen nicht, ich überlese so was einfach.",
+    "Tengo otro proveedor que no me deja darme de baja. ¿Sabés si eso es legal?",
 ]
 
 

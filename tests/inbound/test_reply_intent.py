@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from inbound.classify.intent import MODEL, Category, Suggestion, suggest
+from inbound.classify.intent import MODEL, Category, Suggestion, read_phrases, suggest
 
 pytestmark = pytest.mark.one_database("the reply categories of a text")
 
@@ -175,7 +175,7 @@ def test_confidence_is_lower_when_the_reply_also_says_the_opposite():
     clean, torn = suggest("Please remove me from your list."), suggest("Yes please! Actually no, remove me.")
     assert clean.category is torn.category is Category.UNSUBSCRIBE
     assert 0 < torn.confidence < clean.confidence <= 1
-    weak = suggest("Got a one-pager?")  # a hint word only
+    weak = read_phrases("Got a one-pager?").suggestion  # a hint word only (the model, agreeing, may be surer)
     assert weak.category is Category.INTERESTED and weak.confidence <= 0.5
 
 

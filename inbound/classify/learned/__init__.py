@@ -41,7 +41,9 @@ MAX_CHARS = 2000  # the person's answer is at the top; a long letter's tail adds
 #   where the tables found nothing, or the model is surer than MODEL_DECIDES, the model decides. Words of
 #   stopping a rule set aside ("please don't remove me") are never read as an opt-out by the model.
 # - Ingestion: OPTOUT_SURE or more for Unsubscribe suppresses like a request the tables read; from OPTOUT_UNSURE
-#   the address is suppressed provisionally and the reply listed under Needs review. A reply the model reads
+#   the address is suppressed provisionally and the reply listed under Needs review. A request only the phrases
+#   read (not a data-protection demand, not a subject) in a reply the model gives less than OPTOUT_DOUBT for
+#   Unsubscribe is suppressed provisionally too. A reply the model reads
 #   as a person's away note (AWAY_SURE) and the tables as nothing else holds the person like an auto-reply.
 OPTOUT_SUGGESTED = 0.5
 TABLE_SURE = 0.8
@@ -49,6 +51,7 @@ MODEL_SURE = 0.6
 MODEL_DECIDES = 0.75
 OPTOUT_SURE = 0.7
 OPTOUT_UNSURE = 0.35
+OPTOUT_DOUBT = 0.1
 AWAY_SURE = 0.8
 
 # Feature settings: part of the model (model.json repeats them, and loading refuses a model made otherwise).
