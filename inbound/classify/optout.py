@@ -175,6 +175,13 @@ _STOP = {
         r"|\bkto (wam|panu|pani|panstwu|ci) (pozwolil|dal prawo|zezwolil)",
         # the next one threatened with the spam folder: "next one goes straight to spam", "volgende keer in de spammap"
         _NEXT_TO_SPAM,
+        # "let's end it here", "hier houdt het op", "damit ist Schluss"
+        r"\b(let'?s|we can|we should) (end|stop|leave) (it|this|things) (here|there)\b|\bhier houdt het op\b"
+        r"|\bon s'arrete la\b|\b(lo )?dejamos aqui\b|\bfiniamola qui\b|\bparamos por aqui\b"
+        r"|\bna tym (koniec|poprzestanmy)\b|\bdamit ist (jetzt |dann )?schluss\b",
+        # a domain named to be blocked: "can you block northgate-example.co.uk on your side?"
+        r"\b(block|blocken|sperren|bloque\w*|blocc\w*|blokkeer\w*|zablokuj\w*)\b.{0,20}\b[\w-]+\.(com|co\.uk|uk|de|fr|es|it|nl"
+        r"|pt|pl|be|ch|at|eu|net|org|io|br|mx|ar|cl|co)\b",
         # enough of it: "enough with the emails", "dość tego spamu", "basta con queste mail", "chega de spam"
         r"^\W*(enough|genug|assez|basta|chega|genoeg|dosc|wystarczy|ya basta|ca suffit)\b.{0,20}\b(spam\w*|e-?mails?"
         r"|mails?|maili|wiadomosci|mensajes|correos|messaggi|berichten|mensagens|courriels)\b",
@@ -187,8 +194,8 @@ _STOP = {
         r"\b(leave|let) (me|us) (alone|be)\b",
         r"\b(i|we) (do not|don'?t) want to hear from you\b",
         r"\btake (me|us) off\b", r"\boff (your|this) (mailing |e-?mail )?list\b",
-        r"\b(do not|don'?t|dont|never) send (me |us )?(any )?(more |further )?(e-?mails?|mails?|messages?|follow-?ups?"
-        r"|reminders?|newsletters?|marketing|offers?)\b",
+        r"\b(do not|don'?t|dont|never) send (to )?(me |us )?(any )?(more |further )?(e-?mails?|mails?|messages?"
+        r"|follow-?ups?|reminders?|newsletters?|marketing|offers?)\b",
         r"\b(be|being|get|getting) (removed|taken off|unsubscribed|deleted|struck off|crossed off|dropped)"
         r"(?= (from|off)\b)",
         r"\b(have|get) (me|us|my (e-?mail|address|details|name)) (removed|deleted|taken off|unsubscribed)\b",
@@ -197,12 +204,18 @@ _STOP = {
         r"\bmake (this|it) the (last|final) (one|e-?mail|message)\b",
         r"\b(do not|don'?t|stop) us(e|ing) (my|this) (e-?mail )?address for (marketing|sales|commercial|promotion)",
         r"\b(kill|end|cancel|close) (the|this|your) (e-?mail )?(sequence|campaign|cadence|drip)\b",
+        r"\b(do not|don'?t|dont|never|stop) (circl(e|ing) back|follow(ing)? up|chas(e|ing)( me| us)?|reach(ing)? out"
+        r"|pester(ing)?( me| us)?)( to me| with me| with us)? (again|anymore|any more)\b",
+        r"\b(not|never) being (chased|contacted|e-?mailed|pestered|followed up)\b",
         r"\b(honou?r|respect|process|action) (my|our|this) (opt-?out|unsubscribe|removal)\b",
         r"\b(me|us) off (the|your|ur|this|that|any|all|every) (\w+ )?(list|lists|database|distribution)\b",
         r"\b(block|blacklist) (my|our|this) (e-?mail|email id|mail id|id|address|domain)\b",
     ),
     "de": (
-        r"\blassen sie (mich|uns) (bitte )?in ruhe\b", r"\b(mich|uns) (bitte )?in ruhe lassen\b",
+        r"\blassen sie (mich|uns) (bitte )?in ruhe\b",
+        r"\b(nimm|nehmt|nehmen sie) (mich|uns) (bitte )?(von|aus) (der|ihrer|eurer|dieser|deiner|ihrem|eurem|dem) \w*"
+        r"(liste|verteiler)\b", r"\bwie werde (ich|wir) (sie|euch|dich) (\w+ ){0,2}los\b",
+        r"\b(mich|uns) (bitte )?in ruhe lassen\b",
         r"\bkeine (e-?mails|mails|nachrichten|werbung|newsletter|anfragen|akquise|kaltakquise|kontaktaufnahme\w*"
         r"|kontaktversuche|zusendungen|angebote) mehr\b",
         r"\b(schreiben|mailen|kontaktieren) sie (mich|uns|mir) (bitte )?(nie wieder|nie mehr|niemals wieder)\b",
@@ -242,6 +255,7 @@ _STOP = {
         r"\b(m'|me |nous )(oter|enlever|retirer|rayer|supprimer) (de|du)\b",
         r"\bsor(s|tir) de (votre|vos|la|cette) (liste|fichier|base|mailing)",
         r"\bfinis? les (mails|e-?mails|messages|relances)\b",
+        r"\bplus rien,? (s'il vous plait|svp|merci)\b",
         r"\barret(e|es|ez|er) de (m'|m |me |nous )?(ecrire|envoyer|contacter|spammer|relancer|solliciter)",
         r"\bne (me |m'|nous )(recontact|relanc)\w* (plus|pas|jamais)\b",
     ),
@@ -259,6 +273,7 @@ _STOP = {
         r"\bya vale de (mandar|enviar|escribir)\w*", r"\bdej(en|ad|e|a)(me|nos)? en paz\b",
         r"\bno (me|nos) (enviaran|enviasen|mandaran|mandasen|escribieran|escribiesen|contactaran|contactasen)\b",
         r"\bno (me|nos) (escrib|contact|envi|mand|molest)\w* (mas|nunca mas)\b",
+        r"\bno (recib\w*) (nada|ningun\w*) mas\b",
         r"\brechaz\w* (cualquier|todo|todos los|todas las) (\w+ )?(envio|correo|comunicaci|mensaje)\w*",
     ),
     "it": (
@@ -307,6 +322,7 @@ _STOP = {
         r"\bnenhum (e-?mail|email|contato|contacto|envio) a mais\b|\bmais nenhum (e-?mail|email|contato|envio)\b",
         r"\bnao (me |nos )?(procur|contact|contat|mand|envi|escrev)\w* mais\b",
         r"\bque (me|nos) (retirem|removam|tirem|excluam|apaguem|descadastrem)\b",
+        r"\b(deix\w*)[- ](me|nos) em paz\b",
     ),
     "pl": (
         r"\bnie (chce|chcemy|zycze sobie) (otrzymywac|dostawac|wiecej)",
@@ -320,6 +336,10 @@ _STOP = {
         r"\bkoniec z (mailami|wiadomosciami|reklamami|newsletter\w*)\b",
         r"\bnie (przesylajcie|wysylajcie|przysylajcie|piszcie|przesylac|wysylac|przysylac)\b.{0,30}\b(wiecej|juz)\b",
         r"\b(wiecej|juz) nie (przesylajcie|wysylajcie|przysylajcie|piszcie)\b",
+        r"\brezygnuje z (newslettera|subskrypcji|mailingu|wiadomosci|ofert|korespondencji|kontaktu)\b",
+        r"\b(mnie|nas) (usunac|usuncie|wypisac|wypiszcie|wykreslic)\b",
+        r"\bnic (wiecej|juz) nie (dostawal\w*|otrzymywal\w*|przychodzil\w*)"
+        r"|\bnie (dostawal\w*|otrzymywal\w*) (nic|juz nic)\b",
     ),
 }
 # Concepts, so wording nobody listed is read too: a request to stop, a wish to receive nothing, a removal of the
@@ -400,8 +420,10 @@ def _concept_spans(sentence: str) -> list[tuple[int, int]]:
 _BARE_SENTENCE_RE = re.compile(
     r"^\W*(please |pls |bitte |por favor |svp |per favore |prosze |alsjeblieft |aub )?(stop|halt|basta|stopp|arrete"
     r"|arretez|parem|para|stoppen|enough|no more|basta ya|chega|genoeg|wystarczy|dosc|plus jamais|mai piu|nunca mais"
-    r"|es reicht|jetzt reichts|ca suffit|(bitte )?(nicht|keine) mehr)"
-    r"( it| now| please| bitte| por favor| svp| already| ja| jetzt| pls)?\W*$"
+    r"|es reicht|jetzt reichts|ca suffit|(bitte )?(nicht|keine) mehr|przestancie|przestan|parad|paren|smettetela"
+    r"|smettete|hort auf|horen sie auf|stoppt|stoppen sie)"
+    r"( it| now| please| bitte| por favor| svp| already| ja| jetzt| pls| all of you| everyone| wszyscy| juz| todos"
+    r"| tous| tutti| alle| allemaal)?\W*$"
 )
 
 # ---------------------------------------------------------------------------------------------------------

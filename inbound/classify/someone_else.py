@@ -34,11 +34,20 @@ _THIRD_PARTY_BEFORE_RE = re.compile(
 )
 
 
-# A pronoun of someone else joined to an infinitive, as Italian, Spanish and Portuguese write it: "toglierla",
-# "borrarlo", "eliminá-la"; or put before it, as French and Portuguese do: "la retirer de votre liste", "que a retirem".
+# A pronoun joined to an infinitive, as Italian, Spanish and Portuguese write it: "toglierla", "borrarlo",
+# "eliminá-la"; or put before it, as French and Portuguese do: "la retirer de votre liste", "que a retirem". It is
+# someone else only where the line says that someone left ("elle a quitté la société. Merci de la retirer"): the
+# same pronoun stands for the writer's own address too ("mon adresse … merci de la supprimer").
 _ENCLITIC_RE = re.compile(r"(?:ar|er|ir|re|á|ê|í)-?(?:la|lo|le|li|los|las)$", re.I)
 _PRONOUN_BEFORE_RE = re.compile(r"\bque (?:a|o|as|os)\s+$", re.I)
 _FRENCH_PRONOUN_BEFORE_RE = re.compile(r"\b(?:la|le|les|lui)\s+$", re.I)  # before an infinitive: "la retirer"
+_DEPARTED_RE = re.compile(
+    r"\b(left|retired|no longer (works|with)|moved on|passed away|quitte|retraite|n'est plus|ne (fait|travaille) plus"
+    r"|est partie?|ausgeschieden|nicht mehr (bei|im|in|fur)|verlassen|in rente|in pension|im ruhestand|dejo|ha dejado"
+    r"|jubil\w*|ya no (trabaja|esta)|fallec\w*|ha lasciato|in pensione|non lavora piu|non e piu|deixou|aposentad\w*"
+    r"|reformad\w*|ja nao (trabalha|esta)|falec\w*|uit dienst|vertrokken|met pensioen|werkt (hier )?niet meer"
+    r"|odszedl|odeszla|emeryt\w*|juz nie pracuje|nie pracuje juz|zmarl|zmarla)\b"
+)
 
 
 def third_party_at(line: str, start: int, end: int) -> bool:
@@ -46,10 +55,12 @@ def third_party_at(line: str, start: int, end: int) -> bool:
     verb = re.match(r"\w+(?:-\w+)?", line[start:end])
     after = line[start + verb.end() : end + _REACH] if verb else ""
     before = line[max(0, start - _REACH) : start]
-    return bool(_THIRD_PARTY_AFTER_RE.search(after) or _THIRD_PARTY_BEFORE_RE.search(before)
-                or (verb and _ENCLITIC_RE.search(verb.group())) or _PRONOUN_BEFORE_RE.search(before)
-                or (verb and verb.group().lower().endswith(("er", "ir", "re"))
-                    and _FRENCH_PRONOUN_BEFORE_RE.search(before)))
+    if _THIRD_PARTY_AFTER_RE.search(after) or _THIRD_PARTY_BEFORE_RE.search(before):
+        return True
+    pronoun = bool((verb and _ENCLITIC_RE.search(verb.group())) or _PRONOUN_BEFORE_RE.search(before)
+                   or (verb and verb.group().lower().endswith(("er", "ir", "re"))
+                       and _FRENCH_PRONOUN_BEFORE_RE.search(before)))
+    return pronoun and bool(_DEPARTED_RE.search(fold(line)))
 
 
 # A request whose object is a scheduling detail, an old address or the conversation at hand asks nothing of our mail

@@ -7,6 +7,7 @@ database.
 
 from __future__ import annotations
 
+import re
 from email.message import EmailMessage
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
 from inbound.classify.reply import demand_words
+from inbound.classify.someone_else import said_of_another
 from inbound.kinds import Kind
 from inbound.models import InboundMessage
 from proving.harness import mails
@@ -126,6 +128,16 @@ OPT_OUTS = [
     "pas intéressé. ne me recontactez pas.",
     "Please kill the sequence, I'm not reading them.",
     "Request you to kindly block my email id from your system.",
+    "Hey, danke, aber bitte nimm mich von der Liste.",
+    "Si je suis intéressé un jour, je vous contacterai. D'ici là, plus rien s'il vous plaît.",
+    "Pá, deixa-me em paz com isso das faturas.",
+    "Rezygnuję z newslettera",
+    "Please don't circle back again.",
+    "Thanks but no thanks. Would also appreciate not being chased on this.",
+    "Love the persistence, hate the emails. Let's end it here, shall we?",
+    "Can you block northgate-example.co.uk on your side? None of our staff want these.",
+    "Mówiłem już waszemu koledze. Teraz pan. Przestańcie wszyscy.",
+    "Wie werde ich Sie eigentlich wieder los?",
 ]
 
 DATA_REQUESTS = [OPT_OUTS[3], DSGVO_ERASURE, OPT_OUTS[5], OPT_OUTS[12], OPT_OUTS[13]]
@@ -220,6 +232,19 @@ def test_a_near_miss_stays_a_human_reply(text: str) -> None:
 
     assert result.kind == Kind.HUMAN_REPLY, result.reason
     assert suggest(result.reply_text).category is not Category.UNSUBSCRIBE
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("line, another", [
+    ("Elle a quitté la société : merci de la retirer de votre liste.", True),
+    ("Mon adresse perso est dans votre fichier, merci de la supprimer de vos listes.", False),
+    ("La collega è andata in pensione: vi prego di toglierla dalla vostra lista.", True),
+    ("Avete la mia email personale nel vostro archivio: vi prego di toglierla dalla vostra lista.", False),
+])
+def test_a_pronoun_is_someone_else_only_where_the_line_says_someone_left(line, another):
+    verb = re.search(r"retirer|supprimer|toglierla", line)
+
+    assert said_of_another(line, verb.start(), verb.end()) is another
 
 
 def test_wissen_is_erasure_in_dutch_only():
