@@ -168,7 +168,7 @@ class Command(BaseCommand):
             f"Subject: Re: Quick question, {contact.first_name}\r\nMessage-ID: <demo-reply-{job.pk}@example.org>\r\n"
             f"In-Reply-To: {job.message_id}\r\nReferences: {job.message_id}\r\n"
             "Content-Type: text/plain; charset=utf-8\r\n\r\n"
-            "Thanks, not right now. Please don't follow up.\r\n\r\n> Is Bletchley looking at outreach tools?\r\n"
+            "Thanks, not right now. Maybe next quarter.\r\n\r\n> Is Bletchley looking at outreach tools?\r\n"
         ).encode()
         fetched = FetchedMessage(uid=1, internaldate=db_now(), raw=raw, size=len(raw), flags=())
         return inbound_record(mailbox_id=enrollment_mailbox_id(enrollment), folder="demo", uidvalidity=1,
