@@ -70,31 +70,29 @@ def negated_after(request: str) -> bool:
     return bool(_NEGATED_AFTER_RE.search(request) or _ANSWERED_NO_RE.search(request))
 
 
-_DONE = (r"\b(unsubscrib|desabonn|desinscri|de baja|abgemeldet|ausgetragen|abbestellt|afgemeld|uitgeschreven"
-         r"|disiscri|descadastr|wypisa)\w*")
-_BY_MISTAKE = (r"\b(by mistake|by accident|accidentally|par erreur|par megarde|sin querer|por error|por equivocacion"
-               r"|per sbaglio|per errore|sem querer|por engano|aus versehen|versehentlich|per ongeluk|per abuis"
-               r"|przez pomylke|przypadkiem)\b")
 # The writer asks to be put back on the list: an unsubscribe undone ("I clicked unsubscribe by mistake, can you
 # re-add me?", "j'ai cliqué sur « se désinscrire » par erreur, vous pouvez me réinscrire ?"). Words of stopping in
-# such a reply tell what happened, not what the writer wants now. Read on folded text (optout.fold).
+# such a reply tell what happened, not what the writer wants now. Only the wish to be back counts, not a mistake
+# alone ("unsubscribe me, I was added by mistake" asks to stop), and not a negated one ("do not re-add me").
+# Read on folded text (optout.fold).
 _BACK_IN_RE = re.compile(
     r"\b(re-?subscribe|re-?add (me|us)|add (me|us) back|put (me|us) back|sign (me|us) (back )?up again"
     r"|subscribe (me|us) again|reinscri\w*|re-inscri\w*|reabonn\w*"
-    r"|(volver|vuelvan|vuelve|volved) a (suscribir|inscribir|dar(me|nos)? de alta|agregar|anadir)\w*"
-    r"|(darme|darnos) de alta (de nuevo|otra vez|nuevamente)"
+    r"|(volver|vuelvan|vuelve|volved) a (suscribir|inscribir|dar(me|nos)? de alta|agregar|anadir|apuntar)\w*"
+    r"|(darme|darnos) de alta (de nuevo|otra vez|nuevamente)|reapunt\w*"
     r"|wieder (an|ein|auf)(zu)?(melden|tragen|nehmen)|(erneut|wieder) in (den|die|ihren|ihre) (verteiler|liste)"
     r"|reiscriv\w*|(iscriv|rimett)\w* di nuovo|di nuovo (in|nella) lista"
     r"|opnieuw (aan|in)(melden|schrijven|te schrijven)|weer (aan|in)(melden|schrijven)|weer op de \w*lijst"
-    r"|reinscrev\w*|(inscrev|cadastr)\w* (de novo|novamente)|recadastr\w*"
-    r"|ponownie (zapis|dopis)\w*|(zapisz|dopisz)\w* (mnie |nas )?(z powrotem|ponownie)"
-    r"|(me |nous )?remett\w*|rimett\w*|(coloca|coloque|coloquem|poe|ponha|ponham|bota)( me| nos)? de volta"
-    r"|reapunt\w*|(volver|vuelvan|vuelve|volved) a apuntar\w*)\b"
-    # the key word in the past, by mistake: "désabonné par erreur", "me di de baja sin querer"
-    rf"|{_DONE}.{{0,40}}{_BY_MISTAKE}|{_BY_MISTAKE}.{{0,40}}{_DONE}"
+    r"|reinscrev\w*|(inscrev|cadastr)\w* (de novo|novamente)|recadastr\w*|recoloc\w*( me)? na lista"
+    r"|(coloca|coloque|coloquem|poe|ponha|ponham|bota)( me| nos)? de volta"
+    r"|ponownie (zapis|dopis)\w*|(zapisz|dopisz)\w* (mnie |nas )?(z powrotem|ponownie))\b"
+    # "vous me remettez ?", "mi rimettete nella lista?": not "me remettre le devis", "mi rimettete in contatto"
+    r"|\bme remett(ez|re|riez)\b(?!\s+(le|la|les|l'|un|une|des|en|ce|cette|votre|vos|mon|ma|mes|au|du)\b)"
+    r"|\bmi rimett(ete|ereste|esse)\b(?!\s+(il|la|lo|i|gli|le|un|una|in contatto|in copia)\b)"
 )
 
 
 def asks_back_in(folded: str) -> bool:
     """Whether a folded text asks to be put back on the list, so that its words of stopping request nothing."""
-    return bool(_BACK_IN_RE.search(folded))
+    return any(not negated_before(folded[max(0, m.start() - NEGATION_WINDOW) : m.start()])
+               for m in _BACK_IN_RE.finditer(folded))

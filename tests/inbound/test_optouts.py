@@ -138,6 +138,10 @@ OPT_OUTS = [
     "Can you block northgate-example.co.uk on your side? None of our staff want these.",
     "Mówiłem już waszemu koledze. Teraz pan. Przestańcie wszyscy.",
     "Wie werde ich Sie eigentlich wieder los?",
+    # A mistake, or a return refused, is no wish to be put back.
+    "Please unsubscribe me, I was added by mistake.",
+    "Do not re-add me to your list. Remove me.",
+    "Je vous remets en copie mon collègue. Merci de me retirer de votre liste.",
 ]
 
 DATA_REQUESTS = [OPT_OUTS[3], DSGVO_ERASURE, OPT_OUTS[5], OPT_OUTS[12], OPT_OUTS[13]]
