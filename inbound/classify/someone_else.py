@@ -74,7 +74,7 @@ _SCHEDULING_AFTER_RE = re.compile(
 )
 # Invitations or reminders stopped because the meeting is booked: "stop sending me calendar invitations, I already
 # booked Wednesday", "ya no me manden más invitaciones, ya agendé". Said of other invitations ("stop sending me
-# invitations to your webinars"), with nothing booked, it is a request.
+# invitations to your webinars", "… I never booked"), with nothing booked, it is a request.
 _INVITES_AFTER_RE = re.compile(
     r"^\W*(?:(?:me|us|mir|uns|m|nous|mi|mij|ons|mnie|sending|send|sturen|envoyer|mandar\w*|enviar\w*|wysylac"
     r"|schicken|des|les|de|the|any|more|mais|mas|piu|altri|calendar|kalender|meeting|meer|zu|these|all|your|vos"
@@ -83,6 +83,7 @@ _INVITES_AFTER_RE = re.compile(
     r"|lembretes?|promemoria|erinnerung\w*|herinnering\w*|przypomnien\w*)\b"
 )
 _BOOKED_RE = re.compile(
+    r"(?<!never )(?<!not )(?<!nie )(?<!nicht )(?<!jamais )(?<!nunca )(?<!mai )(?<!nooit )"  # "I never booked"
     r"\b(booked|scheduled|agend\w*|reserv\w*|gebucht|eingetragen|ingepland|geboekt|prenotat\w*|fissat\w*"
     r"|marquei|marcad[oa]|marcamos|umowil\w*|umowion\w*|zarezerwowal\w*)\b"
 )

@@ -142,6 +142,7 @@ OPT_OUTS = [
     "Please unsubscribe me, I was added by mistake.",
     "Do not re-add me to your list. Remove me.",
     "Je vous remets en copie mon collègue. Merci de me retirer de votre liste.",
+    "Stop sending me invitations to webinars I never booked.",
 ]
 
 DATA_REQUESTS = [OPT_OUTS[3], DSGVO_ERASURE, OPT_OUTS[5], OPT_OUTS[12], OPT_OUTS[13]]
