@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 
 from .negation import asks_back_in, negated_after, negated_before
 
@@ -493,6 +493,11 @@ def about_others_at(line: str, position: int) -> bool:
 
 def stop_spans(line: str) -> list[tuple[int, int]]:
     """Where a line (one of a reply's first lines) asks to stop our mail in words stop_wording.py misses."""
+    return list(_stop_spans(line))
+
+
+@lru_cache(maxsize=1024)  # a reply's lines are read for requests and for words said of another (stop_wording)
+def _stop_spans(line: str) -> tuple[tuple[int, int], ...]:
     folded = fold(line)
     spans = []
     for start, sentence in sentences(folded):
@@ -509,7 +514,7 @@ def stop_spans(line: str) -> list[tuple[int, int]]:
                 _ARTICLE_BEFORE_RE.search(sentence[: word.start()])
             ):
                 spans.append((start + word.start(), start + word.end()))
-    return sorted(set(spans))
+    return tuple(sorted(set(spans)))
 
 
 # A question that asks us to act is a request ("could you delete my data?"); any other asks about something

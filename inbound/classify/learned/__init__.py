@@ -97,7 +97,9 @@ class Model:
     def predict_prepared(self, text: str) -> Prediction:
         import numpy as np
 
-        scores = (vectorize([text]) @ self.weights_t).toarray()[0] + self.intercepts
+        row = vectorize([text])
+        # The weights of the text's own features only: a sparse product with the whole matrix costs ten times more.
+        scores = row.data @ self.weights_t[row.indices].toarray() + self.intercepts
         scores = np.exp(scores - scores.max())
         probabilities = scores / scores.sum()
         best = int(probabilities.argmax())
