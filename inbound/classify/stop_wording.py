@@ -26,6 +26,7 @@ one costs a follow-up. ``unsubscribe_spans`` returns both.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import islice
 
 from . import optout
@@ -152,26 +153,11 @@ def unsubscribe_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     if asks_back_in(optout.fold(text[:_BACK_IN_CHARS])):
         return spans  # "I clicked unsubscribe by mistake, please re-add me": the words tell what happened
-    offset = seen = 0
-    for line in text.split("\n"):
-        start_of_line, offset = offset, offset + len(line) + 1
-        if not line.strip():
-            continue
-        if line.strip() in _SIGNATURE_LINE:
-            break
-        seen += 1
-        if seen > REQUEST_LINES:
-            break
-        line = line[:_LINE_LIMIT]
-        if FOOTER_LINE_RE.search(line):
-            continue
+    for seen, start_of_line, line in _request_lines(text):
         if seen == 1 and (bare := _BARE_WORD_RE.search(line)):
             spans.append((start_of_line + bare.start(1), start_of_line + bare.end(1)))
             continue
-        found = islice(UNSUBSCRIBE_RE.finditer(line), _MATCHES_PER_LINE)
-        # The phrases above, then the guard's wording and typos (optout.py), under the same rules.
-        candidates = [(m.start(), m.end()) for m in found] + optout.stop_spans(line)[:_MATCHES_PER_LINE]
-        spans += [(start_of_line + start, start_of_line + end) for start, end in candidates
+        spans += [(start_of_line + start, start_of_line + end) for start, end in _candidates(line)
                   if _is_request(line, start, end)]
     return sorted(set(spans))
 
@@ -180,19 +166,32 @@ def stop_words_of_another(text: str) -> bool:
     """Whether words of stopping in the new text's first lines are said of someone or something else ("please take
     her off your list", "stop sending me time slots": someone_else.py). The learned model is then not asked whether
     the reply asks to stop, as after any rule that set such words aside (optout.stop_set_aside)."""
-    seen = 0
+    return any(said_of_another(line, start, end)
+               for _, _, line in _request_lines(text) for start, end in _candidates(line))
+
+
+def _request_lines(text: str) -> Iterator[tuple[int, int, str]]:
+    """(how many lines read so far, where the line starts, the line) of the lines a request is read in: the first
+    REQUEST_LINES lines with words, up to a signature, footers left out."""
+    offset = seen = 0
     for line in text.split("\n"):
-        if not line.strip() or FOOTER_LINE_RE.search(line):
+        start_of_line, offset = offset, offset + len(line) + 1
+        if not line.strip():
             continue
+        if line.strip() in _SIGNATURE_LINE:
+            return
         seen += 1
         if seen > REQUEST_LINES:
-            break
+            return
         line = line[:_LINE_LIMIT]
-        found = islice(UNSUBSCRIBE_RE.finditer(line), _MATCHES_PER_LINE)
-        candidates = [(m.start(), m.end()) for m in found] + optout.stop_spans(line)[:_MATCHES_PER_LINE]
-        if any(said_of_another(line, start, end) for start, end in candidates):
-            return True
-    return False
+        if not FOOTER_LINE_RE.search(line):
+            yield seen, start_of_line, line
+
+
+def _candidates(line: str) -> list[tuple[int, int]]:
+    """The words of stopping in a line: the phrases above, then the guard's wording and typos (optout.py)."""
+    found = islice(UNSUBSCRIBE_RE.finditer(line), _MATCHES_PER_LINE)
+    return [(m.start(), m.end()) for m in found] + optout.stop_spans(line)[:_MATCHES_PER_LINE]
 
 
 _WINDOW = 200
