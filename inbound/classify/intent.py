@@ -134,7 +134,10 @@ class PhraseReading:
 
 def read_phrases(body: str) -> PhraseReading:
     """The phrase tables' reading of a reply's new text: the phrase that decided and how sure it is."""
-    weighed = [(match, _weigh(body, match)) for match in _matches(body)]
+    matches = _matches(body)
+    # A wish to be put back on the list sets every request to stop in the reply aside: read once per reply.
+    back_in = any(m.category is Category.UNSUBSCRIBE for m in matches) and asks_back_in(fold(body[:DATA_REQUEST_CHARS]))
+    weighed = [(match, _weigh(body, match, back_in)) for match in matches]
     voided = any(match.category is Category.UNSUBSCRIBE and w is None for match, w in weighed)
     return PhraseReading(body, _suggestion(body, [w for _, w in weighed if w is not None]), voided)
 
@@ -319,8 +322,9 @@ _SENTENCE_END = re.compile(r"[.!?\n]")
 _CLAUSE_END = re.compile(rf"[,;:()\u2013\u2014]|\s-\s|(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
 
 
-def _weigh(body: str, match: Match) -> Weighed | None:
-    """The match's category and strength once its sentence is read, or None when it is negated away."""
+def _weigh(body: str, match: Match, back_in: bool) -> Weighed | None:
+    """The match's category and strength once its sentence is read, or None when it is negated away (or, for
+    a request to stop, when the reply asks to be put back on the list: back_in)."""
     category, strength = match.category, match.strength
     sentence_start = max((m.end() for m in _SENTENCE_END.finditer(body, 0, match.start)), default=0)
     after = _SENTENCE_END.search(body, match.end)
@@ -341,7 +345,7 @@ def _weigh(body: str, match: Match) -> Weighed | None:
         (negated and len(body[negated[-1].end() : match.start].split()) == 0)
         or negated_before(body[clause_start : match.start])
         or negated_after(body[match.start : match.start + NEGATION_WINDOW])
-        or asks_back_in(fold(body[:DATA_REQUEST_CHARS]))
+        or back_in
     ):
         return None  # the same negations ingestion reads ("please dont unsubscribe me", "no quiero darme de baja")
     if category is Category.MEETING and question:
