@@ -35,6 +35,37 @@ _DEMAND = (
     r"|apag\w+|acesso|oposi\w+|oponho|exclu\w+"
     r"|usun\w+|dostep\w*|sprzeciw\w*|wglad\w*)"
 )
+# The writer's own address, name, number or data: the object of a source question.
+_OWN_CONTACT = (
+    r"(my|our|meine[nm]?|unsere[nm]?|mon|ma|mes|notre|nos|mi|mis|nuestr[oa]s?|(il |la |i )?(mio|mia|miei|nostro|nostra)"
+    r"|mijn|ons|onze|(o |a |os )?(meu|minha|meus|nosso|nossa)|moj\w*|nasz\w*) (e-?mail |email |private |persoonlijke )?"
+    r"(e-?mail|mail|address|adresse|adres|e-?mailadres|name|number|details|data|info|contact\w*|daten|kontakt\w*"
+    r"|nummer|coordonnees|donnees|nom|numero|direccion|correo|datos|nombre|telefono|indirizzo|dati|nome|naam"
+    r"|gegevens|dados|endereco|numer|dane|danych|nazwisko|adresu)"
+)
+# The asking words with a verb of having got it: "where'd you get", "which list did you buy", "d'où tenez-vous",
+# "¿de dónde sacaron", "come avete avuto", "hoe komen jullie aan", "quem passou", "w jaki sposób trafił".
+_ASKED_SOURCE = (
+    r"\b(where|how|which list|what list|which database|what database)('d| did| have| had| do) (you|ya|ye|u|they)\b"
+    r".{0,20}\b(get|got|gotten|find|found|obtain\w*|buy|bought|source\w*|pick\w* up|come (by|across)|scrape\w*"
+    r"|pull\w*|take|took|harvest\w*|have)\b"
+    r"|\bwho (gave|sold|passed|provided|shared|handed|forwarded) (you|u|ya)\b|\bwhere (is|was|does|did) (my|our)\b"
+    r"|\bwoher (haben|hast|habt|hatten|kennen|kennt) (sie|du|ihr)\b|\bwer hat (ihnen|euch|dir)\b"
+    r"|\bwie (sind|seid|bist|kommen|kommt|kamen) (sie|ihr|du) (an|zu|auf)\b"
+    r"|\bd'ou (tenez|sortez|avez|vient|viennent|provient)\b|\bou (avez-vous|vous avez|as-tu|est-ce que vous avez)\b"
+    r"|\bcomment (avez-vous|vous avez|as-tu)\b|\bqui vous a (donne|transmis|communique|fourni|vendu)\b"
+    r"|\bde donde (han|has|habeis|sacaron|sacaste|sacasteis|obtuvieron|tienen|tiene|tenes|salio)\b"
+    r"|\bcomo (consiguieron|obtuvieron|consiguio|obtuvo|llegaron|llego|tienen|tiene|conseguiram|obtiveram|tem|teve)\b"
+    r"|\bquien (les|le|te|os) (dio|paso|facilito|ha dado|ha pasado)\b"
+    r"|\b(da )?dove (avete|hai|ha) (preso|trovato|ottenuto|avuto|recuperato)\b"
+    r"|\bcome (avete|hai|ha) (avuto|ottenuto|trovato|preso)\b|\bchi (vi|ti|le) ha (dato|passato|fornito)\b"
+    r"|\bhoe (komt|kwam|komen|kwamen|bent|zijn) (u|je|jullie)\b.{0,30}\baan\b"
+    r"|\bwaar (heeft|hebt|heb|hebben|haalt|halen) (u|je|jullie)\b|\bwie heeft (u|jullie|je)\b"
+    r"|\b(de )?onde (voces|vcs|obtiveram|conseguiram|arranjaram|obteve|encontraram|tiraram|pegaram|veio)\b"
+    r"|\bquem (vos|lhes|te|lhe)? ?(passou|deu|forneceu|vendeu)\b"
+    r"|\bskad (macie|masz|ma pan|ma pani|mieliscie|wzieliscie|pozyskaliscie)\b|\bw jaki sposob\b"
+    r"|\bkto (wam|panu|pani|panstwu|ci) (dal|dala|przekazal|przekazala|udostepnil|udostepnila)\b"
+)
 _SOURCE = (
     r"\b(where|how) did you (get|find|obtain|source)\b.{0,30}\b(my|our) (e-?mail|address|details|contact|data|info)"
     r"|\bwho (gave|sold|passed|provided|shared) you (my|our)\b"
@@ -58,6 +89,10 @@ _SOURCE = (
     r"|\bquien (les|os|te|le) (vendio|ha vendido)\b|\bchi (vi|ti|le) ha venduto\b"
     r"|\bwie heeft (u|jullie|je) (mijn|ons|onze)\b.{0,30}\bverkocht|\bquem (vos|lhes|te|lhe) vendeu\b"
     r"|\bkto (wam|panu|pani|panstwu|ci) (sprzedal|sprzedala)\b"
+    # A question of where the writer's own address came from, in any of its words: the asking word, a verb of
+    # getting it in the past, then the address, the name or the data, the writer's own ("which list did you buy
+    # my name from?", "woher habt ihr eigentlich meine Adresse?", "quem passou meu e-mail pra vocês?").
+    rf"|(?:{_ASKED_SOURCE})\b.{{0,40}}\b(?:{_OWN_CONTACT})\b"
 )
 _DEMAND_RE = re.compile(_DEMAND)
 _FIRST_PERSON_RE = re.compile(_FIRST_PERSON)
@@ -101,7 +136,9 @@ def curious_source_question(text: str) -> str:
 _CURIOUS_RE = re.compile(
     r"\b(just|only|purely|simply) (curious|wondering|asking)|\bout of (pure |sheer )?curiosity|\b(i'?m|am) curious\b"
     r"|\b(aus|reine\w*) neugier|\binteressehalber\b|\bcuriosite\b|\bcuriosidad\b|\bcuriosita\b"
-    r"|\bnieuwsgierig\w*|\bcuriosidade\b|\bciekawo\w*|\bz ciekawosci\b"
+    r"|^\W*(curieux|curieuse|curioso|curiosa|neugierig|nieuwsgierig|ciekawy|ciekawa)\b"
+    r"|\bnieuwsgierig\w*|\bcuriosidade\b|\bciekawo\w*|\bz ciekawosci\b",
+    re.M,
 )
 
 

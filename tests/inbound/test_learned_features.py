@@ -15,22 +15,27 @@ from sklearn.feature_extraction.text import HashingVectorizer
 
 from inbound.classify import training
 from inbound.classify.learned import FEATURES, prepare, vectorize
+from inbound.classify.learned.features import word_prefix
 
 pytestmark = pytest.mark.one_database("the features of a text")
 
 EDGES = ["", " ", "a", "ab", "a b  c\t\td\n\ne", "x" * 40, "ünsubscribe  ñ ß", "отпишите меня", "請停止", "stop 🙏🙏",
-         "Re: RE: fw", "it's o'clock — 12:30 / 50%", "a" * 2000]
+         "Re: RE: fw", "it's o'clock — 12:30 / 50%", "a" * 2000, "unsubscribing unsubscribe me", "ab-\nmelden ab"]
 
 
 def scikit_learn(texts: list[str]):
     """What the model was first trained with: one HashingVectorizer per part of FEATURES, side by side."""
     parts = [
-        HashingVectorizer(analyzer=part["analyzer"], ngram_range=tuple(part["ngram_range"]),
+        HashingVectorizer(analyzer=_ANALYZERS[part["analyzer"]], ngram_range=tuple(part["ngram_range"]),
                           n_features=part["n_features"], alternate_sign=False, norm="l2", lowercase=False,
-                          token_pattern=r"(?u)\b\w+\b").transform(texts)
+                          token_pattern=r"(?u)\b\w+\b",
+                          preprocessor=word_prefix if part["analyzer"] == "word_prefix" else None).transform(texts)
         for part in FEATURES.values()
     ]
     return hstack(parts, format="csr")
+
+
+_ANALYZERS = {"char_wb": "char_wb", "word": "word", "word_prefix": "word"}  # the last with word_prefix first
 
 
 def shipped_texts() -> list[str]:

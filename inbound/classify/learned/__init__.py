@@ -60,6 +60,8 @@ AWAY_SURE = 0.8
 FEATURES = {
     "chars": {"analyzer": "char_wb", "ngram_range": [2, 5], "n_features": 2**19},
     "words": {"analyzer": "word", "ngram_range": [1, 2], "n_features": 2**18},
+    # The words cut to five letters, alone and in pairs: the same words in another inflection read alike.
+    "prefixes": {"analyzer": "word_prefix", "ngram_range": [1, 2], "n_features": 2**18},
 }
 
 
@@ -90,7 +92,7 @@ class Model:
         self.meta = meta
         self.categories: list[str] = list(meta["categories"])
         self.version: str = meta["version"]
-        self.weights = weights  # sparse (categories x features), transposed once for the product
+        # The weights (sparse, categories x features) are kept only transposed, a row per feature, for the product.
         self.weights_t = weights.T.tocsr()
         self.intercepts = intercepts
 
