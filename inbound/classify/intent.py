@@ -322,6 +322,20 @@ _SENTENCE_END = re.compile(r"[.!?\n]")
 _CLAUSE_END = re.compile(rf"[,;:()\u2013\u2014]|\s-\s|(?<!\w)(?:{phrases.CONTRAST})(?!\w)", re.I)
 
 
+# A fault reported in what we sent: a link, an attachment or a page that does not work, in the folded sentence.
+# The interest words it names ("the link to your case study gives a 404") are what broke, not what is wanted.
+_BROKEN_LINK_RE = re.compile(
+    r"\b404\b|\b(broken|dead) link|\bpage not found\b"
+    r"|\b(link|links|url|attachment|pdf|file|video|page|anhang|datei|lien|piece jointe|fichier|enlace|vinculo"
+    r"|adjunto|archivo|collegamento|allegato|bijlage|bestand|anexo|arquivo|ficheiro|zalacznik|plik)\b.{0,60}"
+    r"\b(is broken|broken|dead|doesn'?t work|does not work|not working|isn'?t working|won'?t open|will not open"
+    r"|leads nowhere|goes nowhere|expired|funktioniert nicht|geht nicht|kaputt|lasst sich nicht offnen"
+    r"|fuhrt ins leere|ne (marche|fonctionne|s'ouvre) (pas|plus)|casse|introuvable|no funciona|roto|no (se )?abre"
+    r"|non funziona|rotto|non si apre|werkt niet|kapot|opent niet|gaat niet open|nao funciona|quebrado|nao abre"
+    r"|nie dziala|nie otwiera sie|zepsut\w*)"
+)
+
+
 def _weigh(body: str, match: Match, back_in: bool) -> Weighed | None:
     """The match's category and strength once its sentence is read, or None when it is negated away (or, for
     a request to stop, when the reply asks to be put back on the list: back_in)."""
@@ -348,6 +362,10 @@ def _weigh(body: str, match: Match, back_in: bool) -> Weighed | None:
         or back_in
     ):
         return None  # the same negations ingestion reads ("please dont unsubscribe me", "no quiero darme de baja")
+    if category is Category.INTERESTED and _BROKEN_LINK_RE.search(
+        fold(body[sentence_start : after.end() if after else len(body)])
+    ):
+        return None  # "FYI the case study link is broken": a fault reported, not an interest
     if category is Category.MEETING and question:
         category = Category.INTERESTED  # "does Thursday at 3 work?" proposes a time; nothing is booked yet
     if _CONTRAST_RE.search(body, sentence_start, match.start):

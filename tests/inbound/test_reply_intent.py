@@ -146,6 +146,30 @@ def test_a_negation_turns_interest_into_a_refusal_within_its_clause(text, catego
     assert (got.category, got.phrase) == (category, phrase)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FYI the case study link in your email goes to a 404.",
+        "The link to your brochure is broken.",
+        "Der Link zur Demo funktioniert nicht.",
+        "Le lien vers la présentation ne marche pas.",
+        "El enlace al caso de éxito no funciona.",
+        "Il link alla demo non funziona.",
+        "De link naar de brochure werkt niet.",
+        "O link da apresentação não abre.",
+        "Link do prezentacji nie działa.",
+    ],
+)
+def test_a_broken_link_reported_is_no_interest_in_what_it_names(text):
+    got = suggest(text)
+    assert got.category is Category.OTHER, got
+
+
+def test_what_is_wanted_beside_a_broken_link_is_still_interest():
+    got = suggest("The case study link is broken. Could you send me the pricing instead?")
+    assert got.category is Category.INTERESTED and got.phrase != "case study", got
+
+
 def test_a_negated_request_to_stop_is_none():
     assert suggest("Please don't remove me, I do read these").category is not Category.UNSUBSCRIBE
 
