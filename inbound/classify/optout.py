@@ -127,6 +127,14 @@ _STOP = {
     # The same request in every language: "spare yourself the next follow-up", "block our domain", "stop for the
     # whole team", "you can stop now".
     "all": (
+        # the writer takes themselves off, in the first person: "ich melde mich hiermit ab", "me doy de baja"
+        # ("wir melden uns ab dem 19." is a promise to write back from the 19th: the word ends the clause)
+        r"\b((ich|wir) (melde|melden|trage|tragen)|(melde|trage) ich|(melden|tragen) wir) (mich|uns) (hiermit |hier "
+        r"|jetzt |hiemit )?(ab|aus)(?=\s*([.!,;]|$))"
+        r"|\b(me|nos) (doy|damos) de baja\b"
+        r"|\b(ik|wij|we) (meld|melden|schrijf|schrijven) (me|mij|ons) (hierbij |bij deze )?(af|uit)\b"
+        r"|\bmi (cancello|disiscrivo)\b|\bci (cancelliamo|disiscriviamo)\b|\bme (descadastro|desinscrevo)\b"
+        r"|\bje me (desabonne|desinscris)\b|\bwypisuje (sie|nas)\b",
         r"\b(spare|sparen|ahorr\w*|epargn\w*|risparmi|bespaar\w*|besparen|poup\w*|darowa\w*|daruj\w*)\b.{0,50}"
         r"\b(next|nachste\w*|proxim\w*|prochaine?|prossim\w*|volgende|nastepn\w*) (one|follow-?up|\w*mail|message"
         r"|reminder|nachfass\w*|nachricht|seguimiento|correo|mensaje|relance|sollecito|messaggio|herinnering|bericht"

@@ -231,6 +231,38 @@ def test_a_data_protection_demand_is_named_and_never_interested(text: str) -> No
 
 
 @pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize(("text", "rule"), [
+    # a source question in any of its words
+    ("Which list did you buy my name from?", "data_request"),
+    ("woher habt ihr eigentlich meine adresse?", "data_request"),
+    ("Qui vous a donné mon adresse ?", "data_request"),
+    ("W jaki sposób trafił do Pana mój adres e-mail?", "data_request"),
+    ("Quem passou meu e-mail pra vocês?", "data_request"),
+    # asked out of curiosity: held for an operator
+    ("Curieux : qui vous a donné mon adresse ? Votre mail est bien tourné.", "possible_optout"),
+    # a sender to block, a wish never to hear from it again, a named colleague asked to act, the writer's own
+    ("Carla, consegues bloquear esta empresa?", "unsubscribe_text"),
+    ("Prefiero no volver a saber de su empresa.", "unsubscribe_text"),
+    ("Ich möchte von Ihnen nichts mehr hören.", "unsubscribe_text"),
+    ("@Thomas tu peux voir pour qu'on arrête de recevoir leurs mails ?", "unsubscribe_text"),
+    ("Hiermit melde ich mich ab.", "unsubscribe_text"),
+    ("Ik meld me hierbij af.", "unsubscribe_text"),
+    ("Me doy de baja, gracias.", "unsubscribe_text"),
+])
+def test_wording_the_rules_read_as_a_request_to_stop(text: str, rule: str) -> None:
+    result = classify(message(text))
+
+    assert result.rule == rule, result.reason
+
+
+@pytest.mark.one_database("the wording of a text")
+def test_a_promise_to_write_back_from_a_date_is_no_request_to_stop() -> None:
+    result = classify(message("Diese Woche Betriebsurlaub. Wir melden uns ab dem 19."))
+
+    assert result.kind != Kind.UNSUBSCRIBE_REQUEST and result.rule != "possible_optout", result.reason
+
+
+@pytest.mark.one_database("the wording of a text")
 @pytest.mark.parametrize("text", NEAR_MISSES)
 def test_a_near_miss_stays_a_human_reply(text: str) -> None:
     result = classify(message(text))
