@@ -34,5 +34,10 @@ class Inbound:
         return bool(parts_not_read(self.msg))
 
     @cached_property
+    def whole_text(self) -> str:
+        """The body's text with the quote it carries: what reply_text answers."""
+        return body_text(self.msg)
+
+    @cached_property
     def reply_text(self) -> str:
-        return extract_reply_text(body_text(self.msg))
+        return extract_reply_text(self.whole_text)

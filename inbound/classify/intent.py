@@ -41,6 +41,7 @@ from .optout import DATA_REQUEST_CHARS, fold, stop_set_aside
 from .quotes import extract_reply_text
 from .return_date import MONTH_OF, WEEKDAY_OF
 from .someone_else import said_of_another
+from .stop_question import assent_to_stop
 from .stop_wording import (
     FOOTER_LINE_RE,
     OOO_BODY_RE,
@@ -66,6 +67,10 @@ PHRASES, MODEL = "phrases", "model"
 def suggest(text: str) -> Suggestion:
     """The category a reply's new text suggests, what decided it (a phrase, or the model) and how sure it is."""
     body = new_text(text or "")
+    if assent := assent_to_stop(text or "", body):
+        # "Yes." under our "shall I stop writing?": the answer asks to stop (stop_question.py)
+        return Suggestion(Category.UNSUBSCRIBE, phrase=assent, confidence=0.9, language=language_of(body),
+                          decided_by=PHRASES)
     return combine(read_phrases(body), learned.predict(model_reading(body)) if body else None, body)
 
 

@@ -19,6 +19,9 @@ follow-ups, we're on for Monday at 11", "I clicked unsubscribe by mistake") is h
 through: rule ``possible_optout``. A data-protection demand and a subject that asks to unsubscribe are never
 doubted.
 
+A reply whose own words only assent to the question of stopping in the mail it quotes ("Yes." under "Last try:
+shall I stop reaching out?") is an unsubscribe request (stop_question.py).
+
 A short note the person wrote that the model reads as an away note ("on holiday till the 18th", "off sick
 this week") and no phrase reads as anything else is an auto-reply with the rule ``away_note``: it holds the
 person until the stated date, as an out-of-office does.
@@ -36,6 +39,7 @@ from .inbound import Inbound
 from .intent import Category, model_reading, new_text, read_phrases
 from .mime import header_of
 from .result import Classification
+from .stop_question import assent_to_stop
 from .stop_wording import UNSUBSCRIBE_SUBJECT_RE, unsubscribe_phrase
 
 # Mail clients' one-click unsubscribe (Apple Mail and others answer a
@@ -86,6 +90,9 @@ def check_human(mail: Inbound) -> Classification:
         rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
     elif phrase := unsubscribe_phrase(text):
         rule, reason = "unsubscribe_text", f"reply asks to stop: {phrase!r}"
+    elif assent := assent_to_stop(mail.whole_text, new_text(text)):
+        # never doubted by the model, which reads the answer without the question it answers
+        rule, reason = "stop_question", f"reply says {assent!r} to the quoted question whether to stop writing"
     body = new_text(text)
     if rule == "unsubscribe_text" and (doubt := _model_doubts(body)) is not None:
         # The words read as a request, the whole reply as something else ("stop the follow-ups, we're on for

@@ -255,6 +255,43 @@ def test_wording_the_rules_read_as_a_request_to_stop(text: str, rule: str) -> No
     assert result.rule == rule, result.reason
 
 
+def _answer(words: str, question: str) -> str:
+    quote = f"On Mon, 9 Mar 2026 at 08:14, Tom <tom@outreach.example> wrote:\n> Hi Dan,\n> {question}\n> Tom\n"
+    return f"{words}\n\n{quote}"
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize(("words", "question"), [
+    ("Yes.", "Last try: shall I stop reaching out?"),
+    ("Ja.", "Letzter Versuch: Soll ich mich nicht mehr bei Ihnen melden?"),
+    ("Oui svp", "Dernière tentative : dois-je arrêter de vous écrire ?"),
+    ("Sí.", "Último intento: ¿dejo de escribirte?"),
+    ("Sì grazie", "Ultimo tentativo: smetto di scriverti?"),
+    ("Ja graag.", "Laatste poging: zal ik stoppen met mailen?"),
+    ("Sim.", "Última tentativa: devo parar de te escrever?"),
+    ("Tak.", "Ostatnia próba – czy mam przestać pisać?"),
+    ("Close it.", "Should I close your file?"),
+])
+def test_a_yes_to_the_quoted_question_whether_to_stop_is_a_request_to_stop(words: str, question: str) -> None:
+    result = classify(message(_answer(words, question)))
+
+    assert (result.kind, result.rule) == (Kind.UNSUBSCRIBE_REQUEST, "stop_question"), result.reason
+    assert suggest(_answer(words, question)).category is Category.UNSUBSCRIBE
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize(("words", "question"), [
+    ("Yes.", "Would Tuesday at 10 work for a quick call?"),
+    ("No, keep me posted.", "Last try: shall I stop reaching out?"),
+    ("Yes, send me the pricing first.", "Last try: shall I stop reaching out?"),
+])
+def test_a_yes_to_another_question_or_a_no_asks_nothing_of_the_kind(words: str, question: str) -> None:
+    result = classify(message(_answer(words, question)))
+
+    assert result.rule != "stop_question", result.reason
+    assert result.kind != Kind.UNSUBSCRIBE_REQUEST, result.reason
+
+
 @pytest.mark.one_database("the wording of a text")
 def test_a_promise_to_write_back_from_a_date_is_no_request_to_stop() -> None:
     result = classify(message("Diese Woche Betriebsurlaub. Wir melden uns ab dem 19."))
