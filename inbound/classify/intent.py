@@ -88,9 +88,9 @@ _MOBILE_SIGNATURE_RE = re.compile(
     r"|enviado desde mi|inviato da(l mio)?|verzonden (vanaf|met) (mijn)?|enviado do meu|wys[łl]ane z)\b.{0,60}$", re.I)
 
 
-def _without_optout(model: learned.Prediction) -> learned.Prediction:
-    """The model's answer when a rule set its words of stopping aside: its best other category."""
-    others = {name: p for name, p in model.probabilities.items() if name != Category.UNSUBSCRIBE}
+def _without(model: learned.Prediction, category: Category) -> learned.Prediction:
+    """The model's answer when a rule read its words otherwise: its best category but `category`."""
+    others = {name: p for name, p in model.probabilities.items() if name != category}
     best = max(others, key=lambda name: others[name])
     return learned.Prediction(best, others[best], others)
 
@@ -101,7 +101,11 @@ def combine(reading: PhraseReading, model: learned.Prediction | None, body: str 
     if model is None or table.category is Category.UNSUBSCRIBE:
         return table  # an opt-out the tables read is decided by its words
     if reading.stop_words_set_aside:
-        model = _without_optout(model)  # "please don't remove me": the rule that set the words aside stands
+        model = _without(model, Category.UNSUBSCRIBE)  # "please don't remove me": the rule that set them aside stands
+    if model.category == Category.INTERESTED and table.category is not Category.INTERESTED and (
+        _BROKEN_LINK_RE.search(fold(body))
+    ):
+        model = _without(model, Category.INTERESTED)  # "the link to the demo is broken": a fault, as the rule read it
     if model.category == table.category:
         return replace(table, confidence=max(table.confidence, round(min(model.probability, 0.99), 2)))
     language = table.language or language_of(body)
