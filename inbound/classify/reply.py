@@ -14,6 +14,10 @@ likely the reply asks to stop:
 A source question the writer calls curiosity ("who gave you my address? just curious") is no data-protection
 demand, but it is held the same way: rule ``possible_optout``, for an operator to decide.
 
+A request to take "her" or "him" off, with no word of that person having left ("Ms. Grant receives a lot of
+mail. Please remove her from your list"), is held the same way: an assistant may be writing for the person
+written to.
+
 A request the phrases read in a reply the model reads as something else (below learned.OPTOUT_DOUBT: "stop the
 follow-ups, we're on for Monday at 11", "I clicked unsubscribe by mistake") is held the same way, never let
 through: rule ``possible_optout``. A data-protection demand and a subject that asks to unsubscribe are never
@@ -40,7 +44,7 @@ from .intent import Category, model_reading, new_text, read_phrases
 from .mime import header_of
 from .result import Classification
 from .stop_question import assent_to_stop
-from .stop_wording import UNSUBSCRIBE_SUBJECT_RE, unsubscribe_phrase
+from .stop_wording import UNSUBSCRIBE_SUBJECT_RE, taken_off_by_pronoun, unsubscribe_phrase
 
 # Mail clients' one-click unsubscribe (Apple Mail and others answer a
 # List-Unsubscribe mailto: for the user, RFC 2369 / RFC 8058's intent) is
@@ -112,6 +116,10 @@ def check_human(mail: Inbound) -> Classification:
         rule = POSSIBLE_OPTOUT
         reason = (f"person's mail; asks where we got the address, out of curiosity ({curious!r}): suppressed until "
                   "an operator confirms or lifts it")
+    elif taken := taken_off_by_pronoun(body):
+        rule = POSSIBLE_OPTOUT
+        reason = (f"person's mail; asks to take someone off ({taken!r}), who may be the person written to: suppressed "
+                  "until an operator confirms or lifts it")
     elif not phrases.stop_words_set_aside and (model := learned.predict(model_reading(body))) is not None:
         optout = model.of(Category.UNSUBSCRIBE)
         if optout >= learned.OPTOUT_SURE:

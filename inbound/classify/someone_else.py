@@ -111,6 +111,21 @@ def about_a_detail(line: str, start: int, end: int) -> bool:
                 or _OLD_ADDRESS_RE.search(folded[start : end + _REACH]))
 
 
+_PRONOUN_AFTER_RE = re.compile(r"^-?\s*(?:(?:please|bitte|alsjeblieft)\s+)*(?:her|him|ihn|hem|haar)\b", re.I)
+_PRONOUN_BEFORE_EN_RE = re.compile(r"\b(?:her|him|ihn|hem|haar|Sie sie)\s+(?:(?:please|bitte|alsjeblieft)\s+)?$", re.I)
+
+
+def taken_off_by_pronoun(line: str, start: int, end: int) -> bool:
+    """Whether the request at line[start:end] takes "her" or "him" off, and the line says nothing of that person
+    having left: an assistant answering for the person written to ("Ms. Grant receives a lot of mail. Please
+    remove her from your list") writes so as often as a colleague names a referral."""
+    verb = re.match(r"\w+(?:-\w+)?", line[start:end])
+    after = line[start + verb.end() : end + _REACH] if verb else ""
+    before = line[max(0, start - _REACH) : start]
+    return bool((_PRONOUN_AFTER_RE.search(after) or _PRONOUN_BEFORE_EN_RE.search(before))
+                and not _DEPARTED_RE.search(fold(line)))
+
+
 def said_of_another(line: str, start: int, end: int) -> bool:
     """Whether the request at line[start:end] is said of someone else or of a detail, not of our mail to the
     writer (third_party_at, about_a_detail)."""

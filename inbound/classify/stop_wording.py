@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from itertools import islice
 
-from . import optout
+from . import optout, someone_else
 from .negation import asks_back_in, negated_after, negated_before
 from .someone_else import said_of_another
 
@@ -168,6 +168,16 @@ def stop_words_of_another(text: str) -> bool:
     the reply asks to stop, as after any rule that set such words aside (optout.stop_set_aside)."""
     return any(said_of_another(line, start, end)
                for _, _, line in _request_lines(text) for start, end in _candidates(line))
+
+
+def taken_off_by_pronoun(text: str) -> str:
+    """The words of a request in the new text's first lines that takes "her" or "him" off, with no word of that
+    person having left (someone_else.taken_off_by_pronoun), or "": who is meant may be the person written to."""
+    for _, _, line in _request_lines(text):
+        for start, end in _candidates(line):
+            if someone_else.taken_off_by_pronoun(line, start, end):
+                return line[start:end]
+    return ""
 
 
 def _request_lines(text: str) -> Iterator[tuple[int, int, str]]:

@@ -248,6 +248,11 @@ def test_a_data_protection_demand_is_named_and_never_interested(text: str) -> No
     ("Hiermit melde ich mich ab.", "unsubscribe_text"),
     ("Ik meld me hierbij af.", "unsubscribe_text"),
     ("Me doy de baja, gracias.", "unsubscribe_text"),
+    # "her" or "him" taken off: held for an operator, unless that person left (a referral)
+    ("Ms. Grant receives a lot of unsolicited email. Please remove her from your list.", "possible_optout"),
+    ("On behalf of Dr. Nguyen: please unsubscribe him from all of your communications.", "possible_optout"),
+    ("Anna left the company last month, please take her off your list.", "human"),
+    ("Please remove Anna Berg from your list and write to Tom instead.", "human"),
 ])
 def test_wording_the_rules_read_as_a_request_to_stop(text: str, rule: str) -> None:
     result = classify(message(text))
