@@ -144,10 +144,12 @@ _STOP = {
         r"\b(block|blocken|sperren|blokkeer|blokkeren|zablokuj\w*|zablokowac|bloquez|bloqueen|bloquead|bloquear"
         r"|bloccate|bloccare|bloqueiem)\b.{0,40}\b(domain|domaine|dominio|domein|domene|domen\w*)\b",
         # a sender to be blocked, named as this one: "can you block this company?", "zablokować tę firmę"
-        r"\b(block|blocken|sperren|blokkeer\w*|zablokuj\w*|zablokowac|bloque\w*|blocc\w*)\b.{0,20}\b(this|that|these"
-        r"|diese[nrs]?|dieses|cette|ce|ces|esta|este|esa|ese|estos|essa|esse|questa|questo|quest'|dit|deze|die|tego|te|ta"
-        r"|tej) ?(company|firm|sender|outfit|lot|firma|absender|unternehmen|entreprise|societe|expediteur|empresa"
-        r"|remitente|remetente|azienda|ditta|mittente|bedrijf|afzender|firme|nadawc\w*|gente|mensen|people|guys)\b",
+        # (not time blocked in a calendar: "block some time for this company's team")
+        r"\b(block|blocken|sperren|blokkeer\w*|zablokuj\w*|zablokowac|bloque\w*|blocc\w*)\b(?!.{0,15}\b(time|hours?"
+        r"|slots?|minutes|mins?|morning|afternoon|calendar|agenda|tiempo|zeit|termin\w*|temps|creneau|tempo|tijd|czas)\b)"
+        r".{0,20}\b(this|that|these|diese[nrs]?|dieses|cette|ce|ces|esta|este|esa|ese|estos|essa|esse|questa|questo"
+        r"|quest'|dit|deze|die|tego|te|ta|tej) ?(company|firm|sender|outfit|firma|absender|unternehmen|entreprise"
+        r"|societe|expediteur|empresa|remitente|remetente|azienda|ditta|mittente|bedrijf|afzender|firme|nadawc\w*)\b",
         r"\b(stop|paren|parem|arretez|fermatevi|smettete|horen sie|stoppen sie)\b.{0,20}\b(for|pour|para|per|com|con"
         r"|fur|voor) (the |toute l'|todo el |toda a |tutto il |das |het |a )?(whole |entire |ganze |hele |toda )?(team"
         r"|equipe|equipo|equipa|squadra|zespol\w*|company|firm)",

@@ -30,7 +30,7 @@ _FIRST = frozenset("yes yep yeah yup sure ok okay please ja jawohl jep gerne gen
 _CLOSE_RE = re.compile(
     r"^\W*((yes|ja|oui|si|sim|tak)\W+)?(please |bitte |merci de |por favor |per favore |graag |prosze )?"
     r"(close|clore|cloturer|fermer|fermez|cierra|cierrala|cierralo|cerrad|chiudi|chiudete|chiudetela|sluit|fecha"
-    r"|fechem|feche|encerra|zamknij|zamknijcie|schliessen sie|schliess)\b"
+    r"|fechem|feche|encerra|zamknij|zamknijcie|schliessen sie|schliess)\b(?!\s+to\b)"  # not "close to signing"
 )
 # The question of stopping, as the mail quoted under the answer asks it.
 _STOP_QUESTION_RE = re.compile(

@@ -209,6 +209,7 @@ NEAR_MISSES = [
     "A Sra. Ribeiro deixou a empresa. Agradeço que a retirem da vossa lista de envio.",
     "Kein Interesse. Austragen müssen Sie mich deswegen nicht, ich überlese so was einfach.",
     "Tengo otro proveedor que no me deja darme de baja. ¿Sabés si eso es legal?",
+    "Could you block some time with this company's team next week?",
 ]
 
 
@@ -289,6 +290,7 @@ def test_a_yes_to_the_quoted_question_whether_to_stop_is_a_request_to_stop(words
     ("Yes.", "Would Tuesday at 10 work for a quick call?"),
     ("No, keep me posted.", "Last try: shall I stop reaching out?"),
     ("Yes, send me the pricing first.", "Last try: shall I stop reaching out?"),
+    ("Close to signing with another vendor, sorry.", "Should I close your file?"),
 ])
 def test_a_yes_to_another_question_or_a_no_asks_nothing_of_the_kind(words: str, question: str) -> None:
     result = classify(message(_answer(words, question)))
