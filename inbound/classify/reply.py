@@ -87,6 +87,7 @@ def check_human(mail: Inbound) -> Classification:
     ids = tuple(own_reply_ids(msg))
     subject = header_of(msg, "Subject")
     rule = reason = ""
+    body = new_text(text)
     if demand := demand_words(text, subject):
         # Read as an opt-out: the address is suppressed; the words say a legal deadline runs.
         rule, reason = DATA_REQUEST, f"data-protection request (erasure, access or objection): {demand!r}"
@@ -94,10 +95,9 @@ def check_human(mail: Inbound) -> Classification:
         rule, reason = "unsubscribe_subject", f"subject asks to unsubscribe: {subject[:80]}"
     elif phrase := unsubscribe_phrase(text):
         rule, reason = "unsubscribe_text", f"reply asks to stop: {phrase!r}"
-    elif assent := assent_to_stop(mail.whole_text, new_text(text)):
+    elif assent := assent_to_stop(mail.whole_text, body):
         # never doubted by the model, which reads the answer without the question it answers
         rule, reason = "stop_question", f"reply says {assent!r} to the quoted question whether to stop writing"
-    body = new_text(text)
     if rule == "unsubscribe_text" and (doubt := _model_doubts(body)) is not None:
         # The words read as a request, the whole reply as something else ("stop the follow-ups, we're on for
         # Monday at 11"): held back all the same, for an operator to decide.

@@ -50,11 +50,16 @@ _DEPARTED_RE = re.compile(
 )
 
 
-def third_party_at(line: str, start: int, end: int) -> bool:
-    """Whether the request found at line[start:end] takes someone else off, named or "her"/"him", not the writer."""
+def _around(line: str, start: int, end: int) -> tuple[re.Match[str] | None, str, str]:
+    """The request's verb (its first word), what follows the verb and what comes before the request."""
     verb = re.match(r"\w+(?:-\w+)?", line[start:end])
     after = line[start + verb.end() : end + _REACH] if verb else ""
-    before = line[max(0, start - _REACH) : start]
+    return verb, after, line[max(0, start - _REACH) : start]
+
+
+def third_party_at(line: str, start: int, end: int) -> bool:
+    """Whether the request found at line[start:end] takes someone else off, named or "her"/"him", not the writer."""
+    verb, after, before = _around(line, start, end)
     if _THIRD_PARTY_AFTER_RE.search(after) or _THIRD_PARTY_BEFORE_RE.search(before):
         return True
     pronoun = bool((verb and _ENCLITIC_RE.search(verb.group())) or _PRONOUN_BEFORE_RE.search(before)
@@ -111,18 +116,16 @@ def about_a_detail(line: str, start: int, end: int) -> bool:
                 or _OLD_ADDRESS_RE.search(folded[start : end + _REACH]))
 
 
-_PRONOUN_AFTER_RE = re.compile(r"^-?\s*(?:(?:please|bitte|alsjeblieft)\s+)*(?:her|him|ihn|hem|haar)\b", re.I)
-_PRONOUN_BEFORE_EN_RE = re.compile(r"\b(?:her|him|ihn|hem|haar|Sie sie)\s+(?:(?:please|bitte|alsjeblieft)\s+)?$", re.I)
+_HIM_HER_AFTER_RE = re.compile(r"^-?\s*(?:(?:please|bitte|alsjeblieft)\s+)*(?:her|him|ihn|hem|haar)\b", re.I)
+_HIM_HER_BEFORE_RE = re.compile(r"\b(?:her|him|ihn|hem|haar|Sie sie)\s+(?:(?:please|bitte|alsjeblieft)\s+)?$", re.I)
 
 
 def taken_off_by_pronoun(line: str, start: int, end: int) -> bool:
     """Whether the request at line[start:end] takes "her" or "him" off, and the line says nothing of that person
     having left: an assistant answering for the person written to ("Ms. Grant receives a lot of mail. Please
     remove her from your list") writes so as often as a colleague names a referral."""
-    verb = re.match(r"\w+(?:-\w+)?", line[start:end])
-    after = line[start + verb.end() : end + _REACH] if verb else ""
-    before = line[max(0, start - _REACH) : start]
-    return bool((_PRONOUN_AFTER_RE.search(after) or _PRONOUN_BEFORE_EN_RE.search(before))
+    _, after, before = _around(line, start, end)
+    return bool((_HIM_HER_AFTER_RE.search(after) or _HIM_HER_BEFORE_RE.search(before))
                 and not _DEPARTED_RE.search(fold(line)))
 
 
