@@ -43,6 +43,20 @@ _OWN_CONTACT = (
     r"|nummer|coordonnees|donnees|nom|numero|direccion|correo|datos|nombre|telefono|indirizzo|dati|nome|naam"
     r"|gegevens|dados|endereco|numer|dane|danych|nazwisko|adresu)"
 )
+# The address of someone the writer answers for: "o e-mail do nosso diretor", "our CEO's address", "die Adresse
+# unseres Geschäftsführers", "il numero del nostro direttore".
+_OUR_PERSON = (
+    r"(diretor\w*|director\w*|directeur|directrice|direttore|direttrice|dyrektor\w*|ceo|boss|chef\w*|jefe|jefa"
+    r"|gerente|presidente|prezes\w*|geschaftsfuhrer\w*|inhaber\w*|owner|manager\w*|dono|dona|proprietari\w*|socio"
+    r"|socia|partner\w*|burgermeister\w*|alcalde|sindaco|prefeito|burgemeester|wethouder)"
+)
+_OUR_PERSON_CONTACT = (
+    r"(e-?mail|mail|address|adresse|adres|adresu|e-?mailadres|number|nummer|numero|numer|direccion|correo"
+    r"|indirizzo|endereco|contact\w*|kontakt\w*|dane|danych|gegevens|dados|datos|dati|donnees)"
+    r"( (do|da|de|del|de la|du|des|of|von|van|della|dello|dei|di))? (nosso|nossa|nuestro|nuestra|our|notre|nos"
+    r"|unsere[snmr]?|nostro|nostra|onze|ons|naszego|naszej|naszych) (\w+ )?" + _OUR_PERSON
+    + r"|\bour (\w+ )?" + _OUR_PERSON + r"'?s (e-?mail|address|number|details|contact\w*|data)"
+)
 # The asking words with a verb of having got it: "where'd you get", "which list did you buy", "d'où tenez-vous",
 # "¿de dónde sacaron", "come avete avuto", "hoe komen jullie aan", "quem passou", "w jaki sposób trafił".
 _ASKED_SOURCE = (
@@ -92,7 +106,7 @@ _SOURCE = (
     # A question of where the writer's own address came from, in any of its words: the asking word, a verb of
     # getting it in the past, then the address, the name or the data, the writer's own ("which list did you buy
     # my name from?", "woher habt ihr eigentlich meine Adresse?", "quem passou meu e-mail pra vocês?").
-    rf"|(?:{_ASKED_SOURCE})\b.{{0,40}}\b(?:{_OWN_CONTACT})\b"
+    rf"|(?:{_ASKED_SOURCE})\b.{{0,40}}\b(?:{_OWN_CONTACT}|{_OUR_PERSON_CONTACT})\b"
 )
 _DEMAND_RE = re.compile(_DEMAND)
 _FIRST_PERSON_RE = re.compile(_FIRST_PERSON)

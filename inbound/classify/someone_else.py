@@ -73,7 +73,8 @@ def third_party_at(line: str, start: int, end: int) -> bool:
 # use this one", "take me off this thread and loop in Ben" (mostly a referral: the model reads the rest).
 _SCHEDULING_AFTER_RE = re.compile(
     r"^\W*(?:(?:me|us|mir|uns|m|nous|mi|mij|ons|mnie|sending|send|sturen|envoyer|mandar\w*|enviar\w*|wysylac"
-    r"|schicken|des|les|de|the|any|more|mais|piu|altri|calendar|kalender|meeting|met|zu)\W+){0,5}"
+    r"|schicken|des|les|de|the|any|more|mais|piu|altri|calendar|kalender|meeting|met|zu|two|three|four|several"
+    r"|multiple|so|many|these|those|all|\d+|drei|vier|trois|tres|tre|drie|trzy)\W+){0,5}"
     r"(?:options|slots|time ?slots|times|dates|creneaux|horaires|terminvorschlag\w*|terminoption\w*|horarios|fechas"
     r"|orari|date|tijden|tijdstippen|datas|terminy|godziny)\b"
 )
@@ -91,6 +92,8 @@ _BOOKED_RE = re.compile(
     r"(?<!never )(?<!not )(?<!nie )(?<!nicht )(?<!jamais )(?<!nunca )(?<!mai )(?<!nooit )"  # "I never booked"
     r"\b(booked|scheduled|agend\w*|reserv\w*|gebucht|eingetragen|ingepland|geboekt|prenotat\w*|fissat\w*"
     r"|marquei|marcad[oa]|marcamos|umowil\w*|umowion\w*|zarezerwowal\w*)\b"
+    r"|\b(in|im|en|nel|no|dans|w) (my |mein\w* |mi |mon |il mio |meu |mijn |moim )?(calendar|kalender|agenda"
+    r"|calendario|kalendarzu)\b"
 )
 _OLD_ADDRESS_RE = re.compile(
     r"\b(old|previous|former|alte\w*|fruhere\w*|ehemalige\w*|ancienne?|antigu[oa]|viej[oa]|vecchi[oa]|oude|vorige"
@@ -100,7 +103,8 @@ _OLD_ADDRESS_RE = re.compile(
 )
 _THREAD_AFTER_RE = re.compile(
     r"^\W*(?:(?:me|mich|mij|moi|mnie|bitte|please|off|from|out|of|aus|uit|de|da|dalla|van|z|desta|deste|dem|der|this"
-    r"|the|cet|cette|ce|este|esta|questa|questo|deze|dit|tej|tego|ten)\W+){0,4}(?:thread|cc|e-?mail chain|chain"
+    r"|the|la|le|les|el|il|lo|het|den|die|das|cet|cette|ce|este|esta|questa|questo|deze|dit|tej|tego|ten)\W+){0,4}"
+    r"(?:thread|cc|e-?mail chain|chain"
     r"|conversation|loop|echange|fil|copie|verlauf|hilo|conversacion|copia|conversazione|gesprek|conversatie"
     r"|mailwisseling|conversa|korespondencji|watku)\b"
 )

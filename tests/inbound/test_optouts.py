@@ -16,6 +16,7 @@ from inbound.classify import classify
 from inbound.classify.intent import Category, suggest
 from inbound.classify.reply import demand_words
 from inbound.classify.someone_else import said_of_another
+from inbound.classify.stop_wording import unsubscribe_phrase
 from inbound.kinds import Kind
 from inbound.models import InboundMessage
 from proving.harness import mails
@@ -363,3 +364,54 @@ def test_an_autoresponder_marked_by_its_header_stays_an_auto_reply_whatever_its_
     """Only words alone make an auto-reply a person's: a header that says automatic (RFC 3834) is believed."""
     raw = message(AWAY_AND_STOP).replace(b"Subject:", b"Auto-Submitted: auto-replied\nSubject:", 1)
     assert classify(raw).kind == Kind.AUTO_REPLY
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("text", [
+    # this one agreed or proposed to be the last
+    "Let's make this one actually the last one, yeah?",
+    "Wollen wir uns darauf einigen, dass das jetzt die letzte war?",
+    "Ich würde es begrüßen, wenn das Ihre letzte Nachricht an mich gewesen wäre.",
+    "On peut convenir que c'était la dernière ?",
+    "Zullen we afspreken dat dit de laatste was?",
+    "Que tal esse ser o último de verdade?",
+    "Umówmy się, że to było ostatnie, dobrze?",
+    # not to be written to again, after a return or ever
+    "Bin bis 6.4. im Urlaub. Danach bitte nicht wieder anschreiben.",
+    "Sono in ferie fino a lunedì. Comunque non mi scriva più.",
+    "Jestem na urlopie do 10 kwietnia. Po powrocie też proszę do mnie nie pisać.",
+    "When I'm back, please don't put me into the sequence again.",
+    "Agradecia que não voltassem a contactar-nos por esta via.",
+    "Si invita ad astenersi da ulteriori contatti.",
+    "Hiermit bestelle ich Ihren Newsletter ab.",
+    "Kunnen jullie ermee ophouden?",
+])
+def test_wording_of_a_last_one_or_of_no_more_reads_as_a_request_to_stop(text: str) -> None:
+    assert unsubscribe_phrase(text), text
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("text", [
+    "Let's make this the last step before we sign.",
+    "Ich hoffe, dass das die letzte Rechnung ist.",
+    "Das ist die letzte Version, die wir haben? Schicken Sie mir bitte die neue.",
+    "J'espère que c'est la dernière étape avant la signature.",
+    "Weet u of dit de laatste versie is?",
+    "Este foi o último trimestre do contrato.",
+    "To był ostatni dzień promocji?",
+    "Non voltei a contactar o fornecedor.",
+    "Non mi scriva più per mail, mi chiami dopo le 18.",
+    "Ich bestelle die Ware nächste Woche ab.",
+    "Proszę już nie przysyłać przypomnień, termin na czwartek mam w kalendarzu.",
+    "Please stop sending me three slots in every email. Thursday 10am works.",
+    "Retirez-moi de la copie, merci, je mets Sandrine en boucle.",
+])
+def test_the_same_words_about_something_else_ask_nothing(text: str) -> None:
+    assert not unsubscribe_phrase(text), unsubscribe_phrase(text)
+
+
+@pytest.mark.one_database("the wording of a text")
+def test_a_source_question_asked_for_the_boss_is_a_data_protection_demand() -> None:
+    assert demand_words("Vocês podem me dizer onde conseguiram o e-mail do nosso diretor?", "")
+    assert demand_words("Where did you get our CEO's email address?", "")
+    assert not demand_words("How did you get our director to agree to a call?", "")
