@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from .boilerplate import own_words
 from .negation import negated_before
 from .optout import DATA_REQUEST_CHARS, about_others, asks_about, fold, sentences
 
@@ -142,6 +143,7 @@ def curious_source_question(text: str) -> str:
     """The words of a source question the writer asks out of curiosity and with no other demand ("who gave you my
     address? just curious, nice pitch"), or "". Not read as a demand: ingestion holds the address provisionally,
     for an operator to decide (reply.check_human)."""
+    text = own_words(text)
     spans, curious = _data_request_spans(text[:DATA_REQUEST_CHARS])
     return text[spans[0][0] : spans[0][1]] if curious else ""
 
@@ -180,5 +182,6 @@ def _data_request_spans(text: str) -> tuple[list[tuple[int, int]], bool]:
 
 def data_request(text: str) -> str:
     """The words of a data-protection demand in a person's new text, or "" when there is none."""
+    text = own_words(text)  # not a privacy notice under it, which names the same rights
     spans = data_request_spans(text[:DATA_REQUEST_CHARS])
     return text[spans[0][0] : spans[0][1]] if spans else ""

@@ -35,6 +35,7 @@ from functools import cache, cached_property
 from ..kinds import Category
 from . import intent_phrases as phrases
 from . import learned
+from .boilerplate import MOBILE_SIGNATURE_RE, NEWSLETTER_LINE_RE, own_words
 from .data_requests import data_request_spans
 from .negation import NEGATION_WINDOW, asks_back_in, negated_after, negated_before
 from .optout import DATA_REQUEST_CHARS, fold, stop_set_aside
@@ -78,14 +79,8 @@ def model_reading(body: str) -> str:
     """What the model reads of the new text: without a footer line ("To unsubscribe from these emails, click
     here"), which the phrase tables do not read either, and without a mobile client's signature line ("Sent
     from my iPhone"), which says nothing of what the person wants."""
-    return "\n".join(line for line in body.split("\n")
-                     if not FOOTER_LINE_RE.search(line) and not _MOBILE_SIGNATURE_RE.match(line))
-
-
-# Mail apps' own last line, in the languages of the tables and the model.
-_MOBILE_SIGNATURE_RE = re.compile(
-    r"\s*(sent from my|get outlook for|envoy[ée] de mon|von meinem .{1,40} gesendet|gesendet von meinem"
-    r"|enviado desde mi|inviato da(l mio)?|verzonden (vanaf|met) (mijn)?|enviado do meu|wys[łl]ane z)\b.{0,60}$", re.I)
+    return "\n".join(line for line in body.split("\n") if not (
+        FOOTER_LINE_RE.search(line) or MOBILE_SIGNATURE_RE.match(line) or NEWSLETTER_LINE_RE.search(line)))
 
 
 def _without(model: learned.Prediction, category: Category) -> learned.Prediction:
@@ -187,23 +182,17 @@ _AGREES = {
 
 MAX_TEXT = 5000  # a person's answer is at the top; pasted threads beyond this add nothing
 _SIGNATURE_RE = re.compile(r"^--\s*$", re.M)
-_NOTICE_RE = re.compile(
-    r"^\W*(confidentiality notice|disclaimer|this e-?mail (and any attachments )?(is|are|may)"
-    r"|if you (are not|have received this)|diese (e-?mail|nachricht) (enthält|ist|kann)"
-    r"|ce (message|courriel|e-?mail)( et .{0,40})? (est|sont|peut)|este (mensaje|correo)( y .{0,40})? (es|son|puede))",
-    re.I | re.M,
-)
 
 
 def new_text(text: str) -> str:
-    """The person's own words: without a quote left in, the signature and a confidentiality notice."""
+    """The person's own words: without a quote left in, the signature, a mail app's line and the notices under it
+    (boilerplate.own_words)."""
     text = text.replace("\r\n", "\n")[:MAX_TEXT]
     text = extract_reply_text(text) or text
-    for cut in (_SIGNATURE_RE, _NOTICE_RE):
-        found = cut.search(text)
-        if found and found.start() > 0 and text[: found.start()].strip():
-            text = text[: found.start()]
-    return text.strip()
+    found = _SIGNATURE_RE.search(text)
+    if found and text[: found.start()].strip():
+        text = text[: found.start()]
+    return own_words(text).strip()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -316,6 +316,18 @@ NOT_INTERESTED = {
     },
 }
 
+# Dutch, Italian, Portuguese and Polish have no tables of their own (the model reads them), but for the plain
+# refusal: a short "Não me interessa." is where the model, which reads "interest" in it, errs most.
+NOT_INTERESTED |= {
+    "nl": {STRONG: (r"interesseert (me|mij|ons) (echt |helemaal |verder )?niet", r"(niet|geen) geïnteresseerd",
+                    r"geen interesse")},
+    "it": {STRONG: (r"non (mi|ci) interessa(no)?", r"non (sono|siamo) interessat[oaie]", r"nessun interesse")},
+    "pt": {STRONG: (r"não (me|nos) interessa(m)?", r"não (estou|estamos) interessad[oa]s?",
+                    r"não (tenho|temos) (nenhum |qualquer )?interesse", r"sem interesse")},
+    "pl": {STRONG: (r"nie interesuje (mnie|nas)", r"(mnie|nas) (to )?nie interesuje", r"brak zainteresowania",
+                    r"nie (jestem|jesteśmy) zainteresowan\w*")},
+}
+
 WRONG_PERSON = {
     "en": {
         DECISIVE: (

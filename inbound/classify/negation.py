@@ -19,6 +19,8 @@ _BETWEEN = ("please pls to i we you want wish need would like do be ever bitte s
             # "no te voy a pedir que me borres", "non le chiederò di togliermi", "não vou pedir para me tirar"
             " te le les voy vamos va a pedir pedirte pedirle pedirles chiederò chiedero chiederle chiederti vou vai"
             " para vi ci"
+            # "nie będę prosić o wypisanie", said of a request the writer will not make
+            " będę bede prosić prosic prosił prosil prosiła prosila"
             # "no me deja darme de baja" (it does not let me), said of another sender
             " deja dejan dejaba deixa deixam").split()
 _NEGATED_BEFORE_RE = re.compile(

@@ -34,11 +34,11 @@ _THIRD_PARTY_BEFORE_RE = re.compile(
 )
 
 
-# A pronoun joined to an infinitive, as Italian, Spanish and Portuguese write it: "toglierla", "borrarlo",
-# "eliminá-la"; or put before it, as French and Portuguese do: "la retirer de votre liste", "que a retirem". It is
-# someone else only where the line says that someone left ("elle a quitté la société. Merci de la retirer"): the
-# same pronoun stands for the writer's own address too ("mon adresse … merci de la supprimer").
-_ENCLITIC_RE = re.compile(r"(?:ar|er|ir|re|á|ê|í)-?(?:la|lo|le|li|los|las)$", re.I)
+# A pronoun joined to an infinitive or a plea, as Italian, Spanish and Portuguese write it: "toglierla", "borrarlo",
+# "bórrenlo", "eliminá-la"; or put before it, as French and Portuguese do: "la retirer de votre liste", "que a
+# retirem". It is someone else only where the line says that someone left ("elle a quitté la société. Merci de la
+# retirer"): the same pronoun stands for the writer's own address too ("mon adresse … merci de la supprimer").
+_ENCLITIC_RE = re.compile(r"(?:ar|er|ir|re|á|ê|í)-?(?:la|lo|le|li|los|las)$|(?:en|an)(?:la|lo|los|las)$", re.I)
 _PRONOUN_BEFORE_RE = re.compile(r"\bque (?:a|o|as|os)\s+$", re.I)
 _FRENCH_PRONOUN_BEFORE_RE = re.compile(r"\b(?:la|le|les|lui)\s+$", re.I)  # before an infinitive: "la retirer"
 _DEPARTED_RE = re.compile(
@@ -84,14 +84,16 @@ _SCHEDULING_AFTER_RE = re.compile(
 _INVITES_AFTER_RE = re.compile(
     r"^\W*(?:(?:me|us|mir|uns|m|nous|mi|mij|ons|mnie|sending|send|sturen|envoyer|mandar\w*|enviar\w*|wysylac"
     r"|schicken|des|les|de|the|any|more|mais|mas|piu|altri|calendar|kalender|meeting|meer|zu|these|all|your|vos"
-    r"|sus|tus|questi|deze|tych|mehr|plus)\W+){0,5}"
+    r"|sus|tus|questi|deze|tych|mehr|plus|standig|immer|neue|new|nouvelles|nuevas|nuove|nieuwe|nowe|novos|novas"
+    r"|constantly|always|kolejnych|kolejne|weitere|further|autres|otras|altre|andere|inne|outros)\W+){0,5}"
     r"(?:invit\w*|invites?|convites?|einladung\w*|uitnodiging\w*|zaprosze\w*|reminders?|rappels?|recordatorios?"
     r"|lembretes?|promemoria|erinnerung\w*|herinnering\w*|przypomnien\w*)\b"
 )
 _BOOKED_RE = re.compile(
     r"(?<!never )(?<!not )(?<!nie )(?<!nicht )(?<!jamais )(?<!nunca )(?<!mai )(?<!nooit )"  # "I never booked"
     r"\b(booked|scheduled|agend\w*|reserv\w*|gebucht|eingetragen|ingepland|geboekt|prenotat\w*|fissat\w*"
-    r"|marquei|marcad[oa]|marcamos|umowil\w*|umowion\w*|zarezerwowal\w*)\b"
+    r"|marquei|marcad[oa]|marcamos|umowil\w*|umowion\w*|zarezerwowal\w*|zugesagt|accepted|angenommen|confirmed"
+    r"|bestatigt|confirme|confirmado|confermat\w*|bevestigd|potwierdzi\w*)\b"
     r"|\b(in|im|en|nel|no|dans|w) (my |mein\w* |mi |mon |il mio |meu |mijn |moim )?(calendar|kalender|agenda"
     r"|calendario|kalendarzu)\b"
 )
@@ -104,7 +106,7 @@ _OLD_ADDRESS_RE = re.compile(
 _THREAD_AFTER_RE = re.compile(
     r"^\W*(?:(?:me|mich|mij|moi|mnie|bitte|please|off|from|out|of|aus|uit|de|da|dalla|van|z|desta|deste|dem|der|this"
     r"|the|la|le|les|el|il|lo|het|den|die|das|cet|cette|ce|este|esta|questa|questo|deze|dit|tej|tego|ten)\W+){0,4}"
-    r"(?:thread|cc|e-?mail chain|chain"
+    r"(?:thread|cc|bcc|dw|kopii|kopia|copy|e-?mail chain|chain"
     r"|conversation|loop|echange|fil|copie|verlauf|hilo|conversacion|copia|conversazione|gesprek|conversatie"
     r"|mailwisseling|conversa|korespondencji|watku)\b"
 )

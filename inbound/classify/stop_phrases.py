@@ -7,6 +7,33 @@ _OWN_ADDRESS = (
     r"(my|our) (e-?mail|email address|e-?mail address|address|contact details|details|name|data|personal data"
     r"|information|info)"
 )
+# The sender blocked, said as done: "I've blocked your domain", "Ich habe Ihre Domain in unserer Firewall gesperrt",
+# "ha inserito il vostro dominio nella blacklist", "Sender blocked.". Not a mail, an attachment or a link a filter
+# blocked ("our antivirus blocked the .zip", "Outlook blocked the images"), a list the domain is found on, or what
+# a mistake blocked or a resend would cure (read after the words).
+_YOUR = (r"(your|ihre|eure|deine|votre|vos|ton|su|sus|tu|vuestro|vuestra|il vostro|il suo|vostro|uw|jullie|je"
+         r"|wasz\w*|panstwa|pana|pani|o vosso|o seu|o teu|seu|vosso|this|diese[nr]?|dieses|ce|cet|este|questo|dit|deze"
+         r"|ten|tego)")
+_SENDER = (r"(domain|domaine|dominio|domein\w*|verzenddomein|domen\w*|absender\w*|sender|expediteur|remitente"
+           r"|mittente|afzender|nadawc\w*|remetente|e-?mail address|address|adresse|e-?mail-?adresse|direccion"
+           r"|indirizzo|adres\w*|endereco)")
+_BLOCKED = (r"(blocked|blacklisted|gesperrt|geblockt|blockiert|bloque|bloquee|bloqueado|bloqueada|bloqueou|bloqueei"
+            r"|bloqueamos|bloccat[oai]|geblokkeerd|zablokowal\w*|zablokowan\w*)")
+_BLACKLIST = (r"(in|into|nella|nelle|en|na|op|w|dans)( (the|our|die|unsere|la|onze|de|a|nuestra|nossa|notre|naszej"
+              r"|nasza))? (blacklist|black list|liste noire|lista nera|lista negra|zwarte lijst|czarnej liscie"
+              r"|lista de bloqueados)")
+_NOT_BY_MISTAKE = (
+    r"(?!.*\b(resend|re-send|send (it|this|that) again|by mistake|accidentally|per errore|por error|par erreur"
+    r"|aus versehen|versehentlich|per ongeluk|per abuis|przez pomylke|por engano|erneut|nochmal|renvoyer|reenviar"
+    r"|reinviare|opnieuw|ponownie)\b)"
+)
+_SENDER_BLOCKED = (
+    rf"\b{_YOUR}( \w+)? {_SENDER}\b{_NOT_BY_MISTAKE}.{{0,40}}\b({_BLOCKED}|{_BLACKLIST})\b"
+    rf"|\b{_BLOCKED}{_NOT_BY_MISTAKE} (\w+ )?{_YOUR}( \w+)? {_SENDER}\b"
+    rf"|^\W*({_SENDER} )?{_BLOCKED}(?=\W*$|\W*[.!])"
+    r"|\b(i|we)('ve| have)? (now |just |already )?(blocked|blacklisted) you\b|\bvi ho bloccat\w*"
+    r"|\b(ich habe|wir haben) (sie|euch|dich) (\w+ )?(blockiert|gesperrt|geblockt)\b"
+)
 # Sending to the writer, as a question about more to come names it: "send", "schicken", "mandarmi", "wysłać".
 _CONTACT_LATE = (
     r"\b(send\w*|sent|mail\w*|e-?mail\w*|schick\w*|senden|envoy\w*|envi\w*|mand\w*|invi\w*|stur\w*|wysla\w*"
@@ -139,6 +166,13 @@ STOP = {
         r"\brefrain from (contacting|e-?mailing|sending|writing|messaging)\b",
         r"\bno (more |further )?(outreach|cold (e-?mails?|outreach)|sales e-?mails?|prospecting)\b",
         r"\bmake (this|it) the (last|final) (one|e-?mail|message)\b",
+        r"\b(drop|pull|cut|scratch|strike) (me|us) (from|off|out of) (this|the|your|ur) (\w+ )?(sequence|campaign"
+        r"|cadence|list|drip|database|crm)\b",
+        r"\b(can|could|would) (you|u|ya) (please |pls |plz )?not (e-?mail|mail|message|contact|write|spam|text)\w*"
+        r" (me|us)\b(?![^.?!]{0,40}\b(call|phone|ring|instead|but)\b)",
+        r"\b(is there a way|how (do|can|could) (i|we)|how to) (\w+ ){0,2}(stop|get off|get rid of|unsubscribe from"
+        r"|opt out of) (these|them|your (e-?mails|mails|messages|emails))(?=\W*$|\W*[?.!]| (e-?mails|mails|messages"
+        r"|emails|follow-?ups)\b)",
         r"\b(do not|don'?t|dont|never) (re-?add|add|put|include|enrol\w*|sign) (me|us)( back| up)? (in|into|on|to|for)"
         r"( \w+){0,2} (sequences?|lists?|campaigns?|cadences?|mailings?|databases?|crm|drips?)\b",
         r"\b(do not|don'?t|stop) us(e|ing) (my|this) (e-?mail )?address for (marketing|sales|commercial|promotion)",
@@ -149,6 +183,7 @@ STOP = {
         r"\b(honou?r|respect|process|action) (my|our|this) (opt-?out|unsubscribe|removal)\b",
         r"\b(me|us) off (the|your|ur|this|that|any|all|every) (\w+ )?(list|lists|database|distribution)\b",
         r"\b(block|blacklist) (my|our|this) (e-?mail|email id|mail id|id|address|domain)\b",
+        _SENDER_BLOCKED,
     ),
     "de": (
         r"\blassen sie (mich|uns) (bitte )?in ruhe\b",
@@ -181,8 +216,8 @@ STOP = {
         r"\b(versand|zusendung\w*|aussendung\w*|e-?mails?|mails?|mailings?|werbung|kontaktaufnahme\w*)\b"
         r".{0,20}\beinstellen\b",
         r"\b(entfernt|geloscht|ausgetragen|gestrichen|abgemeldet|herausgenommen|rausgenommen)( zu)? werden\b",
-        r"\b(schick|sende|mail|schreib)\w*( sie| s'| s| ihr| du)? (mir|uns) (bitte |doch |einfach )*"
-        r"(nix|nichts|keine \w+) mehr\b",
+        r"\b(schick|sende|mail|schreib)\w*( sie| s'| s| ihr| du)?( mir| uns)?( bitte| doch| einfach)* (nix|nichts"
+        r"|keine \w+) mehr\b",
     ),
     "fr": (
         r"\bcess(ez|er) de (m'|me |nous )?(envoyer|ecrire|contacter|solliciter)",
@@ -216,6 +251,8 @@ STOP = {
         r"\bya vale de (mandar|enviar|escribir)\w*", r"\bdej(en|ad|e|a)(me|nos)? en paz\b",
         r"\bno (me|nos) (enviaran|enviasen|mandaran|mandasen|escribieran|escribiesen|contactaran|contactasen)\b",
         r"\bno (me|nos) (escrib|contact|envi|mand|molest)\w* (mas|nunca mas)\b",
+        r"\bno (me |nos |le |les )?(vuelva|vuelvan|vuelvas|volver|volvais) a (contact|escrib|envi|mand|molest)\w*",
+        r"\b(denme|dame|darme|darnos|den|de) de vaja\b",
         r"\bno (recib\w*) (nada|ningun\w*) mas\b",
         r"\brechaz\w* (cualquier|todo|todos los|todas las) (\w+ )?(envio|correo|comunicaci|mensaje)\w*",
     ),
@@ -231,12 +268,15 @@ STOP = {
         r"\bessere (rimoss|cancellat|tolt|eliminat|disiscritt)[oaie]\b",
         r"\bastene(te|rvi|tevi|rsi)\w* da(l|ll'|llo)? ?(contattar|scriver|inviar|mandar)",
         r"\b(non|nn) (mi|ci) (scriv|mand|invi|contatt)\w* (piu|mai piu)\b(?! (per|via) (e-?mail|mail|posta))",
+        r"\bnon (inviar|mandar|scriver|spedir)\w* (piu |ancora )?(ulterior\w+|altr[ei]) (comunicazion\w*|messagg\w*"
+        r"|e-?mail|mail|offert\w*|propost\w*|newsletter)",
         r"\bastene\w* da(l|gli|lle|i)? (ulterior\w+|altr\w+|ogni|qualsiasi|qualunque) (contatt\w*|invi\w*"
         r"|comunicazion\w*|messagg\w*|mail|e-?mail)",
     ),
     "nl": (
         r"\b(geen|niet langer) (e-?mails|mails|berichten|nieuwsbrieven)( meer)?\b.{0,20}\bontvangen\b",
         r"\bgeen (e-?mails|mails|berichten) meer\b",
+        r"\bgeen \w*(mails|mailtjes|berichten)( meer)?\b.{0,25}\bontvangen\b",
         r"\bstop (met|nu met) (mailen|e-?mailen|sturen|berichten)\b",
         r"\bhaal (me|mij|ons)( \w+){0,2} (van|uit|eraf)\b", r"\bhaal (me|mij|ons) er( \w+){0,2} af\b",
         r"\bhaal (mijn|onze) \w+ (van|uit)\b",

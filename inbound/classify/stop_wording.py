@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from itertools import islice
 
 from . import optout, someone_else
+from .boilerplate import NEWSLETTER_LINE_RE, starts_boilerplate
 from .negation import asks_back_in, negated_after, negated_before
 from .someone_else import said_of_another
 
@@ -182,19 +183,20 @@ def taken_off_by_pronoun(text: str) -> str:
 
 def _request_lines(text: str) -> Iterator[tuple[int, int, str]]:
     """(how many lines read so far, where the line starts, the line) of the lines a request is read in: the first
-    REQUEST_LINES lines with words, up to a signature, footers left out."""
+    REQUEST_LINES lines with words, up to a signature, a mail app's line or a notice (boilerplate.py), footers and a
+    company newsletter's lines left out."""
     offset = seen = 0
     for line in text.split("\n"):
         start_of_line, offset = offset, offset + len(line) + 1
         if not line.strip():
             continue
-        if line.strip() in _SIGNATURE_LINE:
+        if line.strip() in _SIGNATURE_LINE or (seen and starts_boilerplate(line)):
             return
         seen += 1
         if seen > REQUEST_LINES:
             return
         line = line[:_LINE_LIMIT]
-        if not FOOTER_LINE_RE.search(line):
+        if not (FOOTER_LINE_RE.search(line) or NEWSLETTER_LINE_RE.search(line)):
             yield seen, start_of_line, line
 
 

@@ -385,6 +385,18 @@ def test_an_autoresponder_marked_by_its_header_stays_an_auto_reply_whatever_its_
     "Si invita ad astenersi da ulteriori contatti.",
     "Hiermit bestelle ich Ihren Newsletter ab.",
     "Kunnen jullie ermee ophouden?",
+    # the sender blocked, said as done
+    "Sender blocked. Don't bother with the next one either.",
+    "Ich habe soeben Ihre Domain in unserer Firewall gesperrt.",
+    "L'Ufficio Sistemi Informativi ha inserito il vostro dominio nella blacklist del server di posta.",
+    "Zablokowałem Państwa adres.",
+    # more of what fed-up or helped writers say
+    "Schicken Sie bitte nichts mehr an diese Adresse.",
+    "Le rogamos que no vuelva a contactar con ella por esta vía.",
+    "La prega di non inviargli ulteriori comunicazioni commerciali.",
+    "So maybe save us both the trouble and drop me from this sequence?",
+    "can u not email me every 2 days",
+    "Is there a way to actually stop these?",
 ])
 def test_wording_of_a_last_one_or_of_no_more_reads_as_a_request_to_stop(text: str) -> None:
     assert unsubscribe_phrase(text), text
@@ -405,6 +417,16 @@ def test_wording_of_a_last_one_or_of_no_more_reads_as_a_request_to_stop(text: st
     "Proszę już nie przysyłać przypomnień, termin na czwartek mam w kalendarzu.",
     "Please stop sending me three slots in every email. Thursday 10am works.",
     "Retirez-moi de la copie, merci, je mets Sandrine en boucle.",
+    "Can you send this again? Outlook blocked the images and I can't read it.",
+    "Zur Info: Ihre Domain steht auf einer Blacklist, unsere Firewall hat die Mail fast geblockt.",
+    "Seu email veio com um anexo .zip que o antivírus bloqueou na hora.",
+    "Your address was blocked by our filter, please resend from another one.",
+    "Could you not email me on Fridays, call instead?",
+    "How do I stop these reminders from our CRM?",
+    "Nie będę prosić o wypisanie z listy, wiem, że to Pana praca. Ale nie kupimy.",
+    "Hören Sie bitte auf, mir ständig neue Einladungen zu schicken – ich hab doch schon zugesagt!",
+    "Proszę usunąć mnie z DW i pisać bezpośrednio do Tomka z IT.",
+    "Don Ernesto se jubiló en enero, bórrenlo de su lista.",
 ])
 def test_the_same_words_about_something_else_ask_nothing(text: str) -> None:
     assert not unsubscribe_phrase(text), unsubscribe_phrase(text)
@@ -415,3 +437,36 @@ def test_a_source_question_asked_for_the_boss_is_a_data_protection_demand() -> N
     assert demand_words("Vocês podem me dizer onde conseguiram o e-mail do nosso diretor?", "")
     assert demand_words("Where did you get our CEO's email address?", "")
     assert not demand_words("How did you get our director to agree to a call?", "")
+
+
+_PRIVACY_NOTICE = ("Privacy notice: Glenmore Retail processes personal data in line with the UK GDPR. For your rights, "
+                   "including the right to object and the right to erasure, see www.glenmore.example/privacy.")
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize("text", [
+    f"I look after facilities, not marketing. Priya Shah runs our digital side.\n\nAndy\n\n{_PRIVACY_NOTICE}",
+    "Koppelt dit met Exact Online?\n\nVerzonden vanaf mijn Galaxy\n\nBlijf op de hoogte: meld u aan voor onze "
+    "nieuwsbrief. Afmelden kan altijd onderaan elke editie.",
+    "¿Cuánto costaría para dos clínicas?\n\nEnviado desde mi iPhone\n\nSus datos personales forman parte de un "
+    "fichero de la clínica. Puede ejercer sus derechos de supresión y oposición, así como darse de baja de nuestras "
+    "comunicaciones, escribiendo a lopd@clinica.example.",
+    "Passt, Dienstag 10 Uhr ist eingetragen.\n\nGesendet von Outlook für Android\n\nFolgen Sie uns auf LinkedIn. "
+    "Zum Newsletter an- und abmelden: www.metallbau.example/news",
+])
+def test_a_company_footer_under_a_reply_asks_nothing(text: str) -> None:
+    result = classify(message(text))
+
+    assert result.kind == Kind.HUMAN_REPLY and result.rule != "possible_optout", result.reason
+    assert suggest(text).category is not Category.UNSUBSCRIBE
+
+
+@pytest.mark.one_database("the wording of a text")
+@pytest.mark.parametrize(("text", "rule"), [
+    (f"Please take me off your list.\n\nSent from my iPhone\n\n{_PRIVACY_NOTICE}", "unsubscribe_text"),
+    ("Spett.le società,\n\nai sensi dell'art. 17 del Regolamento UE 2016/679 (GDPR) chiedo la cancellazione dei miei "
+     "dati personali dai vostri archivi.\n\nAvv. Paolo Conti", "data_request"),
+    ("Privacy notice: where did you get my address? Delete my data.", "data_request"),
+])
+def test_the_persons_own_words_above_a_footer_are_still_read(text: str, rule: str) -> None:
+    assert classify(message(text)).rule == rule

@@ -139,6 +139,11 @@ def test_hard_cases(text, category, phrase):
         ("Ça ne m'intéresse pas", Category.NOT_INTERESTED, "ne m'intéresse pas"),
         ("No me parece interesante", Category.NOT_INTERESTED, "No me parece interesante"),
         ("No, I'd love to hear more actually", Category.INTERESTED, "I'd love to hear"),
+        # the plain refusal in the languages without tables of their own
+        ("Não me interessa.", Category.NOT_INTERESTED, "Não me interessa"),
+        ("Non mi interessa.", Category.NOT_INTERESTED, "Non mi interessa"),
+        ("Interesseert me niet.", Category.NOT_INTERESTED, "Interesseert me niet"),
+        ("Nie interesuje nas to, dziękuję.", Category.NOT_INTERESTED, "Nie interesuje nas"),
     ],
 )
 def test_a_negation_turns_interest_into_a_refusal_within_its_clause(text, category, phrase):
