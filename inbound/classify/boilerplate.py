@@ -19,7 +19,7 @@ MOBILE_SIGNATURE_RE = re.compile(
     r"|outlook (voor|für) (ios|android) downloaden|envoy[ée] (de|depuis|à partir de) (mon|l'application|outlook)"
     r"|von meinem .{1,40} gesendet|gesendet (von|mit|vom) (meinem|meiner|outlook|mein|iphone|ipad|samsung)"
     r"|enviado (desde|de|do|a partir do) (mi|meu|o meu|a minha|outlook|iphone|ipad|samsung|android)"
-    r"|inviato (da|dal mio|dal mio|con)|verzonden (vanaf|met|via|van) |wys[łl]ane (z|ze|przy)"
+    r"|inviato (da|dal mio|con)|verzonden (vanaf|met|via|van) |wys[łl]ane (z|ze|przy)"
     r"|enviado do meu)\b.{0,60}$",
     re.I | re.M,
 )
