@@ -35,7 +35,7 @@ from functools import cache, cached_property
 from ..kinds import Category
 from . import intent_phrases as phrases
 from . import learned
-from .boilerplate import MOBILE_SIGNATURE_RE, NEWSLETTER_LINE_RE, own_words
+from .boilerplate import MOBILE_SIGNATURE_RE, own_words
 from .data_requests import data_request_spans
 from .negation import NEGATION_WINDOW, asks_back_in, negated_after, negated_before
 from .optout import DATA_REQUEST_CHARS, fold, stop_set_aside
@@ -48,6 +48,7 @@ from .stop_wording import (
     OOO_BODY_RE,
     REQUEST_LINES,
     UNSUBSCRIBE_SUBJECT_RE,
+    footer_line,
     stop_words_of_another,
     unsubscribe_spans,
 )
@@ -77,10 +78,11 @@ def suggest(text: str) -> Suggestion:
 
 def model_reading(body: str) -> str:
     """What the model reads of the new text: without a footer line ("To unsubscribe from these emails, click
-    here"), which the phrase tables do not read either, and without a mobile client's signature line ("Sent
-    from my iPhone"), which says nothing of what the person wants."""
-    return "\n".join(line for line in body.split("\n") if not (
-        FOOTER_LINE_RE.search(line) or MOBILE_SIGNATURE_RE.match(line) or NEWSLETTER_LINE_RE.search(line)))
+    here") or the company newsletter's own line, which ingestion does not read either (stop_wording.footer_line),
+    and without a mobile client's signature line ("Sent from my iPhone"), which says nothing of what the person
+    wants."""
+    return "\n".join(line for line in body.split("\n")
+                     if not (footer_line(line) or MOBILE_SIGNATURE_RE.match(line)))
 
 
 def _without(model: learned.Prediction, category: Category) -> learned.Prediction:

@@ -196,8 +196,14 @@ def _request_lines(text: str) -> Iterator[tuple[int, int, str]]:
         if seen > REQUEST_LINES:
             return
         line = line[:_LINE_LIMIT]
-        if not (FOOTER_LINE_RE.search(line) or NEWSLETTER_LINE_RE.search(line)):
+        if not footer_line(line):
             yield seen, start_of_line, line
+
+
+def footer_line(line: str) -> bool:
+    """Whether a line is a footer's (FOOTER_LINE_RE) or the company newsletter's own (boilerplate.py), not the
+    person's words: neither ingestion nor the model reads it."""
+    return bool(FOOTER_LINE_RE.search(line) or NEWSLETTER_LINE_RE.search(line))
 
 
 def _candidates(line: str) -> list[tuple[int, int]]:
